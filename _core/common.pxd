@@ -1,0 +1,21 @@
+# Shared C types of the kernels. The Python-side twins (NumPy dtypes) live in common.pyx.
+#
+# Conventions (as in scikit-learn's hist_gradient_boosting):
+# - binned features are uint8, Fortran-ordered (n_samples, n_features); bin index
+#   `missing_bin` (the last one, = n_bins - 1) holds missing values (NaN);
+# - gradients and hessians are float32; histogram sums are float64 plus a uint32 count;
+# - node ids inside a tree are heap-indexed: root 0, children of p are 2p+1 and 2p+2.
+cimport numpy as cnp
+
+ctypedef cnp.npy_float64 X_DTYPE_C
+ctypedef cnp.npy_uint8 X_BINNED_DTYPE_C
+ctypedef cnp.npy_float32 G_H_DTYPE_C
+ctypedef cnp.npy_float64 Y_DTYPE_C
+ctypedef cnp.npy_int32 INDEX_DTYPE_C
+ctypedef cnp.npy_uint32 COUNT_DTYPE_C
+
+cdef packed struct hist_struct:
+    # Same layout as HISTOGRAM_DTYPE in common.pyx.
+    Y_DTYPE_C sum_gradients
+    Y_DTYPE_C sum_hessians
+    COUNT_DTYPE_C count

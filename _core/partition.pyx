@@ -1,0 +1,117 @@
+"""Route rows to child nodes after the splits of one tree level.
+
+Rows carry a ``positions`` array: the heap id of the node a row sits in (root 0, children
+of ``p`` are ``2p + 1`` (left) and ``2p + 2`` (right)), or a negative value for a row that
+takes no part in the tree (e.g. not drawn by Poisson subsampling).
+"""
+cimport cython
+from cython.parallel import prange
+
+import numpy as np
+
+from common cimport X_BINNED_DTYPE_C, INDEX_DTYPE_C
+
+
+def apply_splits(
+    const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
+    INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,) heap node id per row
+    const unsigned char[::1] is_split,         # IN (n_node_ids,) 1 where the node splits
+    const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
+    const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) bin <= split_bin goes left
+    const unsigned char[::1] missing_left,     # IN (n_node_ids,) 1: missing goes left
+    X_BINNED_DTYPE_C missing_bin,              # IN
+    int n_threads,                             # IN
+):
+    """Move every row whose node splits to the child its bin selects.
+
+    A row at node ``p`` with ``is_split[p]`` goes to ``2p + 1`` when its bin for
+    ``split_feature[p]`` is ``missing_bin`` and ``missing_left[p]``, or when it is not
+    missing and ``<= split_bin[p]``; otherwise to ``2p + 2``. Rows at nodes that do not
+    split, at node ids ``>= n_node_ids``, or with a negative position are left unchanged.
+
+    Parameters
+    ----------
+    X_binned : ndarray of uint8, shape (n_samples, n_features), Fortran-ordered
+    positions : ndarray of int32, shape (n_samples,)
+        Updated in place.
+    is_split, missing_left : ndarray of uint8, shape (n_node_ids,)
+    split_feature : ndarray of int32, shape (n_node_ids,)
+        Feature of each splitting node, in ``[0, n_features)``.
+    split_bin : ndarray of uint8, shape (n_node_ids,)
+    missing_bin : int
+    n_threads : int
+    """
+    cdef Py_ssize_t n_samples = X_binned.shape[0]
+    cdef Py_ssize_t n_features = X_binned.shape[1]
+    cdef Py_ssize_t n_node_ids = is_split.shape[0]
+    cdef Py_ssize_t i, node
+    cdef X_BINNED_DTYPE_C b
+    cdef bint go_left
+    if positions.shape[0] != n_samples:
+        raise ValueError(f"positions has {positions.shape[0]} entries, X_binned has "
+                         f"{n_samples} rows")
+    if not (split_feature.shape[0] == split_bin.shape[0] == missing_left.shape[0]
+            == n_node_ids):
+        raise ValueError("is_split, split_feature, split_bin and missing_left must have the "
+                         "same length")
+    for node in range(n_node_ids):
+        if is_split[node] and not (0 <= split_feature[node] < n_features):
+            raise ValueError(f"split_feature[{node}] = {split_feature[node]} is outside "
+                             f"[0, {n_features})")
+    for i in prange(n_samples, schedule="static", nogil=True, num_threads=n_threads):
+        node = positions[i]
+        if node < 0 or node >= n_node_ids or not is_split[node]:
+            continue
+        b = X_binned[i, split_feature[node]]
+        if b == missing_bin:
+            go_left = missing_left[node] != 0
+        else:
+            go_left = b <= split_bin[node]
+        if go_left:
+            positions[i] = <INDEX_DTYPE_C>(2 * node + 1)
+        else:
+            positions[i] = <INDEX_DTYPE_C>(2 * node + 2)
+
+
+def rows_of_nodes(
+    const INDEX_DTYPE_C[::1] positions,        # IN (n_samples,) heap node id per row
+    const INDEX_DTYPE_C[::1] slot_of_node,     # IN (n_node_ids,) slot, or -1 to skip
+):
+    """Rows that sit in selected nodes, with each row's histogram slot.
+
+    Parameters
+    ----------
+    positions : ndarray of int32, shape (n_samples,)
+    slot_of_node : ndarray of int32, shape (n_node_ids,)
+        ``slot_of_node[p] >= 0`` selects node ``p`` and names its histogram slot.
+
+    Returns
+    -------
+    sample_indices : ndarray of int32, shape (n_selected,)
+        Increasing row numbers of the rows whose node is selected.
+    sample_slots : ndarray of int32, shape (n_selected,)
+        ``slot_of_node[positions[sample_indices]]``; the inputs of
+        ``histogram.build_node_histograms``.
+    """
+    cdef Py_ssize_t n_samples = positions.shape[0]
+    cdef Py_ssize_t n_node_ids = slot_of_node.shape[0]
+    cdef Py_ssize_t i, n_selected = 0
+    cdef INDEX_DTYPE_C node
+    with nogil:
+        for i in range(n_samples):
+            node = positions[i]
+            if 0 <= node < n_node_ids and slot_of_node[node] >= 0:
+                n_selected += 1
+    sample_indices_arr = np.empty(n_selected, dtype=np.int32)
+    sample_slots_arr = np.empty(n_selected, dtype=np.int32)
+    cdef INDEX_DTYPE_C[::1] sample_indices = sample_indices_arr
+    cdef INDEX_DTYPE_C[::1] sample_slots = sample_slots_arr
+    cdef Py_ssize_t k = 0
+    with nogil:
+        for i in range(n_samples):
+            node = positions[i]
+            if 0 <= node < n_node_ids and slot_of_node[node] >= 0:
+                sample_indices[k] = <INDEX_DTYPE_C>i
+                sample_slots[k] = slot_of_node[node]
+                k += 1
+    return sample_indices_arr, sample_slots_arr

@@ -1,0 +1,39 @@
+"""Compiled kernels (built from the top-level ``_core/`` Cython sources).
+
+The kernels know nothing of Dask or of differential privacy: they compute exact
+quantities on NumPy arrays. Each has a naive twin in :mod:`dpxgb_dask._core.naive`
+that the tests compare it with. This module holds the small layout helpers the
+callers of the kernels share.
+"""
+import numpy as np
+
+
+def pack_cuts(cuts_per_feature):
+    """Concatenate per-feature cut points into the flat layout of ``binning.bin_features``.
+
+    Parameters
+    ----------
+    cuts_per_feature : sequence of array-like of float64
+        Sorted, strictly increasing cut points of each feature (possibly empty).
+
+    Returns
+    -------
+    cut_values : ndarray of float64, shape (total_cuts,)
+    cut_offsets : ndarray of intp, shape (n_features + 1,)
+        The cuts of feature ``f`` are ``cut_values[cut_offsets[f]:cut_offsets[f + 1]]``.
+    """
+    arrays = [np.asarray(c, dtype=np.float64).ravel() for c in cuts_per_feature]
+    for f, cuts in enumerate(arrays):
+        if cuts.size and not (np.all(np.isfinite(cuts)) and np.all(np.diff(cuts) > 0)):
+            raise ValueError(f"cuts of feature {f} must be finite and strictly increasing")
+    offsets = np.zeros(len(arrays) + 1, dtype=np.intp)
+    offsets[1:] = np.cumsum([c.size for c in arrays])
+    values = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.float64)
+    return np.ascontiguousarray(values, dtype=np.float64), offsets
+
+
+def empty_histograms(n_slots, n_features, n_bins):
+    """Zeroed histograms, shape (n_slots, n_features, n_bins), dtype ``HISTOGRAM_DTYPE``."""
+    from .common import HISTOGRAM_DTYPE
+
+    return np.zeros((n_slots, n_features, n_bins), dtype=HISTOGRAM_DTYPE)

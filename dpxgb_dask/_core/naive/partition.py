@@ -1,0 +1,25 @@
+"""Naive twins of the partition kernels."""
+import numpy as np
+
+
+def apply_splits(X_binned, positions, is_split, split_feature, split_bin, missing_left,
+                 missing_bin):
+    """New positions (a copy) after the splits; see ``partition.apply_splits``."""
+    new = np.array(positions, dtype=np.int32, copy=True)
+    for i, node in enumerate(positions):
+        if node < 0 or node >= len(is_split) or not is_split[node]:
+            continue
+        b = X_binned[i, split_feature[node]]
+        go_left = bool(missing_left[node]) if b == missing_bin else b <= split_bin[node]
+        new[i] = 2 * node + 1 if go_left else 2 * node + 2
+    return new
+
+
+def rows_of_nodes(positions, slot_of_node):
+    """Rows in selected nodes and their slots; see ``partition.rows_of_nodes``."""
+    rows, slots = [], []
+    for i, node in enumerate(positions):
+        if 0 <= node < len(slot_of_node) and slot_of_node[node] >= 0:
+            rows.append(i)
+            slots.append(slot_of_node[node])
+    return np.array(rows, dtype=np.int32), np.array(slots, dtype=np.int32)

@@ -1,0 +1,1 @@
+"""Differential-privacy mechanisms, sensitivities, randomness and accounting (no Dask here)."""

@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+
+from dpxgb_dask._core.naive import partition as naive
+from dpxgb_dask._core.partition import apply_splits, rows_of_nodes
+
+MISSING_BIN = 255
+
+
+def _decisions(rng, n_node_ids, n_features):
+    return dict(
+        is_split=(rng.random(n_node_ids) < 0.7).astype(np.uint8),
+        split_feature=rng.integers(0, n_features, size=n_node_ids).astype(np.int32),
+        split_bin=rng.integers(0, 40, size=n_node_ids).astype(np.uint8),
+        missing_left=rng.integers(0, 2, size=n_node_ids).astype(np.uint8),
+    )
+
+
+@pytest.mark.parametrize("n_samples", [0, 1, 1000])
+def test_apply_splits_matches_naive_twin(n_samples):
+    rng = np.random.default_rng(n_samples)
+    n_features, n_node_ids = 4, 15
+    X_binned = np.asfortranarray(rng.integers(0, 41, size=(n_samples, n_features)).astype(np.uint8))
+    X_binned[rng.random(X_binned.shape) < 0.1] = MISSING_BIN
+    positions = rng.integers(-1, 20, size=n_samples).astype(np.int32)  # -1 and ids beyond the table
+    d = _decisions(rng, n_node_ids, n_features)
+    expected = naive.apply_splits(X_binned, positions, missing_bin=MISSING_BIN, **d)
+    apply_splits(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
+                 d["missing_left"], MISSING_BIN, 2)
+    np.testing.assert_array_equal(positions, expected)
+
+
+def test_missing_values_follow_the_default_direction():
+    X_binned = np.asfortranarray(np.array([[MISSING_BIN], [MISSING_BIN], [0]], dtype=np.uint8))
+    positions = np.array([1, 2, 1], dtype=np.int32)
+    apply_splits(X_binned, positions, np.ones(3, np.uint8), np.zeros(3, np.int32),
+                 np.full(3, 200, np.uint8), np.array([0, 0, 1], np.uint8), MISSING_BIN, 1)
+    # node 1 sends missing right (-> 4); node 2 sends missing left (-> 5); bin 0 <= 200 left.
+    assert positions.tolist() == [4, 5, 3]
+
+
+def test_sample_order_independence():
+    rng = np.random.default_rng(3)
+    X_binned = np.asfortranarray(rng.integers(0, 41, size=(500, 3)).astype(np.uint8))
+    positions = rng.integers(0, 7, size=500).astype(np.int32)
+    d = _decisions(rng, 7, 3)
+    perm = rng.permutation(500)
+    a = positions.copy()
+    apply_splits(X_binned, a, d["is_split"], d["split_feature"], d["split_bin"], d["missing_left"], MISSING_BIN, 2)
+    b = positions[perm].copy()
+    apply_splits(np.asfortranarray(X_binned[perm]), b, d["is_split"], d["split_feature"],
+                 d["split_bin"], d["missing_left"], MISSING_BIN, 2)
+    np.testing.assert_array_equal(b, a[perm])
+
+
+def test_apply_splits_rejects_bad_feature():
+    X_binned = np.zeros((3, 2), dtype=np.uint8, order="F")
+    with pytest.raises(ValueError, match="split_feature"):
+        apply_splits(X_binned, np.zeros(3, np.int32), np.ones(1, np.uint8), np.array([2], np.int32),
+                     np.zeros(1, np.uint8), np.zeros(1, np.uint8), MISSING_BIN, 1)
+    with pytest.raises(ValueError, match="positions"):
+        apply_splits(X_binned, np.zeros(2, np.int32), np.ones(1, np.uint8), np.array([0], np.int32),
+                     np.zeros(1, np.uint8), np.zeros(1, np.uint8), MISSING_BIN, 1)
+
+
+@pytest.mark.parametrize("n_samples", [0, 1, 777])
+def test_rows_of_nodes_matches_naive_twin(n_samples):
+    rng = np.random.default_rng(n_samples + 11)
+    positions = rng.integers(-2, 40, size=n_samples).astype(np.int32)
+    slot_of_node = np.full(31, -1, dtype=np.int32)
+    chosen = rng.choice(31, size=8, replace=False)
+    slot_of_node[chosen] = np.arange(8)
+    rows, slots = rows_of_nodes(positions, slot_of_node)
+    e_rows, e_slots = naive.rows_of_nodes(positions, slot_of_node)
+    np.testing.assert_array_equal(rows, e_rows)
+    np.testing.assert_array_equal(slots, e_slots)
+    assert rows.dtype == np.int32 and slots.dtype == np.int32
