@@ -1,0 +1,133 @@
+"""Kernel benchmark: histogram updates per ns per core, and the weighted quantile sketch.
+
+Usage::
+
+    python benchmarks/bench_kernels.py [--n-samples 1000000] [--n-features 50]
+                                       [--n-bins 256] [--n-threads 2] [--repeat 5]
+
+One "histogram update" adds one (row, feature) pair to a histogram cell, so a histogram of
+``n`` rows and ``F`` features costs ``n * F`` updates. Rates are per core: updates / ns
+divided by the number of threads. Times are the best of ``--repeat`` runs.
+"""
+import argparse
+import time
+
+import numpy as np
+
+from dpxgb_dask._core import empty_histograms
+from dpxgb_dask._core.histogram import (
+    build_node_histograms,
+    build_root_histogram,
+    subtract_histograms,
+)
+from dpxgb_dask._core.partition import rows_of_nodes
+from dpxgb_dask._core.sketch import make_summary, merge_summaries, prune_summary
+
+
+def best_time(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def numpy_bincount_histograms(X_binned, g, h, n_bins, rows=None, slots=None, n_slots=1):
+    """Baseline: one ``np.bincount`` per feature and field (single-threaded NumPy)."""
+    out = np.empty((n_slots, X_binned.shape[1], n_bins, 3))
+    if rows is None:
+        for f in range(X_binned.shape[1]):
+            col = X_binned[:, f]
+            out[0, f, :, 0] = np.bincount(col, weights=g, minlength=n_bins)
+            out[0, f, :, 1] = np.bincount(col, weights=h, minlength=n_bins)
+            out[0, f, :, 2] = np.bincount(col, minlength=n_bins)
+        return out
+    g_rows, h_rows = g[rows], h[rows]
+    offset = slots.astype(np.int64) * n_bins
+    size = n_slots * n_bins
+    for f in range(X_binned.shape[1]):
+        key = offset + X_binned[rows, f]
+        out[:, f, :, 0] = np.bincount(key, weights=g_rows, minlength=size).reshape(n_slots, n_bins)
+        out[:, f, :, 1] = np.bincount(key, weights=h_rows, minlength=size).reshape(n_slots, n_bins)
+        out[:, f, :, 2] = np.bincount(key, minlength=size).reshape(n_slots, n_bins)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-samples", type=int, default=1_000_000)
+    parser.add_argument("--n-features", type=int, default=50)
+    parser.add_argument("--n-bins", type=int, default=256)
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    n, F, B, T = args.n_samples, args.n_features, args.n_bins, args.n_threads
+
+    rng = np.random.default_rng(0)
+    X_binned = np.asfortranarray(rng.integers(0, B, size=(n, F), dtype=np.uint8))
+    g = rng.normal(size=n).astype(np.float32)
+    h = rng.uniform(size=n).astype(np.float32)
+
+    # A depth-5 level: 32 nodes of a balanced tree (heap ids 31..62), random row placement.
+    depth, n_nodes = 5, 32
+    positions = (2**depth - 1 + rng.integers(0, n_nodes, size=n)).astype(np.int32)
+    all_slots = np.full(2 ** (depth + 1) - 1, -1, dtype=np.int32)
+    all_slots[2**depth - 1:] = np.arange(n_nodes)
+    rows_all, slots_all = rows_of_nodes(positions, all_slots)
+    # Smaller-child trick: build the 16 left children, subtract them from their parents.
+    left_slots = np.full(2 ** (depth + 1) - 1, -1, dtype=np.int32)
+    left_ids = np.arange(2**depth - 1, 2 ** (depth + 1) - 1, 2)
+    left_slots[left_ids] = np.arange(n_nodes // 2)
+    rows_left, slots_left = rows_of_nodes(positions, left_slots)
+    parents = empty_histograms(n_nodes // 2, F, B)
+    parent_slot_of_row = (positions - (2**depth - 1)) // 2
+    build_node_histograms(X_binned, g, h, np.arange(n, dtype=np.int32),
+                          parent_slot_of_row.astype(np.int32), parents, T)
+
+    root_hist = empty_histograms(1, F, B)[0]
+    level_hist = empty_histograms(n_nodes, F, B)
+    left_hist = empty_histograms(n_nodes // 2, F, B)
+    right_hist = empty_histograms(n_nodes // 2, F, B)
+
+    def level_with_subtraction():
+        build_node_histograms(X_binned, g, h, rows_left, slots_left, left_hist, T)
+        subtract_histograms(parents, left_hist, right_hist, T)
+
+    cases = [
+        ("root: kernel", n, lambda: build_root_histogram(X_binned, g, h, root_hist, T), T),
+        ("root: numpy bincount", n, lambda: numpy_bincount_histograms(X_binned, g, h, B), 1),
+        (f"depth {depth}, {n_nodes} nodes: kernel", rows_all.size,
+         lambda: build_node_histograms(X_binned, g, h, rows_all, slots_all, level_hist, T), T),
+        (f"depth {depth}, {n_nodes} nodes: smaller child + subtraction", rows_all.size,
+         level_with_subtraction, T),
+        (f"depth {depth}, {n_nodes} nodes: numpy bincount", rows_all.size,
+         lambda: numpy_bincount_histograms(X_binned, g, h, B, rows_all, slots_all, n_nodes), 1),
+    ]
+    print(f"histograms: {n} rows x {F} features x {B} bins, {T} threads, best of {args.repeat}")
+    print(f"{'case':<52} {'threads':>7} {'time (ms)':>10} {'updates/ns':>11} {'/ns/core':>9}")
+    for name, n_rows, fn, threads in cases:
+        seconds = best_time(fn, args.repeat)
+        rate = n_rows * F / (seconds * 1e9)
+        print(f"{name:<52} {threads:>7} {seconds * 1e3:>10.1f} {rate:>11.3f} {rate / threads:>9.3f}")
+
+    # Weighted quantile sketch: 1M weighted points split over two "workers", each summary
+    # made and pruned, then merged and pruned again, as one feature's reduction does.
+    values = rng.lognormal(size=n)
+    weights = rng.exponential(size=n)
+    half = n // 2
+    max_size = 256
+
+    def sketch():
+        a = prune_summary(make_summary(values[:half], weights[:half]), max_size)
+        b = prune_summary(make_summary(values[half:], weights[half:]), max_size)
+        return prune_summary(merge_summaries(a, b), max_size)
+
+    seconds = best_time(sketch, args.repeat)
+    print()
+    print(f"sketch: make+prune of 2 x {half} weighted points, merge, prune to {max_size}: "
+          f"{seconds * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
