@@ -1,1 +1,116 @@
-"""Differential-privacy mechanisms, sensitivities, randomness and accounting (no Dask here)."""
+"""Differential-privacy layer: mechanisms, sensitivities, secure noise, accounting, ledger.
+
+Pure Python + NumPy (and Google's ``dp_accounting`` for RDP/PLD); nothing here imports Dask.
+The coordinator uses it once per tree level::
+
+    source = NoiseSource()                                   # secure; NoiseSource(seed) to replay
+    mech = GaussianMechanism(gradient_histogram_l2_sensitivity(g_star, h_star, n_features),
+                             noise_multiplier=z, coords_per_row=2 * n_features)
+    noisy = mech.release(hist, source.stream(tree=t, depth=d, purpose="split"))
+    ledger.record("split", tree=t, depth=d, sampling_rate=gamma,
+                  parallel_over="nodes", n_parallel=n_nodes, **mech.ledger_fields())
+
+Neighbouring relation everywhere: add or remove one row.
+"""
+
+from .accountants import (
+    Accountant,
+    BasicAccountant,
+    BestOfAccountant,
+    PLDAccountant,
+    RDPAccountant,
+    amplified_epsilon,
+    composition_terms,
+    get_accountant,
+    privacy_report,
+)
+from .calibration import CalibratedRelease, Calibration, PlannedRelease, ReleasePlan, calibrate, release_parameters
+from .ledger import MECHANISMS, PARALLEL_AXES, Ledger, PrivacyEvent
+from .mechanisms import (
+    ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    combined_noise_multiplier,
+    exponential_mechanism,
+    gaussian_mechanism,
+    laplace_mechanism,
+)
+from .randomness import NoiseSource, RandomStream, as_stream
+from .sensitivity import (
+    dpboost_gain_sensitivity,
+    dpboost_leaf_sensitivity,
+    dpxgboost_gain_sensitivity,
+    geometric_leaf_clip_threshold,
+    gradient_histogram_l1_sensitivity,
+    gradient_histogram_l2_sensitivity,
+    leaf_balanced_sigmas,
+    leaf_value_sensitivity,
+    min_child_leaf_sensitivity,
+    noisy_average_epsilon,
+    noisy_average_sensitivity,
+    summation_rounding_slack,
+)
+from .validation import (
+    EPSILON_WARNING_THRESHOLD,
+    BudgetError,
+    LargeEpsilonWarning,
+    PrivacyLeakWarning,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_sampling_rate,
+    warn_if_large_epsilon,
+)
+
+__all__ = [
+    "Accountant",
+    "BasicAccountant",
+    "BestOfAccountant",
+    "BudgetError",
+    "CalibratedRelease",
+    "Calibration",
+    "EPSILON_WARNING_THRESHOLD",
+    "ExponentialMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "LargeEpsilonWarning",
+    "Ledger",
+    "MECHANISMS",
+    "NoiseSource",
+    "PARALLEL_AXES",
+    "PLDAccountant",
+    "PlannedRelease",
+    "PrivacyEvent",
+    "PrivacyLeakWarning",
+    "RDPAccountant",
+    "RandomStream",
+    "ReleasePlan",
+    "amplified_epsilon",
+    "as_stream",
+    "calibrate",
+    "check_delta",
+    "check_epsilon",
+    "check_positive",
+    "check_sampling_rate",
+    "combined_noise_multiplier",
+    "composition_terms",
+    "dpboost_gain_sensitivity",
+    "dpboost_leaf_sensitivity",
+    "dpxgboost_gain_sensitivity",
+    "exponential_mechanism",
+    "gaussian_mechanism",
+    "geometric_leaf_clip_threshold",
+    "get_accountant",
+    "gradient_histogram_l1_sensitivity",
+    "gradient_histogram_l2_sensitivity",
+    "laplace_mechanism",
+    "leaf_balanced_sigmas",
+    "leaf_value_sensitivity",
+    "min_child_leaf_sensitivity",
+    "noisy_average_epsilon",
+    "noisy_average_sensitivity",
+    "privacy_report",
+    "release_parameters",
+    "summation_rounding_slack",
+    "warn_if_large_epsilon",
+]

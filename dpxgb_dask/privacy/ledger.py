@@ -1,0 +1,419 @@
+"""The privacy ledger: one event per DP release, serialisable, with explicit composition.
+
+Neighbouring relation: datasets differ by adding or removing one row.
+
+Each :class:`PrivacyEvent` describes one release: where it happened (tree, depth, purpose),
+which mechanism (Laplace, Gaussian, exponential), its sensitivity and noise, the Poisson
+subsample it was computed on, and how it composes:
+
+* ``parallel_over`` / ``n_parallel``: the release is made of ``n_parallel`` pieces computed
+  on disjoint sets of rows (the nodes of one depth, the leaves of a tree, the bins of a
+  histogram). By parallel composition the event costs one application of the mechanism,
+  whatever ``n_parallel`` is; the ledger states this instead of hiding it in a division.
+  Features and classes are *not* disjoint (every row has every feature), so they cannot
+  be declared parallel: put them in the sensitivity or in ``count``.
+* ``count``: the release repeats the mechanism ``count`` times sequentially on the same
+  rows (e.g. one Laplace histogram per feature, each with this ε).
+* ``subsample`` / ``sampling_rate``: events computed on the same Poisson subsample (each
+  row kept independently with probability γ; by default the subsample of the event's
+  tree) are amplified *together*: the accountants compose them first and apply the
+  amplification to the composite, never to each event separately (that would
+  under-count, since they all see the same sample).
+* ``disjoint_group`` / ``disjoint_part``: whole groups of events computed on disjoint parts
+  of the data (DPBoost's trees inside one ensemble) compose in parallel across parts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import numbers
+from typing import Optional
+
+from .validation import BudgetError, check_delta, check_epsilon, check_positive, check_sampling_rate
+
+__all__ = ["MECHANISMS", "PARALLEL_AXES", "Ledger", "PrivacyEvent"]
+
+MECHANISMS = ("laplace", "gaussian", "exponential")
+#: Axes whose pieces hold disjoint rows under add/remove of one row.
+PARALLEL_AXES = ("nodes", "leaves", "bins")
+_NOT_DISJOINT = {
+    "features": "every row contributes to every feature; include n_features in the sensitivity "
+    "or use count=n_features",
+    "classes": "every row contributes to every class's gradients; include them in the sensitivity "
+    "or use count",
+    "trees": "trees on disjoint data are declared with disjoint_group/disjoint_part",
+}
+_FORMAT = "dpxgb_dask.privacy.ledger"
+_VERSION = 1
+
+
+def _opt_int(value, name, minimum=0):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be None or an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _pos_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyEvent:
+    """One DP release. Build it with :meth:`Ledger.record`; fields are validated on creation.
+
+    Parameters
+    ----------
+    purpose : str
+        What was released: ``"bounds"``, ``"sketch"``, ``"init_score"``, ``"split"``,
+        ``"leaf"``, ...
+    mechanism : {"laplace", "gaussian", "exponential"}
+    sensitivity : float
+        L1 (Laplace), L2 (Gaussian) or utility (exponential) sensitivity.
+    epsilon : float or None
+        ε of one application (Laplace, exponential).
+    noise_multiplier : float or None
+        σ/Δ₂ (Gaussian).
+    tree, depth : int or None
+        Location of the release (None for fit-level releases).
+    sampling_rate : float, default 1.0
+        Poisson sampling probability γ of the rows the release was computed on.
+    subsample : str or None
+        Identifier of that Poisson subsample; defaults to ``"tree:<tree>"`` when γ < 1.
+    parallel_over : tuple of str
+        Disjoint axes the release is split over (subset of :data:`PARALLEL_AXES`).
+    n_parallel : int, default 1
+        Number of disjoint pieces.
+    count : int, default 1
+        Sequential repetitions of the mechanism on the same rows.
+    disjoint_group : str or None
+        Name of a group of events on disjoint data parts (parallel across parts).
+    disjoint_part : int or None
+        Part index inside ``disjoint_group``.
+    resolution : float or None
+        Grid step of the noise (reproducibility only).
+    note : str
+        Free text.
+    """
+
+    purpose: str
+    mechanism: str
+    sensitivity: float
+    epsilon: Optional[float] = None
+    noise_multiplier: Optional[float] = None
+    tree: Optional[int] = None
+    depth: Optional[int] = None
+    sampling_rate: float = 1.0
+    subsample: Optional[str] = None
+    parallel_over: tuple = ()
+    n_parallel: int = 1
+    count: int = 1
+    disjoint_group: Optional[str] = None
+    disjoint_part: Optional[int] = None
+    resolution: Optional[float] = None
+    note: str = ""
+
+    def __post_init__(self):
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if not isinstance(self.purpose, str) or not self.purpose:
+            raise ValueError(f"purpose must be a non-empty str, got {self.purpose!r}")
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
+        put("sensitivity", check_positive(self.sensitivity, "sensitivity"))
+        if self.mechanism == "gaussian":
+            if self.noise_multiplier is None or self.epsilon is not None:
+                raise ValueError("a gaussian event needs noise_multiplier (or sigma) and no epsilon")
+            put("noise_multiplier", check_positive(self.noise_multiplier, "noise_multiplier"))
+        else:
+            if self.epsilon is None or self.noise_multiplier is not None:
+                raise ValueError(f"a {self.mechanism} event needs epsilon (or noise_scale) and no noise_multiplier")
+            put("epsilon", check_epsilon(self.epsilon))
+        put("tree", _opt_int(self.tree, "tree"))
+        put("depth", _opt_int(self.depth, "depth"))
+        put("sampling_rate", check_sampling_rate(self.sampling_rate))
+        if self.sampling_rate < 1.0:
+            if self.subsample is None:
+                if self.tree is None:
+                    raise ValueError("a subsampled event (sampling_rate < 1) needs tree or subsample to name its Poisson sample")
+                put("subsample", f"tree:{self.tree}")
+            elif not isinstance(self.subsample, str) or not self.subsample:
+                raise ValueError(f"subsample must be a non-empty str, got {self.subsample!r}")
+        elif self.subsample is not None:
+            raise ValueError("subsample is only meaningful with sampling_rate < 1")
+        axes = (self.parallel_over,) if isinstance(self.parallel_over, str) else tuple(self.parallel_over)
+        for axis in axes:
+            if axis in _NOT_DISJOINT:
+                raise ValueError(f"parallel_over={axis!r} is not a disjoint axis: {_NOT_DISJOINT[axis]}")
+            if axis not in PARALLEL_AXES:
+                raise ValueError(f"parallel_over entries must be in {PARALLEL_AXES}, got {axis!r}")
+        put("parallel_over", axes)
+        put("n_parallel", _pos_int(self.n_parallel, "n_parallel"))
+        if self.n_parallel > 1 and not axes:
+            raise ValueError("n_parallel > 1 needs parallel_over naming the disjoint axis")
+        put("count", _pos_int(self.count, "count"))
+        if (self.disjoint_group is None) != (self.disjoint_part is None):
+            raise ValueError("disjoint_group and disjoint_part go together")
+        if self.disjoint_group is not None and (not isinstance(self.disjoint_group, str) or not self.disjoint_group):
+            raise ValueError(f"disjoint_group must be a non-empty str, got {self.disjoint_group!r}")
+        put("disjoint_part", _opt_int(self.disjoint_part, "disjoint_part"))
+        if self.resolution is not None:
+            put("resolution", check_positive(self.resolution, "resolution"))
+        if not isinstance(self.note, str):
+            raise ValueError(f"note must be a str, got {self.note!r}")
+
+    @property
+    def key(self):
+        """(tree, depth, purpose, disjoint_group, disjoint_part): unique within a ledger."""
+        return (self.tree, self.depth, self.purpose, self.disjoint_group, self.disjoint_part)
+
+    @property
+    def is_pure(self):
+        """bool: True for ε-DP mechanisms (Laplace, exponential)."""
+        return self.mechanism != "gaussian"
+
+    @property
+    def noise_scale(self):
+        """float or None: Laplace scale Δ/ε, Gaussian σ = z·Δ, None for exponential."""
+        if self.mechanism == "laplace":
+            return self.sensitivity / self.epsilon
+        if self.mechanism == "gaussian":
+            return self.noise_multiplier * self.sensitivity
+        return None
+
+    @property
+    def profile(self):
+        """Privacy-relevant parameters (what the accountants see); sensitivity cancels out."""
+        return (self.mechanism, self.epsilon, self.noise_multiplier, self.count)
+
+    def to_dict(self):
+        """dict of JSON-compatible fields (tuple ``parallel_over`` becomes a list)."""
+        out = dataclasses.asdict(self)
+        out["parallel_over"] = list(self.parallel_over)
+        return out
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict`; unknown fields raise ValueError."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown event fields: {sorted(unknown)}")
+        data = dict(data)
+        data["parallel_over"] = tuple(data.get("parallel_over", ()))
+        return cls(**data)
+
+
+class Ledger:
+    """Append-only record of DP releases, with an optional budget enforced before each release.
+
+    Parameters
+    ----------
+    events : iterable of PrivacyEvent, optional
+        Initial events.
+    budget_epsilon : float or None
+        If given, :meth:`check` and :meth:`record` raise :class:`BudgetError` when the
+        accounted ε at ``budget_delta`` would exceed it.
+    budget_delta : float, default 0.0
+    accountant : Accountant or None
+        Accountant for the budget check; default: the best of basic composition and RDP.
+
+    Examples
+    --------
+    >>> ledger = Ledger()
+    >>> _ = ledger.record("split", "exponential", 3.0, epsilon=0.1, tree=0, depth=0,
+    ...                   parallel_over="nodes", n_parallel=1)
+    >>> Ledger.from_json(ledger.to_json()).events == ledger.events
+    True
+    """
+
+    def __init__(self, events=(), *, budget_epsilon=None, budget_delta=0.0, accountant=None):
+        self._events = []
+        self._by_key = {}
+        self.budget_epsilon = None if budget_epsilon is None else check_epsilon(budget_epsilon, "budget_epsilon")
+        self.budget_delta = check_delta(budget_delta, "budget_delta")
+        self._accountant = accountant
+        for event in events:
+            self.add(event)
+
+    @property
+    def events(self):
+        """tuple of PrivacyEvent, in recording order."""
+        return tuple(self._events)
+
+    def __len__(self):
+        return len(self._events)
+
+    def __iter__(self):
+        return iter(self._events)
+
+    def __getitem__(self, index):
+        return self._events[index]
+
+    def __repr__(self):
+        return f"Ledger(n_events={len(self._events)}, budget_epsilon={self.budget_epsilon!r})"
+
+    @staticmethod
+    def make_event(purpose, mechanism, sensitivity, *, epsilon=None, noise_multiplier=None, sigma=None,
+                   noise_scale=None, **fields):
+        """Build a :class:`PrivacyEvent`, converting ``sigma`` / ``noise_scale`` to ε or z.
+
+        For Laplace, ``noise_scale`` b gives ε = Δ/b; for Gaussian, ``sigma`` (or
+        ``noise_scale``) gives z = σ/Δ. Other keyword arguments are event fields.
+        """
+        sensitivity = check_positive(sensitivity, "sensitivity")
+        if sigma is not None and noise_scale is not None:
+            raise ValueError("give at most one of sigma and noise_scale")
+        scale = sigma if sigma is not None else noise_scale
+        if scale is not None:
+            scale = check_positive(scale, "sigma" if sigma is not None else "noise_scale")
+            if mechanism == "gaussian":
+                if noise_multiplier is not None:
+                    raise ValueError("give noise_multiplier or sigma, not both")
+                noise_multiplier = scale / sensitivity
+            elif mechanism == "laplace" and sigma is None:
+                if epsilon is not None:
+                    raise ValueError("give epsilon or noise_scale, not both")
+                epsilon = sensitivity / scale
+            else:
+                raise ValueError(f"sigma/noise_scale does not apply to mechanism {mechanism!r}")
+        return PrivacyEvent(purpose=purpose, mechanism=mechanism, sensitivity=sensitivity, epsilon=epsilon,
+                            noise_multiplier=noise_multiplier, **fields)
+
+    def record(self, purpose, mechanism, sensitivity, **fields):
+        """Record one release and return its event.
+
+        Parameters
+        ----------
+        purpose : str
+        mechanism : {"laplace", "gaussian", "exponential"}
+        sensitivity : float
+        **fields
+            ``epsilon``, ``noise_multiplier``, ``sigma``, ``noise_scale`` and the
+            :class:`PrivacyEvent` fields (tree, depth, sampling_rate, subsample,
+            parallel_over, n_parallel, count, disjoint_group, disjoint_part, resolution,
+            note). Mechanism objects provide the first ones via ``mech.ledger_fields()``.
+
+        Returns
+        -------
+        PrivacyEvent
+            The recorded event. Recording an identical event with the same key again (a
+            retried release with replayed noise) returns the existing event and spends
+            nothing.
+
+        Raises
+        ------
+        ValueError
+            A different event with the same key is already recorded.
+        BudgetError
+            The release would exceed ``budget_epsilon``; nothing is recorded.
+        """
+        return self.add(self.make_event(purpose, mechanism, sensitivity, **fields))
+
+    def add(self, event):
+        """Record a prebuilt :class:`PrivacyEvent` (same rules as :meth:`record`)."""
+        if not isinstance(event, PrivacyEvent):
+            raise TypeError(f"event must be a PrivacyEvent, got {type(event).__name__}")
+        existing = self._by_key.get(event.key)
+        if existing is not None:
+            if existing == event:
+                return existing
+            raise ValueError(
+                f"a different release is already recorded for (tree, depth, purpose, group, part)={event.key}; "
+                "each release is recorded once: give distinct releases distinct purposes"
+            )
+        self.check(event)
+        self._events.append(event)
+        self._by_key[event.key] = event
+        return event
+
+    def accountant(self):
+        """The accountant used for the budget check."""
+        if self._accountant is None:
+            from .accountants import BasicAccountant, BestOfAccountant, RDPAccountant
+
+            self._accountant = BestOfAccountant(BasicAccountant(), RDPAccountant())
+        return self._accountant
+
+    def check(self, event=None, **fields):
+        """Raise :class:`BudgetError` if recording ``event`` would exceed the budget.
+
+        Call it *before* computing a release (check before touching data, record after).
+
+        Parameters
+        ----------
+        event : PrivacyEvent, optional
+            The planned release; alternatively pass :meth:`record`'s arguments as keywords.
+
+        Returns
+        -------
+        float or None
+            The ε the ledger would reach (None when no budget is set).
+        """
+        if event is None:
+            event = self.make_event(**fields)
+        if self.budget_epsilon is None:
+            return None
+        if event.key in self._by_key and self._by_key[event.key] == event:
+            candidate = self
+        else:
+            candidate = Ledger(self._events + [event])
+        spent = self.accountant().get_epsilon(candidate, self.budget_delta)
+        if spent > self.budget_epsilon * (1.0 + 1e-9):
+            raise BudgetError(
+                f"release {event.purpose!r} (tree={event.tree}, depth={event.depth}) would bring the "
+                f"privacy loss to epsilon={spent:.6g} at delta={self.budget_delta:g}, above the "
+                f"budget epsilon={self.budget_epsilon:g}"
+            )
+        return spent
+
+    def table(self):
+        """Tabular view: one dict per event with derived ``noise_scale`` (for a CLI report)."""
+        rows = []
+        for i, event in enumerate(self._events):
+            row = {"index": i}
+            row.update(event.to_dict())
+            row["noise_scale"] = event.noise_scale
+            rows.append(row)
+        return rows
+
+    def to_dict(self):
+        """JSON-compatible dict: format tag, version, neighbouring relation, events."""
+        return {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "neighbouring": "add_or_remove_one",
+            "budget_epsilon": self.budget_epsilon,
+            "budget_delta": self.budget_delta,
+            "events": [e.to_dict() for e in self._events],
+        }
+
+    def to_json(self, indent=None):
+        """Serialise to a JSON string (floats round-trip exactly)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict`; rejects other formats and versions."""
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            raise ValueError(f"not a serialised ledger (format must be {_FORMAT!r})")
+        if data.get("version") != _VERSION:
+            raise ValueError(f"unsupported ledger version {data.get('version')!r}, expected {_VERSION}")
+        if data.get("neighbouring") != "add_or_remove_one":
+            raise ValueError("only the add_or_remove_one neighbouring relation is supported")
+        events = [PrivacyEvent.from_dict(e) for e in data.get("events", [])]
+        ledger = cls(budget_epsilon=data.get("budget_epsilon"), budget_delta=data.get("budget_delta", 0.0))
+        for event in events:
+            ledger._events.append(event)
+            if event.key in ledger._by_key:
+                raise ValueError(f"duplicate event key {event.key} in serialised ledger")
+            ledger._by_key[event.key] = event
+        return ledger
+
+    @classmethod
+    def from_json(cls, text):
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,191 @@
+"""Typed warnings, errors and argument checks shared by the privacy layer and the estimators.
+
+Every check raises :class:`ValueError` naming the argument and the allowed range, so a
+message such as ``"epsilon must be a finite number > 0, got -1.0"`` tells the user what to
+change. Privacy warnings are registered with an ``"always"`` filter when this module is
+imported: a :class:`PrivacyLeakWarning` is shown every time it is raised, never only once
+per call site as Python's default filter would do.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+__all__ = [
+    "BudgetError",
+    "EPSILON_WARNING_THRESHOLD",
+    "LargeEpsilonWarning",
+    "PrivacyLeakWarning",
+    "check_delta",
+    "check_epsilon",
+    "check_positive",
+    "check_sampling_rate",
+    "warn_if_large_epsilon",
+]
+
+#: Total ε per fit above which :func:`warn_if_large_epsilon` warns.
+EPSILON_WARNING_THRESHOLD = 10.0
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A computation is about to release, or has released, more than its DP guarantee covers.
+
+    Examples: bounds read off the data instead of given as public inputs, a guessable seed
+    for the noise, a total ε so large that the guarantee is weak. The class is registered
+    with an ``"always"`` warnings filter so that it is never silenced after its first
+    occurrence.
+    """
+
+
+class LargeEpsilonWarning(PrivacyLeakWarning):
+    """The total ε of one fit exceeds :data:`EPSILON_WARNING_THRESHOLD` (weak guarantee)."""
+
+
+class BudgetError(RuntimeError):
+    """A release would make the accounted privacy loss exceed the budget the user granted."""
+
+
+warnings.simplefilter("always", PrivacyLeakWarning)
+
+
+def _as_real(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+    return float(value)
+
+
+def check_epsilon(epsilon, name="epsilon"):
+    """Validate a privacy parameter ε.
+
+    Parameters
+    ----------
+    epsilon : float
+        The value to check.
+    name : str, default "epsilon"
+        Argument name used in the error message.
+
+    Returns
+    -------
+    float
+        ``epsilon`` as a Python float.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not a finite real number > 0 (ε = 0 would need infinite noise
+        and ε = ∞ is no privacy at all).
+    """
+    value = _as_real(epsilon, name)
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    return value
+
+
+def check_delta(delta, name="delta"):
+    """Validate a privacy parameter δ.
+
+    Parameters
+    ----------
+    delta : float
+        The value to check.
+    name : str, default "delta"
+        Argument name used in the error message.
+
+    Returns
+    -------
+    float
+        ``delta`` as a Python float.
+
+    Raises
+    ------
+    ValueError
+        If ``delta`` is not in the half-open interval [0, 1).
+    """
+    value = _as_real(delta, name)
+    if not (0.0 <= value < 1.0):
+        raise ValueError(f"{name} must be in [0, 1), got {delta!r}")
+    return value
+
+
+def check_sampling_rate(rate, name="sampling_rate"):
+    """Validate a Poisson sampling probability γ.
+
+    Parameters
+    ----------
+    rate : float
+        The value to check.
+    name : str, default "sampling_rate"
+        Argument name used in the error message.
+
+    Returns
+    -------
+    float
+        ``rate`` as a Python float.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` is not in the half-open interval (0, 1].
+    """
+    value = _as_real(rate, name)
+    if not (0.0 < value <= 1.0):
+        raise ValueError(f"{name} must be in (0, 1], got {rate!r}")
+    return value
+
+
+def check_positive(value, name):
+    """Validate a strictly positive finite real (sensitivity, noise scale, bound).
+
+    Parameters
+    ----------
+    value : float
+        The value to check.
+    name : str
+        Argument name used in the error message.
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a finite real number > 0.
+    """
+    out = _as_real(value, name)
+    if not (math.isfinite(out) and out > 0.0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return out
+
+
+def warn_if_large_epsilon(epsilon, threshold=EPSILON_WARNING_THRESHOLD, stacklevel=2):
+    """Warn with :class:`LargeEpsilonWarning` when the total ε of one fit exceeds ``threshold``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε of the fit (after composition).
+    threshold : float, default 10.0
+        Warning threshold; ε above about 10 bounds an attacker's odds ratio by e^10 ≈ 22 026,
+        which is a guarantee in name only.
+    stacklevel : int, default 2
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    bool
+        True if a warning was issued.
+    """
+    value = _as_real(epsilon, "epsilon")
+    if value > threshold:
+        warnings.warn(
+            f"the total privacy loss of this fit is epsilon={value:.4g}, above {threshold:g}: "
+            "the differential-privacy guarantee is weak at this level",
+            LargeEpsilonWarning,
+            stacklevel=stacklevel,
+        )
+        return True
+    return False

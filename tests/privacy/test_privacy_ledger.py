@@ -1,0 +1,156 @@
+"""The ledger: validation of events, explicit composition, idempotent retries, JSON, budget."""
+
+import json
+
+import pytest
+
+from dpxgb_dask.privacy import (
+    BasicAccountant,
+    BudgetError,
+    ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Ledger,
+    PrivacyEvent,
+)
+
+
+def sample_ledger():
+    ledger = Ledger()
+    ledger.record("sketch", "laplace", 8.0, epsilon=0.3, parallel_over="bins", n_parallel=64, count=1)
+    for t in range(2):
+        for d in range(3):
+            ledger.record("split", tree=t, depth=d, sampling_rate=0.5, parallel_over=("nodes",),
+                          n_parallel=2**d, **ExponentialMechanism(3.0, 0.05).ledger_fields())
+        ledger.record("leaf", tree=t, sampling_rate=0.5, parallel_over="leaves", n_parallel=8,
+                      **LaplaceMechanism(1.0, 0.2).ledger_fields())
+        ledger.record("leaf/hess", "gaussian", 0.25, sigma=1.0, tree=t, sampling_rate=0.5)
+    ledger.record("init_score", "gaussian", 1.0, noise_multiplier=10.0, note="S-BDT DP initial score")
+    return ledger
+
+
+def test_record_derives_fields():
+    ledger = sample_ledger()
+    assert len(ledger) == 1 + 2 * 5 + 1
+    split = ledger[1]
+    assert split.subsample == "tree:0" and split.parallel_over == ("nodes",) and split.n_parallel == 1
+    leaf = ledger[4]
+    assert leaf.noise_scale == pytest.approx(LaplaceMechanism(1.0, 0.2).sensitivity / 0.2)
+    assert leaf.resolution == LaplaceMechanism(1.0, 0.2).resolution
+    hess = ledger[5]
+    assert hess.noise_multiplier == 4.0 and hess.noise_scale == 1.0
+    assert ledger[0].subsample is None
+
+
+def test_noise_scale_for_laplace():
+    e = Ledger.make_event("leaf", "laplace", 2.0, noise_scale=4.0)
+    assert e.epsilon == 0.5
+
+
+def test_gaussian_mechanism_fields_round_trip():
+    mech = GaussianMechanism(2.0, sigma=5.0)
+    e = Ledger().record("leaf", **mech.ledger_fields())
+    assert e.noise_scale == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(mechanism="median"), "mechanism"),
+        (dict(epsilon=None), "needs epsilon"),
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(sensitivity=0.0), "sensitivity"),
+        (dict(sampling_rate=0.0), "sampling_rate"),
+        (dict(sampling_rate=0.5), "needs tree or subsample"),
+        (dict(subsample="s1"), "only meaningful"),
+        (dict(parallel_over="features"), "not a disjoint axis"),
+        (dict(parallel_over="classes"), "not a disjoint axis"),
+        (dict(parallel_over="rows"), "must be in"),
+        (dict(n_parallel=4), "needs parallel_over"),
+        (dict(count=0), "count"),
+        (dict(disjoint_group="ensemble0"), "go together"),
+        (dict(tree=-1), "tree"),
+        (dict(purpose=""), "purpose"),
+    ],
+)
+def test_invalid_events_are_refused(kwargs, match):
+    args = dict(purpose="leaf", mechanism="laplace", sensitivity=1.0, epsilon=1.0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        Ledger.make_event(**args)
+
+
+def test_gaussian_event_needs_noise_multiplier():
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        Ledger.make_event("leaf", "gaussian", 1.0, epsilon=1.0)
+    with pytest.raises(ValueError, match="not both"):
+        Ledger.make_event("leaf", "gaussian", 1.0, noise_multiplier=1.0, sigma=2.0)
+
+
+def test_retried_release_is_recorded_once_and_conflict_refused():
+    ledger = Ledger()
+    a = ledger.record("split", "exponential", 3.0, epsilon=0.1, tree=0, depth=0)
+    b = ledger.record("split", "exponential", 3.0, epsilon=0.1, tree=0, depth=0)
+    assert a is b and len(ledger) == 1
+    with pytest.raises(ValueError, match="already recorded"):
+        ledger.record("split", "exponential", 3.0, epsilon=0.2, tree=0, depth=0)
+
+
+def test_json_round_trip_and_table():
+    ledger = sample_ledger()
+    text = ledger.to_json(indent=2)
+    data = json.loads(text)
+    assert data["format"] == "dpxgb_dask.privacy.ledger" and data["neighbouring"] == "add_or_remove_one"
+    again = Ledger.from_json(text)
+    assert again.events == ledger.events
+    assert again.to_json(indent=2) == text
+    rows = ledger.table()
+    assert len(rows) == len(ledger) and rows[0]["index"] == 0
+    assert {"tree", "depth", "purpose", "mechanism", "sensitivity", "epsilon", "noise_multiplier",
+            "noise_scale", "sampling_rate", "parallel_over", "n_parallel", "count"} <= set(rows[0])
+    assert json.dumps(rows)  # plain JSON types only
+
+
+def test_from_json_rejects_other_formats():
+    with pytest.raises(ValueError, match="format"):
+        Ledger.from_json('{"format": "other"}')
+    bad = json.loads(sample_ledger().to_json())
+    bad["version"] = 99
+    with pytest.raises(ValueError, match="version"):
+        Ledger.from_dict(bad)
+    bad = json.loads(sample_ledger().to_json())
+    bad["events"][0]["unknown"] = 1
+    with pytest.raises(ValueError, match="unknown event fields"):
+        Ledger.from_dict(bad)
+
+
+def test_event_from_dict_round_trip():
+    e = PrivacyEvent("leaf", "laplace", 1.0, epsilon=0.5, tree=3, sampling_rate=0.2,
+                     parallel_over=("leaves",), n_parallel=16, disjoint_group="ens", disjoint_part=2)
+    assert PrivacyEvent.from_dict(e.to_dict()) == e
+
+
+def test_budget_checked_before_recording():
+    ledger = Ledger(budget_epsilon=1.0, accountant=BasicAccountant())
+    for t in range(4):
+        ledger.record("leaf", "laplace", 1.0, epsilon=0.25, tree=t)
+    assert ledger.check(Ledger.make_event("leaf", "laplace", 1.0, epsilon=0.25, tree=3)) == pytest.approx(1.0)
+    with pytest.raises(BudgetError, match="above the budget"):
+        ledger.check(purpose="leaf", mechanism="laplace", sensitivity=1.0, epsilon=0.01, tree=4)
+    with pytest.raises(BudgetError):
+        ledger.record("leaf", "laplace", 1.0, epsilon=0.01, tree=4)
+    assert len(ledger) == 4
+
+
+def test_budget_default_accountant_handles_gaussian():
+    ledger = Ledger(budget_epsilon=2.0, budget_delta=1e-6)
+    ledger.record("leaf", "gaussian", 1.0, noise_multiplier=3.0)
+    with pytest.raises(BudgetError):
+        ledger.record("split", "gaussian", 1.0, noise_multiplier=0.5)
+    assert len(ledger) == 1
+    assert Ledger().check(purpose="x", mechanism="laplace", sensitivity=1.0, epsilon=100.0) is None
+
+
+def test_ledger_rejects_non_events():
+    with pytest.raises(TypeError):
+        Ledger().add({"purpose": "x"})

@@ -1,0 +1,145 @@
+"""Keyed SHAKE-256 streams: determinism, key separation, exact uniform integers."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpxgb_dask.privacy import NoiseSource, PrivacyLeakWarning, RandomStream, as_stream
+
+SEED = 2**200 + 12345  # >= 128 bits: no PrivacyLeakWarning
+
+
+def test_stream_is_pure_function_of_seed_and_key():
+    a = NoiseSource(SEED)
+    b = NoiseSource(SEED)
+    # different request order across streams must not matter
+    b.stream(tree=9, depth=9, purpose="leaf").uint64(100)
+    x = a.stream(tree=3, depth=1, purpose="split").uint64(50)
+    y = b.stream(tree=3, depth=1, purpose="split").uint64(50)
+    np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        dict(tree=4, depth=1, purpose="split"),
+        dict(tree=3, depth=2, purpose="split"),
+        dict(tree=3, depth=1, purpose="leaf"),
+        dict(tree=3, depth=1, purpose="split", index=1),
+        dict(tree=None, depth=1, purpose="split"),
+    ],
+)
+def test_distinct_keys_give_distinct_streams(other):
+    src = NoiseSource(SEED)
+    x = src.stream(tree=3, depth=1, purpose="split").uint64(4)
+    y = src.stream(**other).uint64(4)
+    assert not np.array_equal(x, y)
+
+
+def test_key_encoding_is_unambiguous():
+    src = NoiseSource(SEED)
+    # the same digits in another field, or glued into the purpose, must not collide
+    x = src.stream(tree=1, purpose="a").uint64(2)
+    y = src.stream(purpose="1a").uint64(2)
+    z = src.stream(depth=1, purpose="a").uint64(2)
+    w = src.stream(tree=1, depth=0, purpose="a").uint64(2)
+    assert len({tuple(v) for v in (x, y, z, w)}) == 4
+
+
+def test_different_seeds_differ_and_secure_sources_differ():
+    x = NoiseSource(SEED).stream(purpose="s").uint64(4)
+    y = NoiseSource(SEED + 1).stream(purpose="s").uint64(4)
+    assert not np.array_equal(x, y)
+    s1, s2 = NoiseSource(), NoiseSource()
+    assert not s1.seeded
+    assert not np.array_equal(s1.stream(purpose="s").uint64(4), s2.stream(purpose="s").uint64(4))
+
+
+def test_secure_source_replays_a_release_within_its_lifetime():
+    src = NoiseSource()
+    x = src.stream(tree=0, depth=0, purpose="split").uint64(8)
+    y = src.stream(tree=0, depth=0, purpose="split").uint64(8)
+    np.testing.assert_array_equal(x, y)
+
+
+def test_stream_counter_advances():
+    s = NoiseSource(SEED).stream(purpose="p")
+    a, b = s.uint64(3), s.uint64(3)
+    assert s.blocks_drawn == 2 and not np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", [0, 42, 2**64, b"short"])
+def test_short_seed_warns(seed):
+    with pytest.warns(PrivacyLeakWarning, match="bits"):
+        NoiseSource(seed)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "abc", True])
+def test_bad_seed_refused(seed):
+    with pytest.raises(ValueError, match="seed"):
+        NoiseSource(seed)
+
+
+def test_purpose_required():
+    with pytest.raises(ValueError, match="purpose"):
+        NoiseSource(SEED).stream(purpose="")
+
+
+def test_repr_does_not_show_key():
+    assert repr(NoiseSource(SEED)) == "NoiseSource(seeded=True)"
+
+
+def test_as_stream():
+    s = RandomStream(b"k" * 32)
+    assert as_stream(s) is s
+    assert isinstance(as_stream(None), RandomStream)
+    with pytest.raises(TypeError, match="NumPy generators"):
+        as_stream(np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("bound", [1, 2, 7, 1000, 2**32 - 5, 2**32, 2**32 + 3, 2**62 + 11])
+def test_uniform_below_is_uniform(bound):
+    s = NoiseSource(SEED).stream(purpose="uniform", index=bound)
+    n = 60_000
+    x = s.uniform_below(bound, n)
+    assert x.dtype == np.int64 and x.min() >= 0 and x.max() < bound
+    if bound == 1:
+        assert (x == 0).all()
+        return
+    k = min(bound, 16)
+    # bins of exactly equal probability: floor(x * k / bound) for small bounds, x % k when k | bound
+    bins = x % k if bound % k == 0 else np.floor(x / bound * k).astype(int)
+    counts = np.bincount(bins, minlength=k)
+    expected = np.array([((j + 1) * bound + k - 1) // k - (j * bound + k - 1) // k for j in range(k)]) / bound * n
+    assert stats.chisquare(counts, expected).pvalue > 1e-4
+
+
+def test_uniform_below_with_per_element_bounds():
+    s = NoiseSource(SEED).stream(purpose="uniform-array")
+    bounds = np.tile(np.array([3, 5, 2**40 + 1]), 20_000)
+    x = s.uniform_below(bounds)
+    assert (x < bounds).all() and (x >= 0).all()
+    threes = x[0::3]
+    assert stats.chisquare(np.bincount(threes, minlength=3)).pvalue > 1e-4
+
+
+def test_uniform_below_refuses_bad_bounds():
+    s = RandomStream(b"k" * 32)
+    with pytest.raises(ValueError, match="bound"):
+        s.uniform_below(0, 3)
+    with pytest.raises(ValueError, match="bound"):
+        s.uniform_below(np.array([3, 0]))
+
+
+def test_bernoulli_exact_rational():
+    s = NoiseSource(SEED).stream(purpose="bern")
+    n = 100_000
+    x = s.bernoulli(np.full(n, 3), np.full(n, 7))
+    assert stats.binomtest(int(x.sum()), n, 3 / 7).pvalue > 1e-4
+
+
+def test_random_bits_are_fair():
+    s = NoiseSource(SEED).stream(purpose="bits")
+    b = s.random_bits(100_001)
+    assert b.shape == (100_001,) and b.dtype == bool
+    assert stats.binomtest(int(b.sum()), b.size, 0.5).pvalue > 1e-4
