@@ -1,0 +1,199 @@
+"""Client-side input handling: validate X and y, and turn them into row partitions on workers.
+
+NumPy and pandas inputs are cut into row chunks and scattered to the workers (round robin);
+dask arrays and dataframes keep their row partitions, and each partition's rows are built
+where its block already is (only the labels may travel to the block of X). The result is a
+list of futures of :class:`dpxgb_dask.ops.RawPart`, one per row partition; the
+coordinator locates them with ``who_has`` and runs every later task where they are.
+
+Only metadata (shapes where they are known, dtypes, column names) is read here. Value
+checks (lengths of dask partitions, label sets, infinities) run on the workers inside
+``ops.make_part`` and surface as a ``ValueError`` naming the argument.
+"""
+import numbers
+import uuid
+
+import numpy as np
+
+from . import ops
+
+#: How long a fit waits for the first worker of a cluster that is still starting.
+WAIT_FOR_WORKERS_SECONDS = 60
+
+
+def _is_dask_collection(obj):
+    return hasattr(obj, "__dask_graph__") and obj.__dask_graph__() is not None
+
+
+def _check_numeric_dtypes(dtypes, names):
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    bad = [str(name) for name, dtype in zip(names, dtypes)
+           if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))]
+    if bad:
+        raise ValueError(f"X has non-numeric columns {bad}; encode them as numbers first")
+
+
+def describe_features(X):
+    """Feature names and count of ``X`` from its metadata (no values are read).
+
+    Returns
+    -------
+    feature_names : list of str or None
+    n_features : int
+
+    Raises
+    ------
+    ValueError
+        If X is not 2-dimensional or has non-numeric columns.
+    """
+    if _is_frame(X):
+        names = [str(c) for c in X.columns]
+        _check_numeric_dtypes(list(X.dtypes), names)
+        return names, len(names)
+    if _is_dask_collection(X):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
+        _check_numeric_dtypes([X.dtype], ["X"])
+        return None, int(X.shape[1])
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
+    if X.dtype == object:
+        try:
+            X.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("X has non-numeric values; encode them as numbers first") from None
+    else:
+        _check_numeric_dtypes([X.dtype], ["X"])
+    return None, int(X.shape[1])
+
+
+def _is_frame(obj):
+    """A pandas or dask DataFrame (a Series also answers to ``.columns`` in dask)."""
+    return hasattr(obj, "columns") and getattr(obj, "ndim", 2) == 2
+
+
+def _label_array(y):
+    if _is_frame(y):
+        if len(y.columns) != 1:
+            raise ValueError(f"y must be one column, got {len(y.columns)}")
+        y = y[y.columns[0]]
+    return y
+
+
+def _known_length(obj):
+    if _is_dask_collection(obj):
+        if hasattr(obj, "chunks"):
+            n = sum(obj.chunks[0])
+            return None if np.isnan(n) else int(n)
+        return None
+    return len(obj)
+
+
+def check_lengths(X, y):
+    """Refuse X and y of different known lengths (dask lengths unknown here are checked on
+    the workers)."""
+    nx, ny = _known_length(X), _known_length(y)
+    if nx is not None and ny is not None and nx != ny:
+        raise ValueError(f"X and y must have the same number of rows, got {nx} and {ny}")
+    if nx == 0:
+        raise ValueError("X has no rows")
+
+
+def _row_chunks(n_rows, n_chunks):
+    bounds = np.linspace(0, n_rows, n_chunks + 1).round().astype(int)
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def to_partitions(client, X, y, objective, label_bounds=None, n_partitions=None):
+    """Put validated row partitions of (X, y) on the workers.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    X : ndarray, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame
+        Shape (n_rows, n_features), numeric; NaN marks missing values.
+    y : ndarray, pandas.Series, dask array or dask series, shape (n_rows,)
+    objective : str
+    label_bounds : tuple, optional
+    n_partitions : int, optional
+        For NumPy / pandas inputs: number of row chunks (default: one per worker).
+
+    Returns
+    -------
+    list of distributed.Future
+        Futures of ``ops.RawPart``, in row order.
+
+    Raises
+    ------
+    ValueError
+        From the checks of ``ops.make_part`` on any partition; nothing is left on the
+        cluster when it is raised.
+    """
+    y = _label_array(y)
+    check_lengths(X, y)
+    if _is_dask_collection(X) or _is_dask_collection(y):
+        parts = _dask_partitions(client, X, y, objective, label_bounds)
+    else:
+        parts = _local_partitions(client, X, y, objective, label_bounds, n_partitions)
+    from distributed import wait
+
+    wait(parts)
+    failed = [f for f in parts if f.status == "error"]
+    if failed:
+        exc = failed[0].exception()
+        client.cancel(parts, force=True)
+        raise exc
+    return parts
+
+
+def _local_partitions(client, X, y, objective, label_bounds, n_partitions):
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS_SECONDS)
+        except TimeoutError:
+            raise RuntimeError(f"the Dask cluster has no workers (waited "
+                               f"{WAIT_FOR_WORKERS_SECONDS} s)") from None
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    X_values = X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
+    y_values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    n_chunks = int(n_partitions) if n_partitions else len(workers)
+    if not isinstance(n_chunks, numbers.Integral) or n_chunks < 1:
+        raise ValueError(f"n_partitions must be a positive integer, got {n_partitions!r}")
+    parts = []
+    token = uuid.uuid4().hex
+    for i, (a, b) in enumerate(_row_chunks(len(X_values), n_chunks)):
+        worker = workers[i % len(workers)]
+        # hash=False and a fresh key: two fits of the same data never share keys, so the
+        # cleanup of one cannot cancel the other's partitions.
+        x_future, y_future = client.scatter([X_values[a:b], y_values[a:b]], workers=[worker],
+                                            hash=False)
+        parts.append(client.submit(ops.make_part, x_future, y_future, objective, label_bounds,
+                                   workers=[worker], key=f"dpxgb-part-{token}-{i}"))
+    return parts
+
+
+def _dask_partitions(client, X, y, objective, label_bounds):
+    import dask
+
+    if not (_is_dask_collection(X) and _is_dask_collection(y)):
+        raise ValueError("X and y must both be dask collections, or neither")
+    if hasattr(X, "chunks"):  # dask array
+        X = X.rechunk({1: -1})
+        x_blocks = list(X.to_delayed().ravel())
+    else:
+        x_blocks = list(X.to_delayed())
+    if hasattr(y, "chunks"):
+        if hasattr(X, "chunks") and not any(np.isnan(c) for c in X.chunks[0]) \
+                and not any(np.isnan(c) for c in y.chunks[0]):
+            y = y.rechunk((X.chunks[0],))
+        y_blocks = list(y.to_delayed().ravel())
+    else:
+        y_blocks = list(y.to_delayed())
+    if len(x_blocks) != len(y_blocks):
+        raise ValueError(f"X and y must have the same row partitions, got {len(x_blocks)} "
+                         f"and {len(y_blocks)} partitions")
+    make = dask.delayed(ops.make_part, pure=False)
+    return client.compute([make(xb, yb, objective, label_bounds) for xb, yb in zip(x_blocks, y_blocks)])

@@ -1,0 +1,392 @@
+"""From exact reduced aggregates to public decisions: the DP releases of one level's splits
+and of one tree's leaves.
+
+The coordinator calls these functions with the exact histograms or sums it reduced from
+the workers; each returns only DP releases (or data-independent choices) and the fields of
+the ledger event that describes the release. Nothing here knows about Dask.
+
+Split candidates of a feature ``f`` with ``k_f`` cuts are the thresholds ``t = 0..k_f-1``
+("bin <= t goes left") times the direction of missing values (left, right).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .privacy.mechanisms import (
+    ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+)
+
+
+@dataclass
+class LevelSplits:
+    """Split decisions of the nodes of one level (public).
+
+    Attributes
+    ----------
+    nodes : ndarray of int64, shape (n_nodes,)
+        Heap ids of the nodes.
+    is_split : ndarray of bool, shape (n_nodes,)
+    feature : ndarray of int32, shape (n_nodes,)
+    bin_threshold : ndarray of int32, shape (n_nodes,)
+    missing_left : ndarray of bool, shape (n_nodes,)
+    """
+
+    nodes: np.ndarray
+    is_split: np.ndarray
+    feature: np.ndarray
+    bin_threshold: np.ndarray
+    missing_left: np.ndarray
+
+    def as_heap_arrays(self):
+        """Decision arrays indexed by heap id, the layout of ``partition.apply_splits``."""
+        size = int(self.nodes.max()) + 1 if self.nodes.size else 0
+        is_split = np.zeros(size, dtype=np.uint8)
+        feature = np.zeros(size, dtype=np.int32)
+        split_bin = np.zeros(size, dtype=np.uint8)
+        missing_left = np.zeros(size, dtype=np.uint8)
+        is_split[self.nodes] = self.is_split
+        feature[self.nodes] = self.feature
+        split_bin[self.nodes] = self.bin_threshold
+        missing_left[self.nodes] = self.missing_left
+        return is_split, feature, split_bin, missing_left
+
+
+# -- split candidates and gains ---------------------------------------------------------------
+
+
+def candidate_mask(n_cuts, n_bins, node_ranges=None):
+    """Valid (feature, threshold) pairs.
+
+    Parameters
+    ----------
+    n_cuts : ndarray of int, shape (n_features,)
+        Number of cuts of each feature (its bins are ``0..n_cuts[f]``).
+    n_bins : int
+        Histogram bins per feature, missing bin included (thresholds ``0..n_bins-2``).
+    node_ranges : ndarray of int, shape (n_nodes, n_features, 2), optional
+        Bin range ``[lo, hi]`` still reachable at each node given its ancestors' splits on
+        the same feature; a threshold must satisfy ``lo <= t < hi``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_features, n_bins - 1) or (n_nodes, n_features, n_bins - 1)
+    """
+    t = np.arange(n_bins - 1)
+    base = t[None, :] < np.asarray(n_cuts)[:, None]
+    if node_ranges is None:
+        return base
+    lo = node_ranges[:, :, 0][:, :, None]
+    hi = node_ranges[:, :, 1][:, :, None]
+    return base[None] & (t[None, None, :] >= lo) & (t[None, None, :] < hi)
+
+
+def split_gains(sum_g, sum_h, reg_lambda):
+    """Gain of every candidate: G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ).
+
+    This is XGBoost's gain without its factor 1/2 (DP-XGBoost eq. (5); DPBoost eq. (3)
+    with H = counts). Missing values (the last bin) go left or right.
+
+    Parameters
+    ----------
+    sum_g, sum_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
+        Per-bin sums (exact or noisy); the last bin holds missing values. With
+        ``newton=False`` the caller passes counts as ``sum_h``.
+    reg_lambda : float
+
+    Returns
+    -------
+    ndarray of float64, shape (n_nodes, n_features, n_bins - 1, 2)
+        ``[..., t, 0]``: missing values right; ``[..., t, 1]``: missing values left.
+    """
+    g_miss, h_miss = sum_g[..., -1:], sum_h[..., -1:]
+    gl = np.cumsum(sum_g[..., :-1], axis=-1)
+    hl = np.cumsum(sum_h[..., :-1], axis=-1)
+    g_tot = gl[..., -1:] + g_miss
+    h_tot = hl[..., -1:] + h_miss
+    parent = g_tot**2 / (np.maximum(h_tot, 0.0) + reg_lambda)
+    gains = np.empty(gl.shape + (2,))
+    for missing_left in (0, 1):
+        g_left = gl + missing_left * g_miss
+        h_left = hl + missing_left * h_miss
+        g_right, h_right = g_tot - g_left, h_tot - h_left
+        gains[..., missing_left] = (
+            g_left**2 / (np.maximum(h_left, 0.0) + reg_lambda)
+            + g_right**2 / (np.maximum(h_right, 0.0) + reg_lambda)
+            - parent
+        )
+    return gains
+
+
+def _decode(choice, n_features, n_thresholds):
+    """Flat candidate index -> (feature, threshold, missing_left)."""
+    feature, rest = np.divmod(choice, n_thresholds * 2)
+    threshold, missing_left = np.divmod(rest, 2)
+    return feature.astype(np.int32), threshold.astype(np.int32), missing_left.astype(bool)
+
+
+def exponential_splits(nodes, histograms, n_cuts, reg_lambda, newton, gain_sensitivity,
+                       epsilon, rng):
+    """DP split choice by the exponential mechanism (DP-XGBoost §4.2; DPBoost Alg. 1).
+
+    One selection per node, all at this level's ε (the nodes hold disjoint rows: parallel
+    composition). Utility: :func:`split_gains` on the EXACT histograms, with sensitivity
+    ``gain_sensitivity`` (ΔG = 3g*² or DPBoost's Lemma 1). No candidate is excluded on
+    exact statistics (no min_child_weight check): that would leak.
+
+    Parameters
+    ----------
+    nodes : ndarray of int64, shape (n_nodes,)
+    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+        Exact reduced histograms (stay in the coordinator).
+    n_cuts : ndarray of int, shape (n_features,)
+    reg_lambda : float
+    newton : bool
+        Hessian sums (True) or counts (False) as H.
+    gain_sensitivity : float
+    epsilon : float
+    rng : RandomStream
+
+    Returns
+    -------
+    LevelSplits
+        Public: the selected candidates.
+    mechanism : ExponentialMechanism
+        For the ledger.
+    """
+    sum_g = histograms["sum_gradients"]
+    sum_h = histograms["sum_hessians"] if newton else histograms["count"].astype(np.float64)
+    n_nodes, n_features, n_bins = sum_g.shape
+    gains = split_gains(sum_g, sum_h, reg_lambda)
+    mask = np.broadcast_to(candidate_mask(n_cuts, n_bins)[None, :, :, None], gains.shape)
+    mechanism = ExponentialMechanism(gain_sensitivity, epsilon)
+    choice = mechanism.select(gains.reshape(n_nodes, -1), mask=mask.reshape(n_nodes, -1), rng=rng)
+    is_split = choice >= 0
+    feature, threshold, missing_left = _decode(np.maximum(choice, 0), n_features, n_bins - 1)
+    return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split), mechanism
+
+
+def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradient_bound,
+                           hessian_bound, noise_multiplier, rng_g, rng_h):
+    """Greedy split on Gaussian-noised gradient histograms (Maddock et al. §4.3.1, "Hist").
+
+    The level's (G, H) histograms of every node and feature are released at once with
+    Gaussian noise: one row adds (g, h) to one bin of each of the ``F`` features, so the
+    L2 sensitivity of the whole release is ``sqrt(F (g*² + h*²))`` (the nodes hold
+    disjoint rows). The split maximising the gain computed on the noisy sums is taken:
+    post-processing.
+
+    Returns
+    -------
+    LevelSplits
+    mechanism : GaussianMechanism
+        For the ledger (sensitivity and σ of the whole release).
+    noisy_g, noisy_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
+        The DP releases themselves.
+    """
+    sum_g = histograms["sum_gradients"]
+    sum_h = histograms["sum_hessians"] if newton else histograms["count"].astype(np.float64)
+    n_nodes, n_features, n_bins = sum_g.shape
+    h_bound = hessian_bound if newton else 1.0
+    sensitivity = float(np.sqrt(n_features * (gradient_bound**2 + h_bound**2)))
+    mechanism = GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
+                                  coords_per_row=2 * n_features)
+    # Split the mechanism's σ over the two coordinates: one σ for G and H alike (spherical).
+    noisy_g = mechanism.release(sum_g, rng_g)
+    noisy_h = mechanism.release(sum_h, rng_h)
+    gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), reg_lambda)
+    mask = np.broadcast_to(candidate_mask(n_cuts, n_bins)[None, :, :, None], gains.shape)
+    flat = np.where(mask, gains, -np.inf).reshape(n_nodes, -1)
+    choice = np.argmax(flat, axis=1)
+    is_split = np.isfinite(flat[np.arange(n_nodes), choice])
+    feature, threshold, missing_left = _decode(choice, n_features, n_bins - 1)
+    return (LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split),
+            mechanism, noisy_g, noisy_h)
+
+
+def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng):
+    """Totally random splits (Maddock et al. §4.3.2 "TR"; S-BDT): data independent.
+
+    Each node picks a feature (uniformly among the features that can still be split at
+    it, or feature ``tree_index mod m`` with ``feature_selection="cyclic"``), then a
+    threshold uniformly in its reachable bin range, and a direction for missing values
+    by a fair coin. Nothing here reads the data: no privacy is spent.
+
+    Parameters
+    ----------
+    nodes : ndarray of int64, shape (n_nodes,)
+    node_ranges : ndarray of int, shape (n_nodes, n_features, 2)
+        Reachable bin range [lo, hi] of each feature at each node.
+    n_cuts : ndarray of int, shape (n_features,)
+    feature_selection : {"random", "cyclic"}
+    tree_index : int
+    rng : RandomStream
+
+    Returns
+    -------
+    LevelSplits
+    """
+    n_nodes, n_features = node_ranges.shape[:2]
+    lo, hi = node_ranges[:, :, 0], node_ranges[:, :, 1]
+    splittable = hi > lo
+    if feature_selection == "cyclic":
+        cyclic = tree_index % n_features
+        allowed = np.zeros_like(splittable)
+        allowed[:, cyclic] = True
+        splittable = splittable & allowed
+    n_ok = splittable.sum(axis=1)
+    is_split = n_ok > 0
+    feature = np.zeros(n_nodes, dtype=np.int32)
+    threshold = np.zeros(n_nodes, dtype=np.int32)
+    missing_left = np.zeros(n_nodes, dtype=bool)
+    rows = np.flatnonzero(is_split)
+    if rows.size:
+        # The k-th splittable feature of each node, k uniform in [0, n_ok).
+        k = rng.uniform_below(n_ok[rows])
+        rank = np.cumsum(splittable[rows], axis=1) - 1
+        f = np.argmax(splittable[rows] & (rank == k[:, None]), axis=1)
+        width = hi[rows, f] - lo[rows, f]
+        feature[rows] = f
+        threshold[rows] = lo[rows, f] + rng.uniform_below(width)
+        missing_left[rows] = rng.uniform_below(2, size=rows.size).astype(bool)
+    return LevelSplits(nodes, is_split, feature, threshold, missing_left)
+
+
+def child_ranges(node_ranges, splits):
+    """Reachable bin ranges of the children of the split nodes.
+
+    Returns
+    -------
+    ndarray of int64, shape (2 * n_split, n_features, 2)
+        Ranges of children ``2p+1, 2p+2`` for the split nodes ``p`` in order.
+    """
+    out = []
+    for i in np.flatnonzero(splits.is_split):
+        f, t = splits.feature[i], splits.bin_threshold[i]
+        left = node_ranges[i].copy()
+        right = node_ranges[i].copy()
+        left[f, 1] = min(left[f, 1], t)
+        right[f, 0] = max(right[f, 0], t + 1)
+        out.extend([left, right])
+    n_features = node_ranges.shape[1]
+    return np.array(out, dtype=np.int64).reshape(-1, n_features, 2)
+
+
+# -- leaves -----------------------------------------------------------------------------------
+
+
+def leaf_denominator(noisy_h, min_child_weight, reg_lambda):
+    """``max(H, min_child_weight) + λ``: the floor replaces an exact-count eligibility test."""
+    return np.maximum(noisy_h, min_child_weight) + reg_lambda
+
+
+def laplace_leaf_sensitivity(gradient_bound, reg_lambda, min_child_weight, leaf_bound):
+    """L1 sensitivity of one leaf value ``V = -G / (max(n, N) + λ)`` (counts, |g| <= g*).
+
+    Adding a row to a leaf of n rows either leaves the floor in force (n + 1 <= N: the
+    denominator is unchanged and V moves by at most g*/(N + λ)) or moves the denominator
+    from max(n, N) + λ to n + 1 + λ >= floor(N) + 1 + λ, when |ΔV| <= 2g*/(floor(N) + 1 + λ)
+    (the DP-XGBoost bound, eq. (7), with N_min = floor(N)). Clipping V to ±leaf_bound
+    caps it at 2·leaf_bound. Holds for every n, so no count is ever read.
+
+    Returns
+    -------
+    float
+    """
+    n_min = float(min_child_weight)
+    moved = 2.0 * gradient_bound / (np.floor(n_min) + 1.0 + reg_lambda)
+    floored = gradient_bound / (n_min + reg_lambda) if n_min >= 1.0 else 0.0
+    return float(min(max(moved, floored), 2.0 * leaf_bound))
+
+
+def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilon, rng):
+    """Leaf values with Laplace noise on the value (DP-XGBoost §4.3; DPBoost Alg. 1 l.14).
+
+    ``V = clip(-G / (max(n, N) + λ), ±clip) + Lap(ΔV / ε)`` per leaf; leaves hold disjoint
+    rows, so all leaves of a tree share one ε (parallel composition).
+
+    Parameters
+    ----------
+    sums : ndarray of float64, shape (n_leaves, 3)
+        Exact (G, H, count) per leaf.
+    clip : float
+        Bound of |V| before noise (constant g*, or DPBoost's geometric bound).
+    sensitivity : float
+        ΔV (see :func:`laplace_leaf_sensitivity`).
+
+    Returns
+    -------
+    values : ndarray of float64, shape (n_leaves,)
+    mechanism : LaplaceMechanism
+    """
+    exact = -sums[:, 0] / leaf_denominator(sums[:, 2], min_child_weight, reg_lambda)
+    mechanism = LaplaceMechanism(sensitivity, epsilon)
+    return mechanism.release(np.clip(exact, -clip, clip), rng), mechanism
+
+
+def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, hessian_bound,
+                    noise_multiplier, ratio, leaf_bound, rng_g, rng_h):
+    """Leaf values from Gaussian releases of (G, H) with leaf-balanced noise (S-BDT;
+    Maddock et al. §4.2 when ``ratio = h*²/(g*² + h*²)``).
+
+    Numerator and denominator get independent noise with standard deviations
+    ``σ_G = z g* / sqrt(1 - r)`` and ``σ_H = z h* / sqrt(r)``; a row's whitened sensitivity
+    is ``sqrt(g²/σ_G² + h²/σ_H²) <= 1/z``, so the pair is one Gaussian mechanism with noise
+    multiplier ``z`` (RDP α/(2z²)), for all leaves at once (disjoint rows). Then
+    ``V = -G̃ / (max(H̃, N) + λ)`` (0 where H̃ < 0, S-BDT's cut-off), clipped to ±leaf_bound.
+
+    Parameters
+    ----------
+    sums : ndarray of float64, shape (n_leaves, 3)
+        Exact (G, H, count) per leaf.
+    newton : bool
+        H = hessian sums (bound h*) or counts (bound 1).
+    noise_multiplier : float
+        z of the pair.
+    ratio : float in (0, 1)
+        r, the denominator's share.
+
+    Returns
+    -------
+    values : ndarray of float64, shape (n_leaves,)
+    noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
+        The DP releases.
+    """
+    h_bound = hessian_bound if newton else 1.0
+    denominator = sums[:, 1] if newton else sums[:, 2]
+    sigma_g = noise_multiplier * gradient_bound / np.sqrt(1.0 - ratio)
+    sigma_h = noise_multiplier * h_bound / np.sqrt(ratio)
+    noisy_g = GaussianMechanism(gradient_bound, sigma=sigma_g).release(sums[:, 0], rng_g)
+    noisy_h = GaussianMechanism(h_bound, sigma=sigma_h).release(denominator, rng_h)
+    values = np.where(noisy_h < 0, 0.0,
+                      -noisy_g / leaf_denominator(noisy_h, min_child_weight, reg_lambda))
+    return np.clip(values, -leaf_bound, leaf_bound), noisy_g, noisy_h
+
+
+def noisy_average_leaves(sums, reg_lambda, min_child_weight, gradient_bound, epsilon_sum,
+                         epsilon_count, leaf_bound, rng_g, rng_n):
+    """Leaf values as a noisy gradient sum over a noisy row count (NoisyAverage,
+    DP-XGBoost Alg. 1), both with Laplace noise: ``Lap(g*/ε_sum)`` and ``Lap(1/ε_count)``.
+
+    Unlike the paper, the count is noised too: dividing by an exact count is not private
+    under add/remove (it changes the ratio by (n+1+λ)/(n+λ)). Then
+    ``V = -S̃ / (max(ñ, N) + λ)`` (0 where ñ < 0), clipped to ±leaf_bound: post-processing.
+
+    Parameters
+    ----------
+    sums : ndarray of float64, shape (n_leaves, 3)
+        Exact (G, H, count) per leaf.
+
+    Returns
+    -------
+    values : ndarray of float64, shape (n_leaves,)
+    mechanisms : tuple of LaplaceMechanism
+    """
+    mech_g = LaplaceMechanism(gradient_bound, epsilon_sum)
+    mech_n = LaplaceMechanism(1.0, epsilon_count)
+    noisy_g = mech_g.release(sums[:, 0], rng_g)
+    noisy_n = mech_n.release(sums[:, 2], rng_n)
+    values = np.where(noisy_n < 0, 0.0,
+                      -noisy_g / leaf_denominator(noisy_n, min_child_weight, reg_lambda))
+    return np.clip(values, -leaf_bound, leaf_bound), (mech_g, mech_n)

@@ -1,0 +1,295 @@
+"""The trained model: a forest stored as flat arrays, its cut points, parameters and ledger.
+
+Everything a :class:`Booster` holds is public or a DP release: split features and cut
+points (public, or DP releases), default directions and leaf values (DP releases), the
+base score (public or a DP release), parameters, and the privacy ledger. It holds no exact
+sums, gains, counts or raw data values; :meth:`Booster.save_model` writes exactly these
+fields, so the file can be shared wherever the model can.
+"""
+import json
+import os
+
+import numpy as np
+
+from ._core.predict import predict_raw
+
+#: Version of the JSON model format written by :meth:`Booster.save_model`.
+MODEL_FORMAT_VERSION = 1
+MODEL_FORMAT_NAME = "dpxgb_dask.booster"
+
+OBJECTIVES = ("reg:squarederror", "binary:logistic")
+
+_NODE_FIELDS = {
+    # name: dtype of the flat node arrays (one entry per node of every tree)
+    "feature": np.int32,
+    "bin_threshold": np.uint8,
+    "threshold": np.float64,
+    "missing_left": np.uint8,
+    "left": np.int32,
+    "right": np.int32,
+    "value": np.float64,
+}
+
+
+class Tree:
+    """One tree while it is grown: nodes keyed by heap id (root 0, children 2p+1, 2p+2).
+
+    Parameters
+    ----------
+    cuts : list of ndarray of float64
+        Cut points of each feature; a split on bin ``t`` of feature ``f`` has the raw
+        threshold ``cuts[f][t]``.
+    """
+
+    def __init__(self, cuts):
+        self._cuts = cuts
+        self.splits = {}   # heap id -> (feature, bin_threshold, missing_left)
+        self.leaves = {}   # heap id -> leaf value (already multiplied by the learning rate)
+
+    def add_split(self, node, feature, bin_threshold, missing_left):
+        """Record that heap node ``node`` splits on ``bin <= bin_threshold`` of ``feature``."""
+        self.splits[int(node)] = (int(feature), int(bin_threshold), bool(missing_left))
+
+    def add_leaf(self, node, value):
+        """Record that heap node ``node`` is a leaf with output ``value``."""
+        self.leaves[int(node)] = float(value)
+
+    def to_arrays(self):
+        """Breadth-first flat arrays (children after parents), as ``predict.pyx`` needs.
+
+        Returns
+        -------
+        dict of ndarray
+            The node fields of ``_NODE_FIELDS``, indices local to this tree.
+        """
+        ids = sorted(set(self.splits) | set(self.leaves))
+        if not ids or ids[0] != 0:
+            raise ValueError("a tree needs a root (heap id 0)")
+        index = {node: i for i, node in enumerate(ids)}
+        n = len(ids)
+        arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in _NODE_FIELDS.items()}
+        for node, i in index.items():
+            if node in self.splits:
+                feature, bin_threshold, missing_left = self.splits[node]
+                left, right = 2 * node + 1, 2 * node + 2
+                if left not in index or right not in index:
+                    raise ValueError(f"split node {node} lacks a child")
+                arrays["feature"][i] = feature
+                arrays["bin_threshold"][i] = bin_threshold
+                arrays["threshold"][i] = self._cuts[feature][bin_threshold]
+                arrays["missing_left"][i] = missing_left
+                arrays["left"][i] = index[left]
+                arrays["right"][i] = index[right]
+            else:
+                arrays["left"][i] = arrays["right"][i] = -1
+                arrays["value"][i] = self.leaves[node]
+        return arrays
+
+
+class Booster:
+    """A differentially private gradient-boosted forest.
+
+    Parameters
+    ----------
+    objective : {"reg:squarederror", "binary:logistic"}
+    base_score : float
+        Initial margin added to every prediction (public or a DP release).
+    cuts : list of ndarray of float64
+        Per-feature cut points (public or DP releases).
+    feature_bounds : ndarray of float64, shape (n_features, 2)
+        Public (or DP-estimated) bounds the features were clipped to.
+    params : dict
+        Training parameters (public).
+    ledger : dict, optional
+        The privacy ledger (JSON-ready), one event per DP release.
+    feature_names : list of str, optional
+    label_bounds : tuple of float, optional
+        Regression only: public bounds of the label.
+    """
+
+    def __init__(self, objective, base_score, cuts, feature_bounds, params, ledger=None,
+                 feature_names=None, label_bounds=None):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+        self.objective = objective
+        self.base_score = float(base_score)
+        self.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
+        self.feature_bounds = np.asarray(feature_bounds, dtype=np.float64).reshape(-1, 2)
+        self.params = dict(params)
+        self.ledger = ledger if ledger is not None else {}
+        self.feature_names = list(feature_names) if feature_names is not None else None
+        self.label_bounds = tuple(label_bounds) if label_bounds is not None else None
+        self._nodes = {name: np.zeros(0, dtype=dtype) for name, dtype in _NODE_FIELDS.items()}
+        self._tree_roots = np.zeros(0, dtype=np.int32)
+
+    # -- building ---------------------------------------------------------------------
+
+    def append_tree(self, tree):
+        """Append a grown :class:`Tree` to the forest."""
+        arrays = tree.to_arrays()
+        offset = self._nodes["feature"].shape[0]
+        for name in ("left", "right"):
+            arrays[name] = np.where(arrays[name] >= 0, arrays[name] + offset, -1).astype(np.int32)
+        for name in _NODE_FIELDS:
+            self._nodes[name] = np.concatenate([self._nodes[name], arrays[name]])
+        self._tree_roots = np.append(self._tree_roots, np.int32(offset)).astype(np.int32)
+
+    # -- inspection -------------------------------------------------------------------
+
+    @property
+    def n_features(self):
+        return len(self.cuts)
+
+    @property
+    def n_trees(self):
+        return int(self._tree_roots.shape[0])
+
+    @property
+    def nodes(self):
+        """The forest's flat node arrays (read-only views), keyed by field name."""
+        out = {}
+        for name, arr in self._nodes.items():
+            view = arr.view()
+            view.flags.writeable = False
+            out[name] = view
+        return out
+
+    @property
+    def tree_roots(self):
+        view = self._tree_roots.view()
+        view.flags.writeable = False
+        return view
+
+    def trees_to_dataframe(self):
+        """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas)."""
+        import pandas as pd
+
+        tree_of_node = np.zeros(self._nodes["feature"].shape[0], dtype=np.int64)
+        bounds = list(self._tree_roots) + [self._nodes["feature"].shape[0]]
+        for t in range(self.n_trees):
+            tree_of_node[bounds[t]:bounds[t + 1]] = t
+        is_leaf = self._nodes["left"] < 0
+        names = self.feature_names or [f"f{i}" for i in range(self.n_features)]
+        return pd.DataFrame({
+            "tree": tree_of_node,
+            "node": np.arange(tree_of_node.shape[0]),
+            "feature": [None if leaf else names[f] for leaf, f in zip(is_leaf, self._nodes["feature"])],
+            "threshold": np.where(is_leaf, np.nan, self._nodes["threshold"]),
+            "missing_left": np.where(is_leaf, False, self._nodes["missing_left"].astype(bool)),
+            "left": self._nodes["left"],
+            "right": self._nodes["right"],
+            "value": np.where(is_leaf, self._nodes["value"], np.nan),
+        })
+
+    # -- prediction -------------------------------------------------------------------
+
+    def _as_features(self, X):
+        if hasattr(X, "columns") and getattr(X, "ndim", 2) == 2 and self.feature_names is not None:
+            missing = [c for c in self.feature_names if c not in X.columns]
+            if missing:
+                raise ValueError(f"X lacks the training columns {missing}")
+            X = X[self.feature_names]
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}")
+        lo, hi = self.feature_bounds[:, 0], self.feature_bounds[:, 1]
+        # Clip exactly as training did (NaN stays NaN: it is routed by the default direction).
+        return np.clip(X, lo, hi)
+
+    def predict_margin(self, X, n_threads=1):
+        """Raw margins: base score plus the sum of the trees' leaf values.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_threads : int
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        X = self._as_features(X)
+        out = np.full(X.shape[0], self.base_score, dtype=np.float64)
+        n = self._nodes
+        predict_raw(X, n["feature"], n["threshold"], n["missing_left"], n["left"], n["right"],
+                    n["value"], self._tree_roots, out, n_threads)
+        return out
+
+    def predict(self, X, output_margin=False, n_threads=1):
+        """Predictions: regression values, or probabilities of class 1 for binary:logistic.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        output_margin : bool
+            Return the raw margin instead of the transformed prediction.
+        n_threads : int
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        margin = self.predict_margin(X, n_threads=n_threads)
+        if output_margin or self.objective == "reg:squarederror":
+            return margin
+        return 1.0 / (1.0 + np.exp(-margin))
+
+    # -- persistence ------------------------------------------------------------------
+
+    def to_dict(self):
+        """JSON-ready dict of every field (all public or DP releases)."""
+        return {
+            "format": MODEL_FORMAT_NAME,
+            "version": MODEL_FORMAT_VERSION,
+            "objective": self.objective,
+            "base_score": self.base_score,
+            "feature_names": self.feature_names,
+            "feature_bounds": self.feature_bounds.tolist(),
+            "label_bounds": list(self.label_bounds) if self.label_bounds is not None else None,
+            "cuts": [c.tolist() for c in self.cuts],
+            "tree_roots": self._tree_roots.tolist(),
+            "nodes": {name: arr.tolist() for name, arr in self._nodes.items()},
+            "params": self.params,
+            "ledger": self.ledger,
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict`; refuses other formats and newer versions."""
+        if data.get("format") != MODEL_FORMAT_NAME:
+            raise ValueError(f"not a dpxgb_dask model (format {data.get('format')!r})")
+        if data.get("version") != MODEL_FORMAT_VERSION:
+            raise ValueError(f"model format version {data.get('version')!r} is not supported; "
+                             f"this dpxgb_dask reads version {MODEL_FORMAT_VERSION}")
+        booster = cls(
+            objective=data["objective"], base_score=data["base_score"], cuts=data["cuts"],
+            feature_bounds=data["feature_bounds"], params=data["params"], ledger=data["ledger"],
+            feature_names=data["feature_names"], label_bounds=data["label_bounds"],
+        )
+        booster._nodes = {name: np.asarray(data["nodes"][name], dtype=dtype)
+                          for name, dtype in _NODE_FIELDS.items()}
+        booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
+        return booster
+
+    def save_model(self, path):
+        """Write the model as versioned JSON to ``path``."""
+        with open(os.fspath(path), "w") as f:
+            json.dump(self.to_dict(), f)
+
+    @classmethod
+    def load_model(cls, path):
+        """Read a model written by :meth:`save_model`."""
+        with open(os.fspath(path)) as f:
+            return cls.from_dict(json.load(f))
+
+    def __eq__(self, other):
+        return isinstance(other, Booster) and json.dumps(self.to_dict()) == json.dumps(other.to_dict())
+
+    def __repr__(self):
+        return (f"Booster(objective={self.objective!r}, n_trees={self.n_trees}, "
+                f"n_features={self.n_features})")
+
+
+def load_model(path):
+    """Load a :class:`Booster` saved with :meth:`Booster.save_model`."""
+    return Booster.load_model(path)

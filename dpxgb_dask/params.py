@@ -1,0 +1,393 @@
+"""Training parameters, their validation, and the presets of the seed papers.
+
+A preset sets the parameters of one published system; parameters the user gives
+explicitly override it. Each preset documents where it departs from its paper, and why
+(a leak in the original, or a choice the paper leaves open).
+"""
+from dataclasses import asdict, dataclass, fields, replace
+import math
+import numbers
+
+import numpy as np
+
+OBJECTIVES = ("reg:squarederror", "binary:logistic")
+SPLIT_METHODS = ("random", "exponential", "noisy_histogram")
+FEATURE_SELECTIONS = ("random", "cyclic")
+SPLIT_CANDIDATES = ("uniform", "dp_sketch", "iterative_hessian")
+LEAF_METHODS = ("gaussian", "laplace", "noisy_average")
+LEAF_CLIPPINGS = ("constant", "geometric")
+GRADIENT_RULES = ("clip", "filter")
+INIT_SCORES = ("zero", "dp_mean")
+ACCOUNTANTS = ("pld", "rdp", "basic")
+GAIN_SENSITIVITIES = ("dp-xgboost", "dpboost")
+PRESETS = ("dp-xgboost", "dpboost", "maddock", "s-bdt")
+
+#: Deepest tree supported (heap node ids must fit in int32).
+MAX_DEPTH_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    """Every parameter of a fit. All are public: they are saved with the model.
+
+    Parameters
+    ----------
+    objective : {"reg:squarederror", "binary:logistic"}
+    n_estimators : int
+        Number of trees.
+    max_depth : int
+        Depth of every tree (trees are grown level by level to this depth).
+    learning_rate : float
+        Shrinkage applied to every leaf value.
+    reg_lambda : float
+        L2 regularisation λ of leaf values and gains.
+    subsample : float in (0, 1]
+        Poisson subsampling rate γ: each row joins each tree independently with this
+        probability (privacy amplification by subsampling).
+    min_child_weight : float
+        Floor on the leaf denominator: leaf values are ``-G / (max(H, min_child_weight) + λ)``.
+        A floor, not an eligibility check: checking exact counts would leak (see README).
+    max_bin : int in [2, 255]
+        Number of non-missing bins per feature (``max_bin - 1`` split candidates).
+    epsilon : float, optional
+        Total privacy budget of the fit; the noise is calibrated to spend exactly this.
+    delta : float
+        δ of (ε, δ)-DP (Gaussian mechanisms and the tight accountants).
+    dp_epsilon_per_tree : float, optional
+        DP-XGBoost's budget per tree (instead of ``epsilon``); the total is reported.
+    feature_bounds : array of shape (n_features, 2), optional
+        Public per-feature (lo, hi). Without them, ``bounds_epsilon`` must be given.
+    label_bounds : tuple, optional
+        Public (lo, hi) of the label (regression).
+    bounds_epsilon : float, optional
+        Budget spent on a DP estimate of missing feature bounds.
+    split_method : {"random", "exponential", "noisy_histogram"}
+    feature_selection : {"random", "cyclic"}
+        For random splits: a random feature per node, or feature ``t mod m`` in tree ``t``.
+    split_candidates : {"uniform", "dp_sketch", "iterative_hessian"}
+    leaf_method : {"gaussian", "laplace", "noisy_average"}
+        "gaussian": Gaussian noise on each leaf's (G, H) (S-BDT, Maddock); "laplace":
+        Laplace noise on the leaf value (DP-XGBoost, DPBoost); "noisy_average": Laplace
+        noise on each leaf's gradient sum and row count (DP-XGBoost's NoisyAverage).
+    leaf_noise_ratio : float in (0, 1)
+        Share r of the leaf budget given to the denominator (S-BDT's leaf-balanced noise;
+        Gaussian: share of ρ, 0.5 is spherical noise; noisy_average: share of ε).
+    newton : bool
+        Use hessians (Newton step) in gains and leaf denominators; False uses row counts.
+    gradient_bound : float
+        g*: gradients are clipped (or rows filtered) to |g| <= g*.
+    hessian_bound : float
+        h*: hessians are clipped to [0, h*] (Newton only).
+    gradient_rule : {"clip", "filter"}
+    leaf_bound : float
+        Leaf values (before shrinkage) are clipped to [-leaf_bound, leaf_bound].
+    leaf_clipping : {"constant", "geometric"}
+        "geometric": DPBoost's geometric leaf clipping g*(1-η)^t.
+    gain_sensitivity : {"dp-xgboost", "dpboost"}
+        ΔG = 3g*² (DP-XGBoost) or (3λ+2)/((λ+1)(λ+2))·g*² (DPBoost, Lemma 1).
+    budget_shares : dict
+        Shares of the budget of the releases: keys among "sketch", "split", "leaf",
+        "init"; normalised to sum to 1 over the releases the method makes.
+    init_score : {"zero", "dp_mean"}
+    n_sketch_bins : int
+        Equal-width bins of the DP histogram that feeds the quantile sketch.
+    iterative_hessian_rounds : int
+        Trees after which iterative-Hessian candidates are refreshed.
+    batch_size : int
+        Maddock's batched updates: trees fitted to the same gradients, then averaged.
+    ensemble_size : int, optional
+        DPBoost's ensemble of ensembles: trees of one ensemble use disjoint rows.
+    accountant : {"pld", "rdp", "basic"}
+        Accountant that calibrates the noise; every accountant's total is reported.
+    random_state : int, optional
+        Seed of every random choice (noise and sampling); None draws from the OS CSPRNG.
+    n_threads : int
+        Threads of the kernels in each task.
+    """
+
+    objective: str = "binary:logistic"
+    n_estimators: int = 100
+    max_depth: int = 6
+    learning_rate: float = 0.1
+    reg_lambda: float = 10.0
+    subsample: float = 1.0
+    min_child_weight: float = 0.0
+    max_bin: int = 32
+    epsilon: float | None = 1.0
+    delta: float = 1e-6
+    dp_epsilon_per_tree: float | None = None
+    feature_bounds: object = None
+    label_bounds: object = None
+    bounds_epsilon: float | None = None
+    split_method: str = "random"
+    feature_selection: str = "cyclic"
+    split_candidates: str = "uniform"
+    leaf_method: str = "gaussian"
+    leaf_noise_ratio: float = 0.1
+    newton: bool = True
+    gradient_bound: float = 0.5
+    hessian_bound: float = 0.25
+    gradient_rule: str = "clip"
+    leaf_bound: float = 2.0
+    leaf_clipping: str = "constant"
+    gain_sensitivity: str = "dp-xgboost"
+    budget_shares: object = None
+    init_score: str = "zero"
+    n_sketch_bins: int = 1024
+    iterative_hessian_rounds: int = 5
+    batch_size: int = 1
+    ensemble_size: int | None = None
+    accountant: str = "pld"
+    random_state: int | None = None
+    n_threads: int = 1
+
+    def to_dict(self):
+        """JSON-ready dict of the public parameters (bounds as nested lists).
+
+        ``random_state`` is replaced by ``seeded`` (True/False): the seed keys all the DP
+        noise, so whoever holds it can subtract the noise; it must never travel with the
+        model.
+        """
+        out = asdict(self)
+        out["seeded"] = out.pop("random_state") is not None
+        for name in ("feature_bounds", "label_bounds"):
+            if out[name] is not None and not isinstance(out[name], str):
+                out[name] = np.asarray(out[name], dtype=float).tolist()
+        return out
+
+
+#: The papers' parameters (see the spec notes in each preset's comment).
+PRESET_PARAMS = {
+    # DP-XGBoost (Grislain & Gonzalvez 2021), section 5: 20 trees, λ=0.1, η=0.3, subsample 0.1,
+    # min_child_weight 50, depth 6 (their code), g*=1 with gradient filtering, squared loss on
+    # counts (newton=False), DP sketch of 1024 Laplace bins -> ~64 cuts, exponential-mechanism
+    # splits with ΔG = 3g*², Laplace leaves, budget per tree 1/3 sketch, 1/3 splits, 1/3 leaves,
+    # basic composition with subsampling amplification. Departures: the min_child_weight check
+    # on exact hessian sums and the "gain <= 1e-6 -> leaf" test are leaks and are replaced by
+    # the denominator floor max(H, N_min), whose leaf sensitivity 2g*/(N_min+λ) holds without
+    # reading any count; the sketch is computed once per fit instead of once per tree.
+    "dp-xgboost": dict(
+        n_estimators=20, max_depth=6, learning_rate=0.3, reg_lambda=0.1, subsample=0.1,
+        min_child_weight=50.0, max_bin=64, split_method="exponential",
+        split_candidates="dp_sketch", leaf_method="laplace", newton=False,
+        gradient_bound=1.0, gradient_rule="filter", leaf_bound=1.0, leaf_clipping="constant",
+        gain_sensitivity="dp-xgboost", budget_shares={"sketch": 1, "split": 1, "leaf": 1},
+        init_score="zero", accountant="basic", n_sketch_bins=1024,
+    ),
+    # DPBoost (Li et al. 2020): exponential-mechanism splits, Laplace leaves with geometric
+    # leaf clipping, gradient filtering g*=1, λ=0.1, depth 6, η=0.1, ensembles of 50 trees on
+    # disjoint rows, budget per tree 1/2 splits, 1/2 leaves, data-independent equal-width
+    # candidates (255 bins) over the public bounds. Departure: the gain sensitivity is
+    # 3g*² (what DPBoost's own code uses), not the paper's Lemma 1, which is unsound: with
+    # λ=0.1, 100 rows of g=+1 and one added row of g=-1 the gain moves by 2.956 > 0.996
+    # (tests/privacy checks the counterexample); gain_sensitivity="dpboost" reproduces the
+    # paper and warns.
+    "dpboost": dict(
+        n_estimators=50, max_depth=6, learning_rate=0.1, reg_lambda=0.1, subsample=1.0,
+        min_child_weight=0.0, max_bin=255, split_method="exponential",
+        split_candidates="uniform", leaf_method="laplace", newton=False, gradient_bound=1.0,
+        gradient_rule="filter", leaf_bound=1.0, leaf_clipping="geometric",
+        gain_sensitivity="dp-xgboost", budget_shares={"split": 1, "leaf": 1},
+        init_score="zero", accountant="basic", ensemble_size=50,
+    ),
+    # Maddock et al. (CCS'22), best family "DP-TR Newton IH": totally random splits, Newton
+    # leaves from a Gaussian release of (G, H) (spherical), iterative-Hessian candidates
+    # (5 rounds, 32 candidates), depth 4, η=0.3, λ=1, |w|<=2, g*=1, h*=1/4, RDP accounting.
+    "maddock": dict(
+        n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0, subsample=1.0,
+        min_child_weight=0.0, max_bin=33, split_method="random", feature_selection="random",
+        split_candidates="iterative_hessian", iterative_hessian_rounds=5, leaf_method="gaussian",
+        leaf_noise_ratio=0.5, newton=True, gradient_bound=1.0, hessian_bound=0.25,
+        gradient_rule="clip", leaf_bound=2.0, leaf_clipping="constant",
+        budget_shares={"sketch": 1, "leaf": 1}, init_score="zero", accountant="rdp",
+    ),
+    # S-BDT (Peinemann et al.): random splits on feature t mod m over 32 data-independent
+    # candidates, leaf-balanced Gaussian noise (r=0.04), g*=0.8, h*=0.1, λ=5, η=0.1, depth 6,
+    # 200 trees (their best Adult row at ε=0.5), Poisson subsampling, RDP accounting, δ=5e-8.
+    "s-bdt": dict(
+        n_estimators=200, max_depth=6, learning_rate=0.1, reg_lambda=5.0, subsample=1.0,
+        min_child_weight=0.0, max_bin=33, split_method="random", feature_selection="cyclic",
+        split_candidates="uniform", leaf_method="gaussian", leaf_noise_ratio=0.04, newton=True,
+        gradient_bound=0.8, hessian_bound=0.1, gradient_rule="clip", leaf_bound=2.0,
+        leaf_clipping="constant", budget_shares={"leaf": 1}, init_score="zero",
+        accountant="rdp", delta=5e-8,
+    ),
+}
+
+#: Regression variants of the presets (the papers' regression settings).
+PRESET_REGRESSION_OVERRIDES = {
+    "dp-xgboost": dict(),
+    "dpboost": dict(),
+    "maddock": dict(newton=False, gradient_bound=1.0),
+    # S-BDT Abalone (ε=0.1..0.3 rows): depth 2, λ=15, g*=0.3, r=0.3, γ=0.1, 10% DP init.
+    "s-bdt": dict(n_estimators=100, max_depth=2, reg_lambda=15.0, gradient_bound=0.3,
+                  leaf_noise_ratio=0.3, subsample=0.1, newton=False, init_score="dp_mean",
+                  budget_shares={"init": 0.1, "leaf": 0.9}),
+}
+
+
+def _check_choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+
+def _check_number(name, value, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite {'integer' if integer else 'number'}, "
+                         f"got {value!r}")
+    bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
+    bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
+    if bad_lo or bad_hi:
+        left = "(" if lo_open else "["
+        right = ")" if hi_open else "]"
+        lo_s = "-inf" if lo is None else lo
+        hi_s = "inf" if hi is None else hi
+        raise ValueError(f"{name} must be in {left}{lo_s}, {hi_s}{right}, got {value!r}")
+
+
+def check_feature_bounds(bounds, n_features):
+    """Validate public feature bounds: array (n_features, 2) of finite lo < hi."""
+    arr = np.asarray(bounds, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"feature_bounds must have shape (n_features, 2), got {arr.shape}")
+    if arr.shape[0] != n_features:
+        raise ValueError(f"feature_bounds has {arr.shape[0]} rows, X has {n_features} features")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("feature_bounds must be finite")
+    bad = np.flatnonzero(arr[:, 0] >= arr[:, 1])
+    if bad.size:
+        raise ValueError(f"feature_bounds must have lo < hi; not so for features {bad.tolist()}")
+    return arr
+
+
+def check_label_bounds(bounds):
+    """Validate public label bounds (lo, hi) with finite lo < hi."""
+    arr = np.asarray(bounds, dtype=np.float64).ravel()
+    if arr.shape != (2,) or not np.all(np.isfinite(arr)) or arr[0] >= arr[1]:
+        raise ValueError(f"label_bounds must be (lo, hi) with finite lo < hi, got {bounds!r}")
+    return float(arr[0]), float(arr[1])
+
+
+def resolve_params(objective, preset=None, **explicit):
+    """Build validated :class:`TrainParams` from a preset and explicit overrides.
+
+    Parameters
+    ----------
+    objective : {"reg:squarederror", "binary:logistic"}
+    preset : {"dp-xgboost", "dpboost", "maddock", "s-bdt"}, optional
+    **explicit
+        Parameters given by the user; ``None`` values mean "not given" except for
+        ``epsilon`` when ``dp_epsilon_per_tree`` is given.
+
+    Returns
+    -------
+    TrainParams
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter and its allowed values.
+    """
+    _check_choice("objective", objective, OBJECTIVES)
+    known = {f.name for f in fields(TrainParams)}
+    unknown = sorted(set(explicit) - known)
+    if unknown:
+        raise ValueError(f"unknown parameters {unknown}; allowed: {sorted(known)}")
+    values = {"objective": objective}
+    if preset is not None:
+        _check_choice("preset", preset, PRESETS)
+        values.update(PRESET_PARAMS[preset])
+        if objective == "reg:squarederror":
+            values.update(PRESET_REGRESSION_OVERRIDES[preset])
+    given = {k: v for k, v in explicit.items() if v is not None}
+    if "dp_epsilon_per_tree" in given and "epsilon" not in given:
+        given["epsilon"] = None
+    values.update(given)
+    params = TrainParams(**values)
+    validate(params)
+    if params.dp_epsilon_per_tree is not None and params.epsilon is not None \
+            and "epsilon" in given and given["epsilon"] is not None:
+        raise ValueError("give either epsilon (a total) or dp_epsilon_per_tree, not both")
+    if objective == "reg:squarederror" and params.init_score == "dp_mean" \
+            and params.label_bounds is None:
+        raise ValueError("init_score='dp_mean' needs label_bounds")
+    return params
+
+
+def validate(p):
+    """Check every field of :class:`TrainParams`; raise ValueError naming the first bad one."""
+    _check_choice("objective", p.objective, OBJECTIVES)
+    _check_number("n_estimators", p.n_estimators, lo=1, integer=True)
+    _check_number("max_depth", p.max_depth, lo=1, hi=MAX_DEPTH_LIMIT, integer=True)
+    _check_number("learning_rate", p.learning_rate, lo=0, lo_open=True)
+    _check_number("reg_lambda", p.reg_lambda, lo=0)
+    _check_number("subsample", p.subsample, lo=0, hi=1, lo_open=True)
+    _check_number("min_child_weight", p.min_child_weight, lo=0)
+    _check_number("max_bin", p.max_bin, lo=2, hi=255, integer=True)
+    if p.epsilon is None and p.dp_epsilon_per_tree is None:
+        raise ValueError("epsilon must be a positive number (or give dp_epsilon_per_tree)")
+    if p.epsilon is not None:
+        _check_number("epsilon", p.epsilon, lo=0, lo_open=True)
+    if p.dp_epsilon_per_tree is not None:
+        _check_number("dp_epsilon_per_tree", p.dp_epsilon_per_tree, lo=0, lo_open=True)
+    _check_number("delta", p.delta, lo=0, hi=1, hi_open=True)
+    if p.bounds_epsilon is not None:
+        _check_number("bounds_epsilon", p.bounds_epsilon, lo=0, lo_open=True)
+    if p.label_bounds is not None:
+        check_label_bounds(p.label_bounds)
+    _check_choice("split_method", p.split_method, SPLIT_METHODS)
+    _check_choice("feature_selection", p.feature_selection, FEATURE_SELECTIONS)
+    _check_choice("split_candidates", p.split_candidates, SPLIT_CANDIDATES)
+    _check_choice("leaf_method", p.leaf_method, LEAF_METHODS)
+    _check_number("leaf_noise_ratio", p.leaf_noise_ratio, lo=0, hi=1, lo_open=True, hi_open=True)
+    if not isinstance(p.newton, (bool, np.bool_)):
+        raise ValueError(f"newton must be True or False, got {p.newton!r}")
+    # <= 16: quantised gradients stay exact in float32 (ops.MAX_VALUE_BOUND).
+    _check_number("gradient_bound", p.gradient_bound, lo=0, hi=16.0, lo_open=True)
+    _check_number("hessian_bound", p.hessian_bound, lo=0, hi=16.0, lo_open=True)
+    _check_choice("gradient_rule", p.gradient_rule, GRADIENT_RULES)
+    _check_number("leaf_bound", p.leaf_bound, lo=0, lo_open=True)
+    _check_choice("leaf_clipping", p.leaf_clipping, LEAF_CLIPPINGS)
+    _check_choice("gain_sensitivity", p.gain_sensitivity, GAIN_SENSITIVITIES)
+    _check_choice("init_score", p.init_score, INIT_SCORES)
+    _check_number("n_sketch_bins", p.n_sketch_bins, lo=2, integer=True)
+    _check_number("iterative_hessian_rounds", p.iterative_hessian_rounds, lo=0, integer=True)
+    _check_number("batch_size", p.batch_size, lo=1, integer=True)
+    if p.ensemble_size is not None:
+        _check_number("ensemble_size", p.ensemble_size, lo=1, integer=True)
+    _check_choice("accountant", p.accountant, ACCOUNTANTS)
+    if p.random_state is not None:
+        _check_number("random_state", p.random_state, lo=0, integer=True)
+    _check_number("n_threads", p.n_threads, lo=1, integer=True)
+    if p.budget_shares is not None:
+        if not isinstance(p.budget_shares, dict) or not p.budget_shares:
+            raise ValueError("budget_shares must be a non-empty dict of release -> share")
+        for key, share in p.budget_shares.items():
+            _check_choice("budget_shares key", key, ("sketch", "split", "leaf", "init"))
+            _check_number(f"budget_shares[{key!r}]", share, lo=0, lo_open=True)
+    if p.leaf_method == "gaussian" and p.split_method == "exponential":
+        raise ValueError("split_method='exponential' is a pure-ε mechanism used with "
+                         "leaf_method='laplace' or 'noisy_average'; with Gaussian leaves use "
+                         "'random' or 'noisy_histogram'")
+    if p.leaf_method != "gaussian" and p.split_method == "noisy_histogram":
+        raise ValueError("split_method='noisy_histogram' releases Gaussian histograms; use "
+                         "leaf_method='gaussian' with it")
+    if p.newton and (p.split_method == "exponential" or p.leaf_method != "gaussian"):
+        raise ValueError("newton=True needs split_method in ('random', 'noisy_histogram') and "
+                         "leaf_method='gaussian': the exponential-mechanism gain and the "
+                         "Laplace leaf sensitivities hold for row counts (newton=False) only")
+    if p.ensemble_size is not None and p.subsample < 1.0:
+        raise ValueError("ensemble_size (disjoint rows per tree) and subsample < 1 cannot be "
+                         "combined; set subsample=1.0")
+    if p.dp_epsilon_per_tree is not None and (p.leaf_method == "gaussian"
+                                              or p.split_method == "noisy_histogram"):
+        raise ValueError("dp_epsilon_per_tree applies to the pure-ε methods "
+                         "(leaf_method='laplace' or 'noisy_average'); give epsilon instead")
+
+
+def with_overrides(params, **changes):
+    """A validated copy of ``params`` with some fields changed."""
+    new = replace(params, **changes)
+    validate(new)
+    return new

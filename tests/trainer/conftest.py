@@ -1,0 +1,50 @@
+import numpy as np
+import pytest
+
+#: A seed of more than 128 bits (shorter seeds warn that the noise could be guessed).
+SEED = 2**200 + 12345
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A LocalCluster of 2 worker processes with 1 thread each, shared by the session."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def client(cluster):
+    from distributed import Client
+
+    with Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture
+def seed():
+    return SEED
+
+
+@pytest.fixture(scope="session")
+def classification_data():
+    """(X, y, bounds): 4000 rows x 6 features with NaNs, a learnable binary target."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 6))
+    logit = 2.0 * X[:, 0] - 1.5 * X[:, 1] + X[:, 2] * X[:, 3]
+    y = (rng.random(4000) < 1.0 / (1.0 + np.exp(-logit))).astype(float)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    bounds = np.tile([-4.0, 4.0], (6, 1))
+    return X, y, bounds
+
+
+@pytest.fixture(scope="session")
+def regression_data():
+    """(X, y, bounds, label_bounds): 4000 rows x 5 features, y in [-10, 10]."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4000, 5))
+    y = np.clip(3.0 * X[:, 0] + 2.0 * np.sin(2 * X[:, 1]) + rng.normal(scale=0.5, size=4000),
+                -10, 10)
+    return X, y, np.tile([-4.0, 4.0], (5, 1)), (-10.0, 10.0)

@@ -1,0 +1,120 @@
+"""The coordinator's algorithm without a cluster (in-process backend)."""
+import asyncio
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from dpxgb_dask import decisions, ops
+from dpxgb_dask.backends import LocalBackend
+from dpxgb_dask.coordinator import (
+    Coordinator,
+    ReleaseSchedule,
+    calibrate_scale,
+    hessian_refined_cuts,
+    uniform_cuts,
+)
+from dpxgb_dask.params import PRESETS, resolve_params
+from dpxgb_dask.privacy.accountants import get_accountant
+
+
+def _fit(params, X, y, n_parts=3):
+    parts = [ops.make_part(X[i::n_parts], y[i::n_parts], params.objective) for i in range(n_parts)]
+    coordinator = Coordinator(params, LocalBackend(parts), X.shape[1])
+    return asyncio.run(coordinator.fit(parts)), coordinator
+
+
+@pytest.mark.parametrize("preset", [None, *PRESETS])
+@pytest.mark.parametrize("accountant", ["pld", "rdp", "basic"])
+def test_calibration_spends_the_requested_epsilon(preset, accountant):
+    params = resolve_params("binary:logistic", preset=preset, epsilon=1.0, accountant=accountant,
+                            n_estimators=10, max_depth=3, feature_bounds=np.zeros((4, 2)) + [0, 1])
+    scale = calibrate_scale(params, 4)
+    spent = get_accountant(accountant).get_epsilon(ReleaseSchedule(params, 4, scale).ledger(),
+                                                   params.delta)
+    assert 0.99 <= spent <= 1.0
+
+
+def test_the_fit_records_exactly_the_planned_releases(seed, classification_data):
+    X, y, bounds = classification_data
+    for preset in PRESETS:
+        params = resolve_params("binary:logistic", preset=preset, feature_bounds=bounds,
+                                epsilon=1.0, random_state=seed, n_estimators=3, max_depth=2)
+        booster, coordinator = _fit(params, X, y)
+        planned = ReleaseSchedule(params, 6, booster.ledger["scale"]).ledger()
+        recorded = [e for e in coordinator.ledger if e.purpose != "bounds"]
+        assert len(recorded) == len(planned)
+        accountant = get_accountant(params.accountant)
+        assert accountant.get_epsilon(coordinator.ledger, params.delta) <= \
+            accountant.get_epsilon(planned, params.delta) + 1e-9
+
+
+def test_learns_at_large_epsilon(seed, classification_data):
+    X, y, bounds = classification_data
+    params = resolve_params("binary:logistic", feature_bounds=bounds, epsilon=50.0,
+                            random_state=seed, n_estimators=30, max_depth=4,
+                            split_method="noisy_histogram", learning_rate=0.3)
+    booster, _ = _fit(params, X[:3000], y[:3000])
+    assert roc_auc_score(y[3000:], booster.predict(X[3000:])) > 0.85
+
+
+def test_random_splits_respect_reachable_ranges():
+    from dpxgb_dask.privacy.randomness import NoiseSource
+
+    rng = NoiseSource(2**200).stream(purpose="test")
+    n_cuts = np.array([5, 1, 0])
+    ranges = np.zeros((4, 3, 2), dtype=np.int64)
+    ranges[:, :, 1] = n_cuts
+    ranges[3, 0] = [2, 2]  # feature 0 exhausted at node 3
+    ranges[3, 1] = [1, 1]
+    nodes = np.arange(4)
+    for _ in range(50):
+        splits = decisions.random_splits(nodes, ranges, n_cuts, "random", 0, rng)
+        assert not splits.is_split[3]
+        for i in range(3):
+            f, t = splits.feature[i], splits.bin_threshold[i]
+            assert f in (0, 1) and ranges[i, f, 0] <= t < ranges[i, f, 1]
+        children = decisions.child_ranges(ranges[:3], splits)
+        assert children.shape == (6, 3, 2)
+    cyclic = decisions.random_splits(nodes[:3], ranges[:3], n_cuts, "cyclic", 4, rng)
+    assert np.all(cyclic.feature == 1)  # tree 4 -> feature 4 mod 3
+
+
+def test_laplace_leaf_sensitivity_holds_by_brute_force():
+    """|V(D) - V(D + row)| <= ΔV for every leaf size n and extreme gradients."""
+    for n_min, lam in itertools.product([0.0, 0.5, 1.0, 3.0, 50.0], [0.1, 1.0]):
+        bound = decisions.laplace_leaf_sensitivity(1.0, lam, n_min, leaf_bound=100.0)
+        worst = 0.0
+        for n in range(0, 80):
+            for pos in (0, n):  # |G| is largest with all gradients of one sign
+                G = pos * 1.0 - (n - pos) * 1.0
+                for g in (-1.0, 1.0):
+                    v0 = -G / (max(n, n_min) + lam)
+                    v1 = -(G + g) / (max(n + 1, n_min) + lam)
+                    worst = max(worst, abs(v1 - v0))
+        assert worst <= bound + 1e-12, (n_min, lam, worst, bound)
+
+
+def test_exponential_splits_pick_the_best_split_at_huge_epsilon():
+    from dpxgb_dask._core import empty_histograms
+    from dpxgb_dask.privacy.randomness import NoiseSource
+
+    hist = empty_histograms(1, 2, 5)
+    hist["count"] = 10
+    hist["sum_gradients"][0, 1, :2] = -5.0   # feature 1 separates bins 0-1 from 2-3
+    hist["sum_gradients"][0, 1, 2:4] = 5.0
+    splits, _ = decisions.exponential_splits(np.array([0]), hist, np.array([3, 3]), 0.1, False,
+                                             3.0, 1e6, NoiseSource(2**200).stream(purpose="t"))
+    assert splits.feature[0] == 1 and splits.bin_threshold[0] == 1
+
+
+def test_hessian_refined_cuts_follow_the_mass():
+    bounds = np.array([[0.0, 1.0]])
+    cuts = uniform_cuts(bounds, 8)
+    mass = np.zeros((1, 9))
+    mass[0, 2] = 100.0  # all mass in [0.25, 0.375)
+    new = hessian_refined_cuts(mass, cuts, bounds, 8)[0]
+    assert np.all(np.diff(new) > 0) and np.all((new > 0) & (new < 1))
+    inside = np.sum((new >= 0.25) & (new <= 0.375))
+    assert inside >= 4

@@ -1,0 +1,216 @@
+"""The distributed trainer on a 2-worker LocalCluster."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+import dpxgb_dask
+from dpxgb_dask import PrivacyLeakWarning, train
+from dpxgb_dask.params import PRESETS
+
+SMALL = dict(n_estimators=4, max_depth=3)
+
+
+def _models_equal(a, b, rtol=1e-9):
+    """Same structure and public values; leaf values equal up to float summation order."""
+    da, db = a.to_dict(), b.to_dict()
+    na, nb = da.pop("nodes"), db.pop("nodes")
+    la, lb = da.pop("ledger"), db.pop("ledger")
+    assert json.dumps(da, sort_keys=True) == json.dumps(db, sort_keys=True)
+    assert la["events"] == lb["events"]
+    for name in na:
+        np.testing.assert_allclose(na[name], nb[name], rtol=rtol, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("preset", [None, *PRESETS])
+def test_each_preset_trains_and_predicts_both_objectives(client, preset, seed,
+                                                         classification_data, regression_data):
+    X, y, bounds = classification_data
+    params = {"objective": "binary:logistic", "preset": preset, "feature_bounds": bounds,
+              "epsilon": 5.0, "random_state": seed, **SMALL}
+    booster = train(params, X[:3000], y[:3000], client=client)
+    proba = booster.predict(X[3000:])
+    assert booster.n_trees == SMALL["n_estimators"]
+    assert proba.shape == (1000,) and np.all((proba >= 0) & (proba <= 1))
+    assert roc_auc_score(y[3000:], proba) > 0.6
+    assert booster.ledger["epsilon"] <= 5.0 * 1.001
+
+    Xr, yr, rbounds, lbounds = regression_data
+    params = {"objective": "reg:squarederror", "preset": preset, "feature_bounds": rbounds,
+              "label_bounds": lbounds, "epsilon": 5.0, "random_state": seed, **SMALL}
+    booster = train(params, Xr, yr, client=client)
+    pred = booster.predict(Xr)
+    assert pred.shape == (4000,) and np.all(np.isfinite(pred))
+    assert booster.ledger["epsilon"] <= 5.0 * 1.001
+
+
+def test_numpy_pandas_and_dask_inputs_give_the_same_model(client, seed, classification_data):
+    import dask.array as da
+    import dask.dataframe as dd
+
+    X, y, bounds = classification_data
+    params = {"feature_bounds": bounds, "epsilon": 2.0, "random_state": seed,
+              "split_method": "noisy_histogram", "newton": True, **SMALL}
+    from_numpy = train(params, X, y, client=client, n_partitions=2)
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(6)])
+    from_pandas = train(params, frame, pd.Series(y), client=client, n_partitions=2)
+    from_dask_array = train(params, da.from_array(X, chunks=(2000, 6)),
+                            da.from_array(y, chunks=2000), client=client)
+    from_dask_frame = train(params, dd.from_pandas(frame, npartitions=3),
+                            dd.from_pandas(pd.Series(y), npartitions=3), client=client)
+    _models_equal(from_numpy, from_dask_array)
+    # Row sampling is keyed by the global row number: other partitionings change only the
+    # order of floating-point sums.
+    for other in (from_pandas, from_dask_frame):
+        a, b = from_numpy.to_dict(), other.to_dict()
+        for key in ("feature_names",):
+            a.pop(key), b.pop(key)
+        np.testing.assert_array_equal(a["nodes"]["feature"], b["nodes"]["feature"])
+        np.testing.assert_allclose(a["nodes"]["value"], b["nodes"]["value"], rtol=1e-9, atol=1e-12)
+    assert from_pandas.feature_names == [f"c{i}" for i in range(6)]
+
+
+def test_seeds_reproduce_the_model_and_secure_noise_does_not(client, seed, classification_data):
+    X, y, bounds = classification_data
+    params = {"feature_bounds": bounds, "epsilon": 1.0, "subsample": 0.5, **SMALL}
+    a = train({**params, "random_state": seed}, X, y, client=client)
+    b = train({**params, "random_state": seed}, X, y, client=client)
+    assert a == b
+    c = train(params, X, y, client=client)
+    d = train(params, X, y, client=client)
+    assert not np.array_equal(c.nodes["value"], d.nodes["value"])
+    assert a.params["seeded"] and not c.params["seeded"]
+    assert "random_state" not in a.params  # the seed keys the noise: never saved
+
+
+def test_saved_model_predicts_identically_without_a_cluster(client, seed, classification_data,
+                                                            tmp_path):
+    X, y, bounds = classification_data
+    booster = train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL},
+                    X, y, client=client)
+    path = tmp_path / "model.json"
+    booster.save_model(path)
+    loaded = dpxgb_dask.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(X), booster.predict(X))
+    assert loaded == booster
+    saved = json.loads(path.read_text())
+    assert saved["format"] == "dpxgb_dask.booster" and saved["version"] == 1
+    assert set(saved["nodes"]) == {"feature", "bin_threshold", "threshold", "missing_left",
+                                   "left", "right", "value"}
+
+
+def test_nan_features_and_all_missing_feature(client, seed, classification_data):
+    X, y, bounds = classification_data
+    X = X.copy()
+    X[:, 5] = np.nan
+    booster = train({"feature_bounds": bounds, "epsilon": 2.0, "random_state": seed,
+                     "split_method": "noisy_histogram", **SMALL}, X, y, client=client)
+    proba = booster.predict(X)
+    assert np.all(np.isfinite(proba))
+
+
+def test_a_worker_without_data(client, seed, classification_data):
+    X, y, bounds = classification_data
+    booster = train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL},
+                    X, y, client=client, n_partitions=1)
+    assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2
+    assert booster.n_trees == SMALL["n_estimators"]
+
+
+def test_dp_bounds_estimate_and_forced_data_bounds(client, seed, classification_data):
+    X, y, _ = classification_data
+    booster = train({"bounds_epsilon": 0.5, "epsilon": 2.0, "random_state": seed, **SMALL},
+                    X, y, client=client)
+    purposes = [e["purpose"] for e in booster.ledger["events"]["events"]]
+    assert "bounds" in purposes
+    lo, hi = booster.feature_bounds[:, 0], booster.feature_bounds[:, 1]
+    assert np.all(lo <= -2.0) and np.all(hi >= 2.0) and np.all(hi <= 16.0)
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        forced = train({"feature_bounds": "data", "epsilon": 2.0, "random_state": seed,
+                        **SMALL}, X, y, client=client)
+    np.testing.assert_allclose(forced.feature_bounds[:, 0], np.nanmin(X, axis=0))
+
+
+def test_dp_epsilon_per_tree_reports_the_total(client, seed, classification_data):
+    X, y, bounds = classification_data
+    booster = train({"preset": "dp-xgboost", "feature_bounds": bounds, "dp_epsilon_per_tree": 0.3,
+                     "random_state": seed, **SMALL}, X, y, client=client)
+    report = booster.ledger["epsilon_by_accountant"]
+    # sketch once (ε/3) + per tree log(1 + γ(e^{2ε/3} - 1)) with γ = 0.1 (DP-XGBoost §4.4)
+    expected = 0.1 + 4 * np.log(1 + 0.1 * (np.exp(0.2) - 1))
+    assert report["basic"] == pytest.approx(expected, rel=1e-6)
+
+
+def _cluster_is_clean(client, timeout=10.0):
+    """No task, no data and no published dataset left on the cluster (cancellation is
+    asynchronous: wait for the scheduler to forget the fit's keys)."""
+    import time
+
+    def tasks(dask_scheduler=None):
+        return [str(k) for k in dask_scheduler.tasks]
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if client.run_on_scheduler(tasks) == [] and client.list_datasets() == ():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(y=np.zeros(10)), "same number of rows"),
+    (dict(X=pd.DataFrame({"a": ["x"] * 4000, "b": 1.0})), "non-numeric"),
+    (dict(y=np.full(4000, 2.0)), "0 and 1"),
+    (dict(params={"feature_bounds": np.tile([1.0, 1.0], (6, 1))}), "lo < hi"),
+    (dict(params={"feature_bounds": np.tile([0.0, 1.0], (5, 1))}), "5 rows"),
+    (dict(params={"epsilon": 0.0}), "epsilon"),
+    (dict(params={"epsilon": -1.0}), "epsilon"),
+    (dict(params={"max_depth": 0}), "max_depth"),
+    (dict(params={"subsample": 1.5}), "subsample"),
+    (dict(params={"subsample": 0.0}), "subsample"),
+    (dict(params={"feature_bounds": None}), "feature_bounds is required"),
+    (dict(params={"preset": "xgboost"}), "preset"),
+])
+def test_bad_input_is_refused_by_name_and_leaves_nothing_behind(client, seed,
+                                                                classification_data,
+                                                                change, message):
+    X, y, bounds = classification_data
+    params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}
+    params.update(change.get("params", {}))
+    with pytest.raises(ValueError, match=message):
+        train(params, change.get("X", X), change.get("y", y), client=client)
+    assert _cluster_is_clean(client)
+
+
+def test_regression_labels_outside_label_bounds_are_refused(client, seed, regression_data):
+    X, y, bounds, _ = regression_data
+    with pytest.raises(ValueError, match="label_bounds"):
+        train({"objective": "reg:squarederror", "feature_bounds": bounds,
+               "label_bounds": (-1.0, 1.0), "random_state": seed, **SMALL}, X, y, client=client)
+    with pytest.raises(ValueError, match="label_bounds is required"):
+        train({"objective": "reg:squarederror", "feature_bounds": bounds,
+               "random_state": seed, **SMALL}, X, y, client=client)
+    assert _cluster_is_clean(client)
+
+
+def test_progress_events_and_verbose_bar(client, seed, classification_data, capsys):
+    X, y, bounds = classification_data
+    train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}, X, y,
+          client=client, verbose=True)
+    err = capsys.readouterr().err
+    assert "tree 4/4" in err and "epsilon spent" in err
+
+
+def test_embedded_cluster_when_no_client(seed, classification_data):
+    from distributed import default_client
+
+    X, y, bounds = classification_data
+    with pytest.raises(ValueError):
+        default_client()  # no client in this test: train starts and closes its own cluster
+    booster = train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL},
+                    X, y)
+    assert booster.n_trees == SMALL["n_estimators"]
+    with pytest.raises(ValueError):
+        default_client()

@@ -1,0 +1,86 @@
+"""The user's process never receives an exact (un-noised) aggregate.
+
+The scheduler and the workers run in subprocesses; every message the user's process
+decodes (``distributed.protocol.loads``) is recorded. The exact root histogram of the first
+tree is recomputed here, and none of its gradient or hessian sums may appear among the
+numbers received, while the model's DP leaf values must (the spy works).
+"""
+import numpy as np
+import pytest
+
+import distributed
+from dpxgb_dask import ops, train
+from dpxgb_dask.coordinator import uniform_cuts
+
+SEED = 2**200 + 7
+
+
+def _numbers(obj, out):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _numbers(k, out)
+            _numbers(v, out)
+    elif isinstance(obj, (list, tuple, set)):
+        for v in obj:
+            _numbers(v, out)
+    elif isinstance(obj, np.ndarray):
+        if obj.dtype.names:
+            for name in obj.dtype.names:
+                _numbers(obj[name], out)
+        elif obj.dtype.kind in "fiu":
+            out.update(float(v) for v in obj.ravel())
+    elif isinstance(obj, (float, np.floating)):
+        out.add(float(obj))
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        _numbers(vars(obj), out)
+
+
+@pytest.mark.slow
+def test_client_process_never_receives_an_exact_aggregate(monkeypatch):
+    from distributed import Client
+    from distributed.deploy.subprocess import SubprocessCluster
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3001, 4))
+    y = (X[:, 0] + rng.normal(size=3001) > 0).astype(float)
+    bounds = np.tile([-4.0, 4.0], (4, 1))
+    params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": SEED,
+              "n_estimators": 3, "max_depth": 3, "split_method": "noisy_histogram",
+              "gradient_bound": 0.3, "hessian_bound": 0.25, "max_bin": 16}
+
+    received = []
+    original = distributed.protocol.loads
+
+    def spy(*args, **kwargs):
+        message = original(*args, **kwargs)
+        received.append(message)
+        return message
+
+    monkeypatch.setattr(distributed.protocol, "loads", spy)
+    with SubprocessCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        booster = train(params, X, y, client=client, verbose=True)
+    monkeypatch.setattr(distributed.protocol, "loads", original)
+
+    numbers = set()
+    for message in received:
+        _numbers(message, numbers)
+
+    # Tree 0's exact root histogram, recomputed locally (same cuts, gradients at margin 0).
+    raw = ops.make_part(X, y, "binary:logistic")
+    part = ops.bin_part(raw, bounds, uniform_cuts(bounds, 16), 0, 16)
+    state = ops.start_tree(part, np.zeros(3001), "binary:logistic", 0, (0.0, 2.0), 0.3, "clip", 0.25)
+    root = ops.level_histograms(part, state, [0])[0]
+    # Distinctive values only: small round numbers (0.25 k for tiny bins) also occur in
+    # unrelated metadata. Gradient sums are multiples of the quantised 0.3.
+    g_sums = np.append(root["sum_gradients"].ravel(), state.gradients.astype(np.float64).sum())
+    h_sums = np.append(root["sum_hessians"].ravel(), state.hessians.astype(np.float64).sum())
+    exact = {v for v in g_sums.tolist() if abs(v) > 1.0}
+    exact |= {v for v in h_sums.tolist() if v > 10.0 and v != round(v)}
+    assert len(exact) > 10
+    leaked = exact & numbers
+    assert not leaked, f"exact aggregates reached the user's process: {sorted(leaked)[:5]}"
+    # Positive control: the DP leaf values did arrive through the spied channel.
+    leaves = booster.nodes["value"][booster.nodes["left"] < 0]
+    assert set(leaves.tolist()) <= numbers
