@@ -6,9 +6,13 @@ The coordinator uses it once per tree level::
     source = NoiseSource()                                   # secure; NoiseSource(seed) to replay
     mech = GaussianMechanism(gradient_histogram_l2_sensitivity(g_star, h_star, n_features),
                              noise_multiplier=z, coords_per_row=2 * n_features)
-    noisy = mech.release(hist, source.stream(tree=t, depth=d, purpose="split"))
+    rng = source.stream(tree=t, depth=d, purpose="split")   # each key is issued once
+    noisy = mech.release(hist, rng)
     ledger.record("split", tree=t, depth=d, sampling_rate=gamma,
-                  parallel_over="nodes", n_parallel=n_nodes, **mech.ledger_fields())
+                  parallel_over="nodes", n_parallel=n_nodes, **mech.ledger_fields(stream=rng))
+
+Every ``record`` counts as a release; recomputing a release with the same noise uses
+``source.stream(..., replay=True)`` and ``ledger.record(..., replay=True)``.
 
 Neighbouring relation everywhere: add or remove one row.
 """

@@ -4,7 +4,10 @@ All accountants read the ledger the same way (:func:`composition_terms`):
 
 * an event on the full data is one term;
 * the events on one Poisson subsample (same ``subsample`` id, rate γ) form one term: they
-  are composed first and the subsampling amplification is applied to the composite;
+  are composed first and the subsampling amplification is applied to the composite. The
+  subsample ids are indexed over the whole ledger, and one subsample must lie in one place
+  (all its events free, or all in one part of one disjoint group): amplifying pieces of one
+  sample separately would under-count, so anything else raises ``ValueError``;
 * a ``disjoint_group`` forms one term whose parts compose in parallel;
 * the terms compose sequentially; identical terms are counted, not repeated.
 
@@ -26,30 +29,52 @@ exponential    ε                          ``ZCDpEvent(ε²/8)``         ε-DP w
   lies in an interval of width ε), which implies ε²/8-zCDP (Cesar & Rogers,
   "Bounding, concentrating, and truncating", ALT 2021); zCDP is an RDP curve
   ρα, hence ``ZCDpEvent(rho=ε²/8)``. For PLD we use the dominating pair of *any* ε-DP
-  mechanism (randomized response with parameter ε; Kairouz, Oh & Viswanath 2015), built
-  by ``privacy_loss_distribution.from_privacy_parameters`` -- valid, and exact for pure
-  composition.
+  mechanism (randomized response with parameter ε; Kairouz, Oh & Viswanath 2015),
+  discretised pessimistically by "connect the dots" (Doroshenko et al. 2022) -- valid,
+  exact for pure composition up to the discretisation, and continuous in ε.
 * Discrete noise: the mechanisms add discrete Laplace / discrete Gaussian noise with a
   sensitivity that includes one extra grid step. With that margin the hockey-stick
   divergences of the continuous Laplace and Gaussian pairs dominate those of the 1-D
   discrete pairs at every ε >= 0 (checked numerically in the tests; the pairs are
   symmetric, so this covers ε < 0 too). By Blackwell's theorem the discrete pair is then a
   post-processing of the continuous one, so its RDP, PLD and subsampled curves are
-  dominated as well. For the Gaussian, Canonne–Kamath–Steinke 2020 also prove the same
-  zCDP bound directly, in any dimension.
+  dominated as well. The discrete Laplace release of a vector is covered exactly: its
+  privacy loss is a sum of 1-D losses bounded by the L1 change, so it is ε-DP with
+  ε = (integer L1 change)/t, and the margin covers the continuous proxy. For the *vector*
+  discrete Gaussian the PLD step rests on an assumption: that the pair of d-dimensional
+  discrete Gaussians shifted by an integer vector v is dominated by the 1-D continuous
+  Gaussian pair with shift ||v||₂ + 1. This is checked numerically in 2-D
+  (``tests/privacy/test_privacy_accountants.py``) but not proved for every d. The RDP
+  accountant does not need it: Canonne, Kamath & Steinke (2020, multivariate discrete
+  Gaussian, Theorem 15 of arXiv:2004.00010) prove that adding independent discrete Gaussian
+  noise of parameter σ to each coordinate is ½ε̂²-zCDP with ε̂² exceeding the continuous
+  ||v||²/σ² only by terms in τ = 10·Σ_{k>=1} exp(-2π²σ²·k/(k+1)), which are 0 in float64
+  for the σ >= 2**22 grid steps the mechanisms use; that zCDP curve is the Gaussian RDP
+  curve used here. Use the RDP accountant if the PLD assumption is not acceptable.
 * Subsampling (Poisson, rate γ, add/remove): basic composition uses
-  ε' = log(1 + γ(e^ε - 1)), δ' = γδ (DP-XGBoost §4.4; Balle, Barthe & Gaboardi 2018) for
-  the composite ε of the subsample. RDP uses ``PoissonSampledDpEvent`` of the composed
-  Gaussians (the tight subsampled-Gaussian RDP); PLD uses the subsampled Gaussian or
-  Laplace PLD of ``dp_accounting``. For subsamples holding pure-ε releases RDP/PLD use
-  the amplified ε' as a pure-ε mechanism (RDP: ε'²/2-zCDP, Bun & Steinke 2016 Prop. 3.3;
-  PLD: the ε'-DP dominating pair) or, if smaller, ignore the amplification; a subsample
-  mixing Gaussian and pure-ε releases is accounted without amplification (valid, since
-  subsampling never increases the privacy loss).
-* Gaussian releases in basic composition: the δ budget is split evenly over the terms
-  that contain a Gaussian; each is converted to (ε_i, δ_i) with the exact Gaussian curve
+  ε' = log(1 + γ(e^ε - 1)), δ' = γδ (DP-XGBoost §4.4; Balle, Barthe & Gaboardi 2018)
+  for the composite ε of the subsample. RDP uses ``PoissonSampledDpEvent`` of
+  the composed Gaussians (the tight subsampled-Gaussian RDP); PLD uses the subsampled
+  Gaussian or Laplace PLD of ``dp_accounting``. A subsample holding several pure-ε
+  releases has two valid descriptions: the amplified composite, an ε'-DP mechanism
+  (RDP: ε'²/2-zCDP, Bun & Steinke 2016 Prop. 3.3; PLD: the ε'-DP dominating pair of
+  Kairouz, Oh & Viswanath 2015), and the plain composition that ignores the amplification
+  (valid, since subsampling never increases the privacy loss). The choice is never made
+  per term on a standalone ε (the switch point of one term is not where the composed totals
+  cross, so the total jumped by a factor of 2 at that scale and calibration missed its
+  target): RDP takes, order by order, the minimum of the two RDP curves of the term (both
+  bound D_α, so their minimum does; RDP composes order by order, Mironov 2017, Prop. 1);
+  PLD composes the whole ledger both ways (every such subsample amplified, or none) and
+  reports the better total. Both are continuous and monotone in every noise parameter. A
+  subsample mixing Gaussian and pure-ε releases is accounted without amplification.
+* Gaussian releases in basic composition: the δ budget is split evenly over the Gaussian
+  terms; each is converted to (ε_i, δ_i) with the exact Gaussian curve
   (Balle & Wang 2018, ``dp_accounting.get_epsilon_gaussian``) and the ε_i are summed.
-  This is only for comparison; use RDP or PLD for Gaussian plans.
+  Gaussian terms are counted recursively: a disjoint group needs as many δ shares as its
+  most Gaussian-heavy part (parallel composition of (ε, δ) parts costs the maximum of
+  their δ, McSherry 2009; sequential composition inside a part their sum, Dwork & Roth
+  2014, Thm. 3.16), so the δ spent in total never exceeds the δ asked for. This is only
+  for comparison; use RDP or PLD for Gaussian plans.
 * Parallel parts that are not identical are composed sequentially in RDP/PLD (valid,
   conservative); basic composition takes the maximum over parts exactly.
 """
@@ -62,7 +87,6 @@ import math
 
 import dp_accounting
 import numpy as np
-from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant as _rdp_lib
 
@@ -125,6 +149,29 @@ def _sequential_terms(events):
     return terms
 
 
+def _check_subsample_places(events):
+    """Index subsample -> places over the whole ledger; refuse a subsample in several places."""
+    places = collections.OrderedDict()
+    for e in events:
+        if e.subsample is not None:
+            places.setdefault(e.subsample, collections.OrderedDict())[(e.disjoint_group, e.disjoint_part)] = None
+    for sid, where in places.items():
+        if len(where) == 1:
+            continue
+        groups = sorted({g for g, _ in where if g is not None})
+        if (None, None) in where:
+            what = f"free events and events of disjoint_group {groups}"
+        elif len(groups) > 1:
+            what = f"several disjoint groups {groups}"
+        else:
+            what = f"several parts {sorted(p for _, p in where)} of disjoint_group {groups[0]!r}"
+        raise ValueError(
+            f"subsample {sid!r} spans {what}: the releases on one Poisson subsample are amplified "
+            "together, so they must all be free events or all lie in one part of one disjoint group; "
+            "give releases on different samples different subsample ids"
+        )
+
+
 def composition_terms(ledger):
     """Split a ledger into sequentially composed terms.
 
@@ -138,8 +185,18 @@ def composition_terms(ledger):
         ``Single(event)``: a release on the full data. ``Sampled(rate, events)``: the
         releases sharing one Poisson subsample. ``Parallel(parts)``: a disjoint group,
         each part a list of terms.
+
+    Raises
+    ------
+    ValueError
+        If the events of one subsample disagree on ``sampling_rate``, or one subsample id
+        spans free and grouped events, several disjoint groups, or several parts of one
+        group. All releases on one Poisson sample must be amplified together (Balle,
+        Barthe & Gaboardi 2018 amplify the composite mechanism run on the sample), which is
+        impossible if they are split between places that compose differently.
     """
     events = list(ledger)
+    _check_subsample_places(events)
     free = [e for e in events if e.disjoint_group is None]
     terms = _sequential_terms(free)
     groups = collections.OrderedDict()
@@ -276,20 +333,31 @@ class BasicAccountant(Accountant):
         return max(sum(self._term(t, delta_unit) for t in part) for part in term.parts)
 
     def get_epsilon(self, ledger, delta):
-        """Sum of the terms' ε (amplified per subsample); δ only serves Gaussian terms."""
+        """Sum of the terms' ε (amplified per subsample); δ only serves Gaussian terms.
+
+        δ is split into equal shares, one per Gaussian term counted by
+        :func:`_gaussian_shares` (recursively, the maximum over the parts of a disjoint
+        group), so the δ spent in total is at most ``delta``.
+        """
         delta = check_delta(delta)
         terms = _distinct_terms(composition_terms(_as_ledger(ledger)))
-        n_gauss = sum(m for t, m in terms if _contains_gaussian(t))
+        n_gauss = sum(m * _gaussian_shares(t) for t, m in terms)
         delta_unit = delta / n_gauss if n_gauss else 0.0
         return float(sum(m * self._term(t, delta_unit) for t, m in terms))
 
 
-def _contains_gaussian(term):
+def _gaussian_shares(term):
+    """Number of δ shares a term spends in basic composition.
+
+    A Gaussian event or a subsample containing Gaussians spends one share (after
+    amplification, δ' = γ·(δ_unit/γ)); a disjoint group spends the maximum over its parts of
+    the shares of the part's terms (parallel composition: max of δ; sequential: sum).
+    """
     if isinstance(term, Single):
-        return not term.event.is_pure
+        return 0 if term.event.is_pure else 1
     if isinstance(term, Sampled):
-        return any(not e.is_pure for e in term.events)
-    return any(_contains_gaussian(t) for part in term.parts for t in part)
+        return 1 if any(not e.is_pure for e in term.events) else 0
+    return max(sum(_gaussian_shares(t) for t in part) for part in term.parts)
 
 
 def _repeat(event, count):
@@ -337,40 +405,59 @@ class RDPAccountant(Accountant):
             base = dp_accounting.ZCDpEvent(rho=e.epsilon**2 / 8.0)
         return _repeat(base, e.count)
 
-    def _standalone(self, event, delta):
-        return _rdp_lib.compute_epsilon(np.array(self.orders), self._curve(event), delta)[0]
+    @staticmethod
+    def _amplified_event(term):
+        """ε'-DP description of a pure-ε subsample: ε'²/2-zCDP (Bun & Steinke 2016, Prop. 3.3)."""
+        eps = amplified_epsilon(_pure_sum(term.events), term.rate)
+        return dp_accounting.ZCDpEvent(rho=eps * eps / 2.0)
 
-    def _term_event(self, term, delta):
+    def _term_event(self, term, amplify):
+        """``dp_accounting`` event of a term; ``amplify`` picks the description of pure subsamples."""
         if isinstance(term, Single):
             return self._event(term.event)
         if isinstance(term, Sampled):
             members = [self._event(e) for e in term.events]
             if all(e.mechanism == "gaussian" for e in term.events):
                 return dp_accounting.PoissonSampledDpEvent(term.rate, dp_accounting.ComposedDpEvent(members))
-            plain = dp_accounting.ComposedDpEvent(members)
-            if any(not e.is_pure for e in term.events) or term.rate == 1.0:
-                return plain
-            eps = amplified_epsilon(_pure_sum(term.events), term.rate)
-            amplified = dp_accounting.ZCDpEvent(rho=eps * eps / 2.0)
-            if self._standalone(amplified, delta) <= self._standalone(plain, delta):
-                return amplified
-            return plain
-        parts = [dp_accounting.ComposedDpEvent([self._term_event(t, delta) for t in part]) for part in term.parts]
+            if amplify and _is_pure_choice(term):
+                return self._amplified_event(term)
+            return dp_accounting.ComposedDpEvent(members)
+        parts = [dp_accounting.ComposedDpEvent([self._term_event(t, amplify) for t in part]) for part in term.parts]
         if len({_part_profile(p) for p in term.parts}) == 1:
             return parts[0]
         return dp_accounting.ComposedDpEvent(parts)
 
+    def _term_curve(self, term):
+        """RDP curve of a term; per-order minimum of the two valid curves of a pure subsample."""
+        if isinstance(term, Single):
+            return self._curve(self._event(term.event))
+        if isinstance(term, Sampled):
+            plain = self._curve(self._term_event(term, amplify=False))
+            if not _is_pure_choice(term):
+                return plain
+            # both curves bound D_alpha of the same mechanism at every order, so does their
+            # minimum; composition adds curves order by order (Mironov 2017, Prop. 1)
+            return np.minimum(plain, self._curve(self._amplified_event(term)))
+        parts = [sum((self._term_curve(t) for t in part), np.zeros(len(self.orders))) for part in term.parts]
+        if len({_part_profile(p) for p in term.parts}) == 1:
+            return parts[0]
+        return sum(parts, np.zeros(len(self.orders)))
+
     def dp_event(self, ledger, delta):
-        """The ``dp_accounting`` event this accountant composes (for independent checking).
+        """A ``dp_accounting`` event describing the ledger (for independent checking).
 
         ``dp_accounting.rdp.RdpAccountant(orders).compose(event).get_epsilon(delta)`` gives
-        the same ε as :meth:`get_epsilon`.
+        the same ε as :meth:`get_epsilon` for ledgers without subsamples of pure-ε
+        releases. With such subsamples :meth:`get_epsilon` takes the per-order minimum of
+        two valid curves, which no single event expresses; the event returned is then the
+        better, at ``delta``, of "every such subsample amplified" and "none amplified", and
+        its ε is >= :meth:`get_epsilon`.
 
         Parameters
         ----------
         ledger : Ledger
         delta : float
-            δ used to choose between valid alternatives for pure-ε subsamples.
+            δ at which the two descriptions are compared.
 
         Returns
         -------
@@ -378,12 +465,18 @@ class RDPAccountant(Accountant):
         """
         delta = check_delta(delta)
         terms = _distinct_terms(composition_terms(_as_ledger(ledger)))
-        return dp_accounting.ComposedDpEvent([_repeat(self._term_event(t, delta), m) for t, m in terms])
+        options = [
+            dp_accounting.ComposedDpEvent([_repeat(self._term_event(t, amplify), m) for t, m in terms])
+            for amplify in (False, True)
+        ]
+        if delta == 0.0:
+            return options[0]
+        return min(options, key=lambda ev: self._fresh().compose(ev).get_epsilon(delta))
 
-    def _total_curve(self, ledger, delta):
+    def _total_curve(self, ledger):
         total = np.zeros(len(self.orders))
         for term, mult in _distinct_terms(composition_terms(_as_ledger(ledger))):
-            total += mult * self._curve(self._term_event(term, delta))
+            total += mult * self._term_curve(term)
         return total
 
     def get_epsilon(self, ledger, delta):
@@ -391,12 +484,12 @@ class RDPAccountant(Accountant):
         delta = check_delta(delta)
         if delta == 0.0:
             return math.inf
-        return float(_rdp_lib.compute_epsilon(np.array(self.orders), self._total_curve(ledger, delta), delta)[0])
+        return float(_rdp_lib.compute_epsilon(np.array(self.orders), self._total_curve(ledger), delta)[0])
 
     def get_delta(self, ledger, epsilon):
         """δ at ε from the composed RDP curve (``dp_accounting``'s ``compute_delta``)."""
         epsilon = check_epsilon(epsilon)
-        curve = self._total_curve(ledger, 1e-6)
+        curve = self._total_curve(ledger)
         return float(_rdp_lib.compute_delta(np.array(self.orders), curve, epsilon)[0])
 
 
@@ -416,8 +509,36 @@ class PLDAccountant(Accountant):
         self.value_discretization_interval = check_epsilon(value_discretization_interval, "value_discretization_interval")
 
     def _pure_pld(self, epsilon):
-        params = pld_common.DifferentialPrivacyParameters(epsilon=epsilon, delta=0.0)
-        return pld_lib.from_privacy_parameters(params, value_discretization_interval=self.value_discretization_interval)
+        """Pessimistic PLD of the ε-DP dominating pair, discretised by "connect the dots".
+
+        The pair (randomized response with parameter ε; Kairouz, Oh & Viswanath 2015) has
+        privacy loss +ε with mass e^ε/(1+e^ε) and -ε with mass 1/(1+e^ε). Each atom at L is
+        split between the grid points a <= L <= b = a + h with masses chosen so that the
+        mass and E[e^-L] are preserved; since both hockey-stick integrands, (1 - e^x·y)_+
+        and (y - e^x)_+ with y = e^-L, are convex in y, the split dominates the atom in both
+        directions (Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022, "Connect the dots",
+        the discretisation ``dp_accounting`` uses for its Laplace and Gaussian PLDs).
+        Unlike rounding L up to the grid (``from_privacy_parameters``), the result is
+        continuous in ε, so calibration can reach its target within ``rtol``.
+        """
+        h = self.value_discretization_interval
+        pmf = collections.defaultdict(float)
+        for loss, mass in ((epsilon, 1.0 / (1.0 + math.exp(-epsilon))), (-epsilon, 1.0 / (1.0 + math.exp(epsilon)))):
+            lo = math.floor(loss / h)
+            while (lo + 1) * h < loss:  # guard against float rounding of loss / h
+                lo += 1
+            while lo * h > loss:
+                lo -= 1
+            a, b = lo * h, (lo + 1) * h
+            if a == loss:  # on the grid
+                pmf[lo] += mass
+                continue
+            # w_a + w_b = mass and w_a e^-a + w_b e^-b = mass e^-loss
+            w_a = mass * -math.expm1(b - loss) / -math.expm1(b - a)
+            w_a = min(max(w_a, 0.0), mass)
+            pmf[lo] += w_a
+            pmf[lo + 1] += mass - w_a
+        return pld_lib.PrivacyLossDistribution.create_from_rounded_probability(dict(pmf), 0.0, h)
 
     def _event_pld(self, e):
         vdi = self.value_discretization_interval
@@ -439,7 +560,8 @@ class PLDAccountant(Accountant):
             out = out.compose(p)
         return out
 
-    def _term_pld(self, term, delta):
+    def _term_pld(self, term, amplify):
+        """PLD of a term; ``amplify`` picks the description of subsamples of pure-ε releases."""
         vdi = self.value_discretization_interval
         if isinstance(term, Single):
             return self._event_pld(term.event)
@@ -456,17 +578,33 @@ class PLDAccountant(Accountant):
                 return pld_lib.from_laplace_mechanism(
                     1.0 / events[0].epsilon, value_discretization_interval=vdi, sampling_prob=term.rate
                 )
-            plain = self._compose([self._event_pld(e) for e in events])
-            if any(not e.is_pure for e in events) or term.rate == 1.0:
-                return plain
-            amplified = self._pure_pld(amplified_epsilon(_pure_sum(events), term.rate))
-            if amplified.get_epsilon_for_delta(delta) <= plain.get_epsilon_for_delta(delta):
-                return amplified
-            return plain
-        parts = [self._compose([self._term_pld(t, delta) for t in part]) for part in term.parts]
+            if amplify and _is_pure_choice(term):
+                return self._pure_pld(amplified_epsilon(_pure_sum(events), term.rate))
+            return self._compose([self._event_pld(e) for e in events])
+        parts = [self._compose([self._term_pld(t, amplify) for t in part]) for part in term.parts]
         if len({_part_profile(p) for p in term.parts}) == 1:
             return parts[0]
         return self._compose(parts)
+
+    def _options(self, ledger):
+        """Composed PLDs of the ledger: [none amplified] or [none amplified, all amplified].
+
+        Each is a valid PLD of the whole training; the second exists when the ledger has a
+        subsample of pure-ε releases (see the module docstring). Deciding on the composed
+        totals, not term by term, keeps ε monotone in every noise parameter.
+        """
+        terms = _distinct_terms(composition_terms(_as_ledger(ledger)))
+        if not terms:
+            return [pld_lib.identity(value_discretization_interval=self.value_discretization_interval)]
+        choices = (False, True) if any(_has_pure_choice(t) for t, _ in terms) else (False,)
+        out = []
+        for amplify in choices:
+            plds = []
+            for term, mult in terms:
+                p = self._term_pld(term, amplify)
+                plds.append(p if mult == 1 else p.self_compose(mult))
+            out.append(self._compose(plds))
+        return out
 
     def privacy_loss_distribution(self, ledger, delta):
         """The composed ``PrivacyLossDistribution`` of the ledger.
@@ -475,30 +613,39 @@ class PLDAccountant(Accountant):
         ----------
         ledger : Ledger
         delta : float
-            δ used to choose between valid alternatives for pure-ε subsamples.
+            δ at which the valid descriptions of pure-ε subsamples (amplified or not, for the
+            whole ledger at once) are compared; the one with the smaller ε is returned.
 
         Returns
         -------
         dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
         """
-        terms = _distinct_terms(composition_terms(_as_ledger(ledger)))
-        if not terms:
-            return pld_lib.identity(value_discretization_interval=self.value_discretization_interval)
-        plds = []
-        for term, mult in terms:
-            p = self._term_pld(term, delta)
-            plds.append(p if mult == 1 else p.self_compose(mult))
-        return self._compose(plds)
+        delta = check_delta(delta)
+        options = self._options(ledger)
+        if len(options) == 1:
+            return options[0]
+        return min(options, key=lambda p: p.get_epsilon_for_delta(delta))
 
     def get_epsilon(self, ledger, delta):
-        """ε at δ of the composed privacy loss distribution."""
+        """ε at δ of the composed privacy loss distribution (the better valid description)."""
         delta = check_delta(delta)
-        return float(self.privacy_loss_distribution(ledger, delta).get_epsilon_for_delta(delta))
+        return float(min(p.get_epsilon_for_delta(delta) for p in self._options(ledger)))
 
     def get_delta(self, ledger, epsilon):
-        """δ at ε of the composed privacy loss distribution."""
+        """δ at ε of the composed privacy loss distribution (the better valid description)."""
         epsilon = check_epsilon(epsilon)
-        return float(self.privacy_loss_distribution(ledger, 1e-6).get_delta_for_epsilon(epsilon))
+        return float(min(p.get_delta_for_epsilon(epsilon) for p in self._options(ledger)))
+
+
+def _is_pure_choice(term):
+    """A subsample of pure-ε releases (rate < 1): amplified and plain are both valid."""
+    return isinstance(term, Sampled) and term.rate < 1.0 and all(e.is_pure for e in term.events)
+
+
+def _has_pure_choice(term):
+    if isinstance(term, Parallel):
+        return any(_has_pure_choice(t) for part in term.parts for t in part)
+    return _is_pure_choice(term)
 
 
 class BestOfAccountant(Accountant):

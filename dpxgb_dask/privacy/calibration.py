@@ -11,8 +11,12 @@ share). One scalar ``scale`` s sets all of them:
   z = sqrt(m·count / w) / s, so the shares split the Gaussian budget in ρ (S-BDT /
   Maddock et al. compose Gaussian releases additively in RDP, Fact 2.3).
 
-Every parameter is monotone in s, so :func:`calibrate` finds by bisection the s whose plan
-the chosen accountant certifies at the target ε (from below, within ``rtol``).
+Every parameter is monotone in s, and so is every accountant's ε (the accountants never
+switch between alternative descriptions term by term, see
+:mod:`dpxgb_dask.privacy.accountants`), so :func:`calibrate` finds by bisection the s whose
+plan the chosen accountant certifies at the target ε (from below, within ``rtol``). If the
+accountant's ε is not continuous enough for that, :func:`calibrate` raises instead of
+silently returning a plan that spends far less than the target.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from typing import Optional
 
 from .accountants import get_accountant
 from .ledger import MECHANISMS, Ledger
-from .validation import check_delta, check_epsilon, check_positive, check_sampling_rate, warn_if_large_epsilon
+from .validation import (
+    BudgetError,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_sampling_rate,
+    warn_if_large_epsilon,
+)
 
 __all__ = ["CalibratedRelease", "Calibration", "PlannedRelease", "ReleasePlan", "calibrate", "release_parameters"]
 
@@ -239,7 +250,12 @@ def calibrate(epsilon, delta, plan, accountant="pld", *, rtol=1e-3):
     Raises
     ------
     ValueError
-        If the target cannot be reached (e.g. δ = 0 with Gaussian releases).
+        If an argument is invalid or the target cannot be reached at any scale (e.g. δ = 0
+        with Gaussian releases).
+    BudgetError
+        If bisection ends without a scale whose certified ε lies in [ε(1 - rtol), ε]: the
+        accountant's ε jumps over that interval (it is not continuous in the scale). The
+        message gives the closest ε found from below; a larger ``rtol`` accepts it.
     """
     target = check_epsilon(epsilon)
     delta = check_delta(delta)
@@ -280,6 +296,12 @@ def calibrate(epsilon, delta, plan, accountant="pld", *, rtol=1e-3):
                 lo, f_lo = mid, f_mid
             else:
                 hi = mid
+    if not target * (1.0 - rtol) <= f_lo <= target:
+        raise BudgetError(
+            f"calibration did not reach epsilon={target!r} within rtol={rtol!r} with accountant "
+            f"{acct.name!r}: the best scale found certifies epsilon={f_lo!r} (the accountant's epsilon "
+            "jumps over the target); pass a larger rtol to accept it"
+        )
     params = release_parameters(plan, lo)
     return Calibration(
         releases=params,

@@ -20,7 +20,24 @@ subsample it was computed on, and how it composes:
   amplification to the composite, never to each event separately (that would
   under-count, since they all see the same sample).
 * ``disjoint_group`` / ``disjoint_part``: whole groups of events computed on disjoint parts
-  of the data (DPBoost's trees inside one ensemble) compose in parallel across parts.
+  of the data (DPBoost's trees inside one ensemble) compose in parallel across parts. One
+  Poisson subsample must stay inside one place: all its events free, or all in the same
+  part of the same group (the accountants refuse anything else).
+
+Every call of :meth:`Ledger.record` counts
+------------------------------------------
+Each recorded event is one release and is composed, even if an identical event with the
+same ``(tree, depth, purpose, group, part)`` is already in the ledger: the noise key of a
+release also has an ``index``, and a mechanism called with ``rng=None`` draws fresh noise,
+so two identical-looking events are in general two independent releases. The only
+exception is an explicit replay, ``record(..., replay=True)``: it is accepted (and costs
+nothing) only if an identical event, including the same ``stream`` identifier
+(:attr:`~dpxgb_dask.privacy.randomness.RandomStream.stream_id`), is already recorded, i.e.
+the release was recomputed with the very same noise; otherwise it raises ``ValueError``.
+
+Retries of Dask tasks never reach the ledger: tasks compute exact, noise-free partial
+results, and the coordinator adds the noise and records the event once per release, after
+the (possibly retried) tasks have finished.
 """
 
 from __future__ import annotations
@@ -45,7 +62,10 @@ _NOT_DISJOINT = {
     "trees": "trees on disjoint data are declared with disjoint_group/disjoint_part",
 }
 _FORMAT = "dpxgb_dask.privacy.ledger"
-_VERSION = 1
+#: Version written by :meth:`Ledger.to_dict`. Version 2 added the ``stream`` field and
+#: allows several events with the same key (every record counts); version 1 is still read.
+_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 
 def _opt_int(value, name, minimum=0):
@@ -54,6 +74,19 @@ def _opt_int(value, name, minimum=0):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be None or an int >= {minimum}, got {value!r}")
     return int(value)
+
+
+def _stream_identifier(stream):
+    """``stream`` argument of :meth:`Ledger.make_event` as a str (or None)."""
+    if stream is None or isinstance(stream, str):
+        return stream
+    if hasattr(stream, "stream_id"):
+        return stream.stream_id
+    if isinstance(stream, (list, tuple)) and stream:
+        return ",".join(_stream_identifier(s) for s in stream)
+    raise ValueError(
+        f"stream must be a RandomStream, a str or a non-empty sequence of them, got {type(stream).__name__}"
+    )
 
 
 def _pos_int(value, name):
@@ -98,6 +131,10 @@ class PrivacyEvent:
         Grid step of the noise (reproducibility only).
     note : str
         Free text.
+    stream : str or None
+        Public identifier of the noise stream(s) of the release
+        (:attr:`~dpxgb_dask.privacy.randomness.RandomStream.stream_id`, several joined by
+        ``","``); needed to record a replay (:meth:`Ledger.record` with ``replay=True``).
     """
 
     purpose: str
@@ -116,6 +153,7 @@ class PrivacyEvent:
     disjoint_part: Optional[int] = None
     resolution: Optional[float] = None
     note: str = ""
+    stream: Optional[str] = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -164,10 +202,16 @@ class PrivacyEvent:
             put("resolution", check_positive(self.resolution, "resolution"))
         if not isinstance(self.note, str):
             raise ValueError(f"note must be a str, got {self.note!r}")
+        if self.stream is not None and (not isinstance(self.stream, str) or not self.stream):
+            raise ValueError(f"stream must be None or a non-empty str, got {self.stream!r}")
 
     @property
     def key(self):
-        """(tree, depth, purpose, disjoint_group, disjoint_part): unique within a ledger."""
+        """(tree, depth, purpose, disjoint_group, disjoint_part): where the release happened.
+
+        Several events may share a key (each recorded release counts); a replay must match
+        an existing event with the same key exactly, ``stream`` included.
+        """
         return (self.tree, self.depth, self.purpose, self.disjoint_group, self.disjoint_part)
 
     @property
@@ -232,7 +276,7 @@ class Ledger:
 
     def __init__(self, events=(), *, budget_epsilon=None, budget_delta=0.0, accountant=None):
         self._events = []
-        self._by_key = {}
+        self._by_key = {}  # key -> list of events with that key
         self.budget_epsilon = None if budget_epsilon is None else check_epsilon(budget_epsilon, "budget_epsilon")
         self.budget_delta = check_delta(budget_delta, "budget_delta")
         self._accountant = accountant
@@ -258,12 +302,16 @@ class Ledger:
 
     @staticmethod
     def make_event(purpose, mechanism, sensitivity, *, epsilon=None, noise_multiplier=None, sigma=None,
-                   noise_scale=None, **fields):
+                   noise_scale=None, stream=None, **fields):
         """Build a :class:`PrivacyEvent`, converting ``sigma`` / ``noise_scale`` to ε or z.
 
         For Laplace, ``noise_scale`` b gives ε = Δ/b; for Gaussian, ``sigma`` (or
-        ``noise_scale``) gives z = σ/Δ. Other keyword arguments are event fields.
+        ``noise_scale``) gives z = σ/Δ. ``stream`` may be a
+        :class:`~dpxgb_dask.privacy.randomness.RandomStream` (its ``stream_id`` is stored), a
+        str, or a sequence of them (for a release drawing from several streams). Other keyword
+        arguments are event fields.
         """
+        stream = _stream_identifier(stream)
         sensitivity = check_positive(sensitivity, "sensitivity")
         if sigma is not None and noise_scale is not None:
             raise ValueError("give at most one of sigma and noise_scale")
@@ -281,9 +329,9 @@ class Ledger:
             else:
                 raise ValueError(f"sigma/noise_scale does not apply to mechanism {mechanism!r}")
         return PrivacyEvent(purpose=purpose, mechanism=mechanism, sensitivity=sensitivity, epsilon=epsilon,
-                            noise_multiplier=noise_multiplier, **fields)
+                            noise_multiplier=noise_multiplier, stream=stream, **fields)
 
-    def record(self, purpose, mechanism, sensitivity, **fields):
+    def record(self, purpose, mechanism, sensitivity, *, replay=False, **fields):
         """Record one release and return its event.
 
         Parameters
@@ -291,8 +339,14 @@ class Ledger:
         purpose : str
         mechanism : {"laplace", "gaussian", "exponential"}
         sensitivity : float
+        replay : bool, default False
+            True declares that this release is a recomputation of an already recorded
+            release with the very same noise (its stream was obtained with
+            ``NoiseSource.stream(..., replay=True)``). It is accepted only if an identical
+            event -- same key, same fields, same non-None ``stream`` -- is already recorded;
+            nothing is added then.
         **fields
-            ``epsilon``, ``noise_multiplier``, ``sigma``, ``noise_scale`` and the
+            ``epsilon``, ``noise_multiplier``, ``sigma``, ``noise_scale``, ``stream`` and the
             :class:`PrivacyEvent` fields (tree, depth, sampling_rate, subsample,
             parallel_over, n_parallel, count, disjoint_group, disjoint_part, resolution,
             note). Mechanism objects provide the first ones via ``mech.ledger_fields()``.
@@ -300,35 +354,55 @@ class Ledger:
         Returns
         -------
         PrivacyEvent
-            The recorded event. Recording an identical event with the same key again (a
-            retried release with replayed noise) returns the existing event and spends
-            nothing.
+            The recorded event, or for a replay the existing identical event.
 
         Raises
         ------
         ValueError
-            A different event with the same key is already recorded.
+            ``replay=True`` but no identical event with the same stream is recorded.
         BudgetError
             The release would exceed ``budget_epsilon``; nothing is recorded.
-        """
-        return self.add(self.make_event(purpose, mechanism, sensitivity, **fields))
 
-    def add(self, event):
+        Notes
+        -----
+        Without ``replay=True`` every call counts, even when an identical event with the same
+        key is already recorded (the two releases may have used different noise, e.g.
+        different stream indices or ``rng=None``). Retried Dask tasks do not call this: the
+        coordinator records each release once, after adding the noise.
+        """
+        return self.add(self.make_event(purpose, mechanism, sensitivity, **fields), replay=replay)
+
+    def add(self, event, *, replay=False):
         """Record a prebuilt :class:`PrivacyEvent` (same rules as :meth:`record`)."""
         if not isinstance(event, PrivacyEvent):
             raise TypeError(f"event must be a PrivacyEvent, got {type(event).__name__}")
-        existing = self._by_key.get(event.key)
-        if existing is not None:
+        if not isinstance(replay, bool):
+            raise ValueError(f"replay must be a bool, got {replay!r}")
+        if replay:
+            return self._replayed(event)
+        self.check(event)
+        self._append(event)
+        return event
+
+    def _append(self, event):
+        self._events.append(event)
+        self._by_key.setdefault(event.key, []).append(event)
+
+    def _replayed(self, event):
+        """The recorded event identical to ``event`` (a replay), or ValueError."""
+        if event.stream is None:
+            raise ValueError(
+                "replay=True needs the stream identifier of the release (stream=rng or "
+                "stream=rng.stream_id): without it a replay cannot be told from a new release"
+            )
+        for existing in self._by_key.get(event.key, ()):
             if existing == event:
                 return existing
-            raise ValueError(
-                f"a different release is already recorded for (tree, depth, purpose, group, part)={event.key}; "
-                "each release is recorded once: give distinct releases distinct purposes"
-            )
-        self.check(event)
-        self._events.append(event)
-        self._by_key[event.key] = event
-        return event
+        raise ValueError(
+            f"replay=True but no identical release with the same stream is recorded for "
+            f"(tree, depth, purpose, group, part)={event.key}: a release with new noise must be "
+            "recorded without replay=True"
+        )
 
     def accountant(self):
         """The accountant used for the budget check."""
@@ -338,7 +412,7 @@ class Ledger:
             self._accountant = BestOfAccountant(BasicAccountant(), RDPAccountant())
         return self._accountant
 
-    def check(self, event=None, **fields):
+    def check(self, event=None, *, replay=False, **fields):
         """Raise :class:`BudgetError` if recording ``event`` would exceed the budget.
 
         Call it *before* computing a release (check before touching data, record after).
@@ -347,22 +421,29 @@ class Ledger:
         ----------
         event : PrivacyEvent, optional
             The planned release; alternatively pass :meth:`record`'s arguments as keywords.
+        replay : bool, default False
+            Check a replay (see :meth:`record`): it adds nothing, so the ledger is checked as
+            it is; ValueError if it is not a valid replay.
 
         Returns
         -------
         float or None
             The ε the ledger would reach (None when no budget is set).
+
+        Raises
+        ------
+        BudgetError
+            If that ε exceeds ``budget_epsilon`` (compared exactly, without tolerance).
         """
         if event is None:
             event = self.make_event(**fields)
+        if replay:
+            self._replayed(event)
         if self.budget_epsilon is None:
             return None
-        if event.key in self._by_key and self._by_key[event.key] == event:
-            candidate = self
-        else:
-            candidate = Ledger(self._events + [event])
+        candidate = self if replay else Ledger(self._events + [event])
         spent = self.accountant().get_epsilon(candidate, self.budget_delta)
-        if spent > self.budget_epsilon * (1.0 + 1e-9):
+        if spent > self.budget_epsilon:
             raise BudgetError(
                 f"release {event.purpose!r} (tree={event.tree}, depth={event.depth}) would bring the "
                 f"privacy loss to epsilon={spent:.6g} at delta={self.budget_delta:g}, above the "
@@ -400,17 +481,16 @@ class Ledger:
         """Inverse of :meth:`to_dict`; rejects other formats and versions."""
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             raise ValueError(f"not a serialised ledger (format must be {_FORMAT!r})")
-        if data.get("version") != _VERSION:
-            raise ValueError(f"unsupported ledger version {data.get('version')!r}, expected {_VERSION}")
+        if data.get("version") not in _READABLE_VERSIONS:
+            raise ValueError(
+                f"unsupported ledger version {data.get('version')!r}, expected one of {_READABLE_VERSIONS}"
+            )
         if data.get("neighbouring") != "add_or_remove_one":
             raise ValueError("only the add_or_remove_one neighbouring relation is supported")
         events = [PrivacyEvent.from_dict(e) for e in data.get("events", [])]
         ledger = cls(budget_epsilon=data.get("budget_epsilon"), budget_delta=data.get("budget_delta", 0.0))
         for event in events:
-            ledger._events.append(event)
-            if event.key in ledger._by_key:
-                raise ValueError(f"duplicate event key {event.key} in serialised ledger")
-            ledger._by_key[event.key] = event
+            ledger._append(event)
         return ledger
 
     @classmethod

@@ -26,20 +26,38 @@ Rounding changes the sensitivity slightly. If one row changes at most ``k`` coor
 grid step). We add one more grid step (a "discreteness margin", see
 :mod:`dpxgb_dask.privacy.accountants`) and size the integer noise so that the nominal
 (Δ, ε) or (Δ, σ) the caller asked for is a valid, conservative description of the
-release; the extra noise is about 2**-20 of the total.
+release; the extra noise is about k·2**-20 of the total (Laplace) or sqrt(k)·2**-22
+(Gaussian). ``coords_per_row=None`` (the default) takes k = the number of entries of the
+released array, which is public and always a valid bound; pass the true, smaller k (e.g.
+``n_features`` for a histogram) to avoid the extra noise on large arrays.
+
+Values are clipped to ±2**61 grid steps before the noise is added (clipping is
+1-Lipschitz, so it never increases the sensitivity); whether a value was clipped is not
+revealed by any error. Non-finite values are refused with an error that names no value:
+callers clip their queries to public bounds first, which also makes them finite.
 
 Exponential mechanism
 ---------------------
-Selection uses the Gumbel-max ("racing") form (DP-XGBoost §4.2 citing Medina & Gillenwater
-2020): ``argmax_j (ε u_j / (2Δu) + G_j)`` with i.i.d. standard Gumbel ``G_j`` picks ``j`` with
-probability ``∝ exp(ε u_j / (2Δu))`` (McSherry & Talwar 2007; DP-XGBoost eq. after (5);
-DPBoost Theorem 2, eq. (8)). It needs only log-weights, so it never overflows or
-underflows, and it is vectorised over many independent selections (one per tree node).
-The output is an index, so the attack above (which reads low-order bits of a released
-real number) does not apply. The Gumbel variates are computed in floating point from
-52-bit uniforms that are never 0 or 1; quantisation and rounding perturb the selection
-probabilities only at the level of float64 rounding, but this sampler is not exact in the
-way the integer samplers are.
+Candidate ``j`` is chosen with probability ``∝ exp(ε u_j / (2Δu))`` (McSherry & Talwar
+2007; DP-XGBoost eq. after (5); DPBoost Theorem 2, eq. (8)), sampled *exactly*:
+
+1. Utilities are clipped to ±2**60 steps of a public power-of-two grid
+   ``g_u = 2**(floor(log2 Δu) - 20)`` and rounded, ``K_j = rint(u_j / g_u)``; one row changes
+   every ``K_j`` by at most ``Δ_K = floor(Δu / g_u) + 1`` (rounding adds at most one step,
+   clipping none).
+2. The weights are ``2^(λ K_j)`` with a dyadic rational ``λ = n / 2**q`` rounded *down*
+   from ``ε / (2 Δ_K ln 2)`` (``ε / (Δ_K ln 2)`` for monotonic utilities), using a rational
+   upper bound of ln 2. One row then changes every log-weight by at most
+   ``λ ln2 Δ_K <= ε/2`` (``<= ε``, all in the same direction, for monotonic utilities), so
+   the selection is ε-DP and ε-bounded-range (Durfee & Rogers 2019), the property the RDP
+   accountant's ε²/8-zCDP bound rests on (Cesar & Rogers 2021).
+3. The index is drawn with probability exactly ``∝ 2^(-λ (K_max - K_j))`` by
+   :func:`~dpxgb_dask.privacy.samplers.exponential_choice_base2` (uniform integers and exact
+   Bernoulli trials only, no floating point; every candidate keeps a positive probability).
+
+No δ is therefore needed for the exponential mechanism. The weights differ from the nominal
+``exp(ε u / (2Δu))`` only by the relative 2**-20 of the grid. The earlier Gumbel-max sampler
+truncated its Gumbel variates and gave probability 0 to candidates about 40 nats behind.
 """
 
 from __future__ import annotations
@@ -51,7 +69,7 @@ from fractions import Fraction
 import numpy as np
 
 from .randomness import as_stream
-from .samplers import discrete_gaussian, discrete_laplace, gumbel
+from .samplers import discrete_gaussian, discrete_laplace, exponential_choice_base2
 from .validation import check_epsilon, check_positive
 
 __all__ = [
@@ -66,14 +84,21 @@ __all__ = [
 
 LAPLACE_GRID_BITS = 20
 GAUSSIAN_GRID_BITS = 22
-_INT_LIMIT = float(2**62)
+UTILITY_GRID_BITS = 20
+#: Values are clipped to ±_GRID_CLIP grid steps (public), so integer noise cannot overflow.
+_GRID_CLIP = float(2**61)
+_UTILITY_CLIP = float(2**60)
 # relative slack covering float rounding in the real-valued bounds below
 _ROUNDING_SLACK = 1e-12
+# a rational upper bound of ln 2 = 0.693147180559945309417...
+_LN2_UPPER = Fraction(6931471805599454, 10**16)
 
 
 def _check_coords(coords_per_row):
+    if coords_per_row is None:
+        return None
     if isinstance(coords_per_row, bool) or not isinstance(coords_per_row, numbers.Integral) or coords_per_row < 1:
-        raise ValueError(f"coords_per_row must be an int >= 1, got {coords_per_row!r}")
+        raise ValueError(f"coords_per_row must be None or an int >= 1, got {coords_per_row!r}")
     return int(coords_per_row)
 
 
@@ -83,20 +108,67 @@ def _grid_step(value, bits):
     return math.ldexp(1.0, exponent - 1 - bits)
 
 
-def _to_grid(values, step, name="values"):
+def _to_grid(values, step, name="values", clip=_GRID_CLIP):
+    """Integer grid coordinates ``rint(clip(x / step))``, clipped to ±``clip`` steps.
+
+    ``step`` is a power of two, so ``x / step`` is exact (or overflows to ±inf, which the
+    clip maps to the bound). Clipping is 1-Lipschitz: it never increases a sensitivity, and
+    no error reveals whether it happened. Non-finite input is refused with a message that
+    names no value; callers are expected to clip queries to public bounds first.
+    """
     x = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} must be finite (NaN or infinity would leak through the noise)")
-    scaled = np.rint(x / step)
-    if scaled.size and np.max(np.abs(scaled)) >= _INT_LIMIT:
         raise ValueError(
-            f"{name} too large for the noise grid: |value| must stay below 2**62 grid steps "
-            f"({_INT_LIMIT * step:.3g}); clip the query to public bounds first"
+            f"{name} must be finite: clip the query to public bounds before releasing it "
+            "(a NaN or infinity would leak through the noise)"
         )
-    return scaled.astype(np.int64)
+    with np.errstate(over="ignore"):
+        scaled = np.clip(x / step, -clip, clip)
+    return np.rint(scaled).astype(np.int64)
 
 
-class LaplaceMechanism:
+def _release_coords(coords_per_row, values):
+    """Explicit ``coords_per_row``, or the (public) number of entries of ``values``."""
+    if coords_per_row is not None:
+        return coords_per_row
+    return max(1, int(np.size(values)))
+
+
+class _GridMechanism:
+    """Shared handling of ``coords_per_row`` (explicit, or the released array's size)."""
+
+    def _setup_coords(self, coords_per_row):
+        self.coords_per_row = _check_coords(coords_per_row)
+        self._params_cache = {}
+        self._active = None
+        if self.coords_per_row is not None:
+            self._activate(self.coords_per_row)  # validate now
+
+    def _activate(self, k):
+        params = self._params_cache.get(k)
+        if params is None:
+            params = self._params(k)
+            if len(self._params_cache) > 64:
+                self._params_cache.clear()
+            self._params_cache[k] = params
+        self._active = params
+        return params
+
+    def _current(self, name):
+        if self._active is None:
+            raise ValueError(
+                f"{name} depends on coords_per_row, which defaults to the size of the released array: "
+                "call release() first or pass coords_per_row"
+            )
+        return self._active
+
+    @property
+    def coords_in_use(self):
+        """int: the k bounding the rounding of the last release (or the explicit ``coords_per_row``)."""
+        return self._current("coords_in_use")["k"]
+
+
+class LaplaceMechanism(_GridMechanism):
     """ε-DP Laplace mechanism on a fixed-point grid (discrete Laplace noise).
 
     Releases ``f(D) + Lap(Δ/ε)`` (Dwork & Roth 2014; DP-XGBoost §2
@@ -109,40 +181,62 @@ class LaplaceMechanism:
         L1 sensitivity Δ of the whole released array under add/remove of one row.
     epsilon : float
         Privacy parameter ε of one release.
-    coords_per_row : int, default 1
+    coords_per_row : int or None, default None
         Maximum number of entries of the released array that one row can change (e.g.
         ``n_features`` for a (node, feature, bin) histogram). Used only to bound the extra
-        sensitivity created by rounding to the grid.
+        sensitivity created by rounding to the grid. None: the number of entries of the
+        array passed to :meth:`release` (public, always valid, but adds about
+        size·2**-20 of relative noise; give the true value for large arrays).
 
     Attributes
     ----------
     resolution : float
         Grid step g (a power of two); releases are multiples of it.
     integer_scale : int
-        Scale t of the discrete Laplace noise in grid steps.
+        Scale t of the discrete Laplace noise in grid steps (for the explicit
+        ``coords_per_row``, or for the last release when it is None).
     noise_scale : float
         t·g, the equivalent continuous Laplace scale b (>= Δ/ε).
     epsilon_effective : float
         Exact pure-DP ε of the integer mechanism, (floor(Δ/g) + k)/t <= ``epsilon``.
     """
 
-    def __init__(self, sensitivity, epsilon, *, coords_per_row=1):
+    def __init__(self, sensitivity, epsilon, *, coords_per_row=None):
         self.sensitivity = check_positive(sensitivity, "sensitivity")
         self.epsilon = check_epsilon(epsilon)
-        self.coords_per_row = _check_coords(coords_per_row)
         self.resolution = _grid_step(self.sensitivity, LAPLACE_GRID_BITS)
-        int_sensitivity = math.floor(self.sensitivity / self.resolution) + self.coords_per_row
+        self._setup_coords(coords_per_row)
+
+    def _params(self, k):
+        int_sensitivity = math.floor(self.sensitivity / self.resolution) + k
         # +1 grid step: discreteness margin for the continuous RDP/PLD proxies
-        self._accounted_sensitivity = int_sensitivity + 1
-        t = math.ceil(Fraction(self._accounted_sensitivity) / Fraction(self.epsilon))
+        accounted = int_sensitivity + 1
+        t = math.ceil(Fraction(accounted) / Fraction(self.epsilon))
         if t > 2**50:
             raise ValueError(
-                f"epsilon={self.epsilon!r} is too small for sensitivity={self.sensitivity!r}: "
-                "the noise would exceed 2**50 grid steps"
+                f"epsilon={self.epsilon!r} is too small for sensitivity={self.sensitivity!r} and "
+                f"coords_per_row={k}: the noise would exceed 2**50 grid steps"
             )
-        self.integer_scale = int(t)
-        self.noise_scale = self.integer_scale * self.resolution
-        self.epsilon_effective = int_sensitivity / self.integer_scale
+        return {"k": k, "accounted": accounted, "t": int(t), "eps": int_sensitivity / int(t)}
+
+    @property
+    def integer_scale(self):
+        """int: t, the discrete Laplace scale in grid steps."""
+        return self._current("integer_scale")["t"]
+
+    @property
+    def noise_scale(self):
+        """float: t·g, the equivalent continuous Laplace scale."""
+        return self.integer_scale * self.resolution
+
+    @property
+    def epsilon_effective(self):
+        """float: (floor(Δ/g) + k)/t, the exact ε of the integer mechanism."""
+        return self._current("epsilon_effective")["eps"]
+
+    @property
+    def _accounted_sensitivity(self):
+        return self._current("_accounted_sensitivity")["accounted"]
 
     def __repr__(self):
         return (
@@ -156,7 +250,8 @@ class LaplaceMechanism:
         Parameters
         ----------
         values : array_like of float, any shape
-            Exact query answers (e.g. (n_nodes, n_features, n_bins) gradient sums).
+            Exact query answers (e.g. (n_nodes, n_features, n_bins) gradient sums), finite;
+            entries beyond ±2**61 grid steps are clipped.
         rng : RandomStream or None
             Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
 
@@ -166,29 +261,42 @@ class LaplaceMechanism:
             Noisy values, multiples of :attr:`resolution`.
         """
         stream = as_stream(rng)
+        params = self._activate(_release_coords(self.coords_per_row, values))
         k = _to_grid(values, self.resolution)
-        noise = discrete_laplace(self.integer_scale, k.size, stream).reshape(k.shape)
+        noise = discrete_laplace(params["t"], k.size, stream).reshape(k.shape)
         return (k + noise).astype(np.float64) * self.resolution
 
     __call__ = release
 
-    def ledger_fields(self):
-        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, epsilon, resolution."""
-        return {
+    def ledger_fields(self, stream=None):
+        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, epsilon, resolution.
+
+        Parameters
+        ----------
+        stream : RandomStream or str or sequence, optional
+            The stream(s) of the release; adds the ``stream`` identifier (needed to record
+            a replay).
+        """
+        out = {
             "mechanism": "laplace",
             "sensitivity": self.sensitivity,
             "epsilon": self.epsilon,
             "resolution": self.resolution,
         }
+        if stream is not None:
+            out["stream"] = stream
+        return out
 
 
-class GaussianMechanism:
+class GaussianMechanism(_GridMechanism):
     """Gaussian mechanism on a fixed-point grid (exact discrete Gaussian noise).
 
     Releases ``f(D) + N(0, σ² I)`` with σ = z·Δ₂ (Maddock et al., Fact 2.1:
     ``M(x) = q(x) + N(0, Δ₂(q)² σ² I)`` is (α, α/(2σ²))-RDP; S-BDT Theorem 8), in the exact
     discrete form of Canonne, Kamath & Steinke (2020), which satisfies the same
-    (Δ²/2σ²)-zCDP bound.
+    (Δ²/2σ²)-zCDP bound (their Theorem 15 for vectors, up to terms in exp(-2π²σ²) that
+    vanish for σ >= 2**22 grid steps; see :mod:`dpxgb_dask.privacy.accountants` for what the
+    PLD accountant assumes).
 
     Parameters
     ----------
@@ -198,9 +306,10 @@ class GaussianMechanism:
         Noise standard deviation σ. Give exactly one of ``sigma`` and ``noise_multiplier``.
     noise_multiplier : float, optional
         z = σ/Δ₂.
-    coords_per_row : int, default 1
+    coords_per_row : int or None, default None
         Maximum number of entries one row can change (e.g. ``2 * n_features`` for stacked
         (G, H) histograms); bounds the extra L2 sensitivity from rounding (sqrt(k) steps).
+        None: the number of entries of the array passed to :meth:`release`.
 
     Attributes
     ----------
@@ -214,7 +323,7 @@ class GaussianMechanism:
         sqrt(t·m) / (Δ₂/g + sqrt(k) + 1) >= ``noise_multiplier``.
     """
 
-    def __init__(self, sensitivity, *, sigma=None, noise_multiplier=None, coords_per_row=1):
+    def __init__(self, sensitivity, *, sigma=None, noise_multiplier=None, coords_per_row=None):
         self.sensitivity = check_positive(sensitivity, "sensitivity")
         if (sigma is None) == (noise_multiplier is None):
             raise ValueError("give exactly one of sigma and noise_multiplier")
@@ -224,23 +333,39 @@ class GaussianMechanism:
         else:
             self.noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
             self.sigma = self.noise_multiplier * self.sensitivity
-        self.coords_per_row = _check_coords(coords_per_row)
         self.resolution = _grid_step(self.sigma, GAUSSIAN_GRID_BITS)
-        accounted = (
-            self.sensitivity / self.resolution + math.sqrt(self.coords_per_row) + 1.0
-        ) * (1.0 + _ROUNDING_SLACK)
+        self._setup_coords(coords_per_row)
+
+    def _params(self, k):
+        accounted = (self.sensitivity / self.resolution + math.sqrt(k) + 1.0) * (1.0 + _ROUNDING_SLACK)
         sigma_int = self.noise_multiplier * accounted * (1.0 + _ROUNDING_SLACK)
         if sigma_int >= 2.0**29:
             raise ValueError(
                 "noise_multiplier * sqrt(coords_per_row) is too large for the noise grid "
-                f"(noise_multiplier={self.noise_multiplier!r}, coords_per_row={self.coords_per_row})"
+                f"(noise_multiplier={self.noise_multiplier!r}, coords_per_row={k})"
             )
         t = math.floor(sigma_int) + 1
         m = math.ceil(Fraction(sigma_int) ** 2 / t)
-        self.integer_scale = int(t)
-        self.integer_shift = int(m)
-        self._accounted_sensitivity = accounted
-        self.noise_multiplier_effective = math.sqrt(t * m) / accounted
+        return {"k": k, "accounted": accounted, "t": int(t), "m": int(m), "z": math.sqrt(t * m) / accounted}
+
+    @property
+    def integer_scale(self):
+        """int: t, the proposal scale of the discrete Gaussian (σ² = t·m grid steps²)."""
+        return self._current("integer_scale")["t"]
+
+    @property
+    def integer_shift(self):
+        """int: m, with σ² = t·m grid steps²."""
+        return self._current("integer_shift")["m"]
+
+    @property
+    def noise_multiplier_effective(self):
+        """float: sqrt(t·m) / (Δ₂/g + sqrt(k) + 1) >= ``noise_multiplier``."""
+        return self._current("noise_multiplier_effective")["z"]
+
+    @property
+    def _accounted_sensitivity(self):
+        return self._current("_accounted_sensitivity")["accounted"]
 
     def __repr__(self):
         return (
@@ -254,7 +379,7 @@ class GaussianMechanism:
         Parameters
         ----------
         values : array_like of float, any shape
-            Exact query answers.
+            Exact query answers, finite; entries beyond ±2**61 grid steps are clipped.
         rng : RandomStream or None
             Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
 
@@ -264,29 +389,40 @@ class GaussianMechanism:
             Noisy values, multiples of :attr:`resolution`.
         """
         stream = as_stream(rng)
+        params = self._activate(_release_coords(self.coords_per_row, values))
         k = _to_grid(values, self.resolution)
-        noise = discrete_gaussian(self.integer_scale, self.integer_shift, k.size, stream)
+        noise = discrete_gaussian(params["t"], params["m"], k.size, stream)
         return (k + noise.reshape(k.shape)).astype(np.float64) * self.resolution
 
     __call__ = release
 
-    def ledger_fields(self):
-        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, noise_multiplier, resolution."""
-        return {
+    def ledger_fields(self, stream=None):
+        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, noise_multiplier, resolution.
+
+        Parameters
+        ----------
+        stream : RandomStream or str or sequence, optional
+            The stream(s) of the release; adds the ``stream`` identifier.
+        """
+        out = {
             "mechanism": "gaussian",
             "sensitivity": self.sensitivity,
             "noise_multiplier": self.noise_multiplier,
             "resolution": self.resolution,
         }
+        if stream is not None:
+            out["stream"] = stream
+        return out
 
 
 class ExponentialMechanism:
-    """ε-DP exponential mechanism, vectorised over independent selections (Gumbel-max form).
+    """ε-DP exponential mechanism, vectorised over independent selections, sampled exactly.
 
     Candidate j of a node is chosen with probability ∝ exp(ε·u_j / (2Δu))
     (McSherry & Talwar 2007; DP-XGBoost §4.2; DPBoost Theorem 2, eq. (8)), or
     ∝ exp(ε·u_j / Δu) for utilities that are monotonic in the data (all candidates move in
-    the same direction when a row is added).
+    the same direction when a row is added), up to the rounding of the utilities to a grid
+    of relative step 2**-20 and of the weight exponent downwards (module docstring).
 
     Parameters
     ----------
@@ -298,6 +434,15 @@ class ExponentialMechanism:
         parallel.
     monotonic : bool, default False
         Use the monotonic-utility form ε·u/Δu (do not set for split gains).
+
+    Attributes
+    ----------
+    log_weight_scale : float
+        Nominal ε/(2Δu) (ε/Δu if monotonic).
+    resolution : float
+        Grid step g_u of the rounded utilities (a power of two).
+    weight_numerator, weight_log2_denominator : int
+        λ = n / 2**q: candidate j has weight 2^(λ·rint(u_j/g_u)).
     """
 
     def __init__(self, sensitivity, epsilon, *, monotonic=False):
@@ -305,6 +450,13 @@ class ExponentialMechanism:
         self.epsilon = check_epsilon(epsilon)
         self.monotonic = bool(monotonic)
         self.log_weight_scale = self.epsilon / (self.sensitivity if self.monotonic else 2.0 * self.sensitivity)
+        self.resolution = _grid_step(self.sensitivity, UTILITY_GRID_BITS)
+        delta_k = math.floor(self.sensitivity / self.resolution) + 1
+        # λ <= ε / (c Δ_K ln 2), rounded down to n / 2**q with n < 2**62 and q <= 56
+        lam = Fraction(self.epsilon) / ((1 if self.monotonic else 2) * delta_k * _LN2_UPPER)
+        q = max(0, min(56, 61 - math.ceil(lam).bit_length()))
+        self.weight_numerator = min(int(math.floor(lam * 2**q)), 2**62 - 1)
+        self.weight_log2_denominator = q
 
     def __repr__(self):
         return (
@@ -318,7 +470,8 @@ class ExponentialMechanism:
         Parameters
         ----------
         utilities : array_like of float64, shape (n_nodes, n_candidates) or (n_candidates,)
-            Utility of each candidate (e.g. split gain). Must be finite where ``mask`` is True.
+            Utility of each candidate (e.g. split gain). Must be finite where ``mask`` is
+            True; values beyond ±2**60 grid steps are clipped (no error reveals it).
         mask : array_like of bool, same shape, optional
             True for valid candidates; invalid ones are never chosen. Default: all valid.
         rng : RandomStream or None
@@ -348,25 +501,33 @@ class ExponentialMechanism:
                 raise ValueError(f"mask shape {np.shape(mask)} does not match utilities shape {np.shape(utilities)}")
         if not np.all(np.isfinite(u[valid])):
             raise ValueError("utilities must be finite for every valid candidate")
+        k = _to_grid(np.where(valid, u, 0.0), self.resolution, "utilities", clip=_UTILITY_CLIP)
         any_valid = valid.any(axis=1)
-        # subtracting the row maximum leaves the distribution unchanged and keeps the
-        # log-weights <= 0, so nothing overflows
-        row_max = np.where(any_valid, np.max(np.where(valid, u, -np.inf), axis=1), 0.0)
-        log_w = np.where(valid, (u - row_max[:, None]) * self.log_weight_scale, -np.inf)
-        # noise is drawn for every cell so the randomness consumed does not depend on the mask
-        scores = log_w + gumbel(u.shape, stream)
-        choice = np.argmax(scores, axis=1).astype(np.int64)
-        choice[~any_valid] = -1
+        k = np.where(valid, k, 0)
+        k_max = np.where(any_valid, np.max(np.where(valid, k, -(2**62)), axis=1, initial=-(2**62)), 0)
+        distance = np.where(valid, k_max[:, None] - k, 0)
+        choice = exponential_choice_base2(
+            distance, self.weight_numerator, self.weight_log2_denominator, stream, valid=valid
+        )
         return int(choice[0]) if one_d else choice
 
     __call__ = select
 
-    def ledger_fields(self):
-        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, epsilon."""
-        return {"mechanism": "exponential", "sensitivity": self.sensitivity, "epsilon": self.epsilon}
+    def ledger_fields(self, stream=None):
+        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, epsilon.
+
+        Parameters
+        ----------
+        stream : RandomStream or str or sequence, optional
+            The stream(s) of the selection; adds the ``stream`` identifier.
+        """
+        out = {"mechanism": "exponential", "sensitivity": self.sensitivity, "epsilon": self.epsilon}
+        if stream is not None:
+            out["stream"] = stream
+        return out
 
 
-def laplace_mechanism(values, sensitivity, epsilon, *, rng=None, coords_per_row=1):
+def laplace_mechanism(values, sensitivity, epsilon, *, rng=None, coords_per_row=None):
     """Release ``values + Lap(sensitivity/epsilon)`` with exact discrete noise on a grid.
 
     Shorthand for ``LaplaceMechanism(sensitivity, epsilon, coords_per_row=...).release(values, rng)``;
@@ -379,7 +540,8 @@ def laplace_mechanism(values, sensitivity, epsilon, *, rng=None, coords_per_row=
         L1 sensitivity of the whole array.
     epsilon : float
     rng : RandomStream or None
-    coords_per_row : int, default 1
+    coords_per_row : int or None, default None
+        None: the number of entries of ``values`` (see :class:`LaplaceMechanism`).
 
     Returns
     -------
@@ -388,7 +550,7 @@ def laplace_mechanism(values, sensitivity, epsilon, *, rng=None, coords_per_row=
     return LaplaceMechanism(sensitivity, epsilon, coords_per_row=coords_per_row).release(values, rng)
 
 
-def gaussian_mechanism(values, sensitivity, *, sigma=None, noise_multiplier=None, rng=None, coords_per_row=1):
+def gaussian_mechanism(values, sensitivity, *, sigma=None, noise_multiplier=None, rng=None, coords_per_row=None):
     """Release ``values + N(0, σ²)`` with exact discrete Gaussian noise on a grid.
 
     Shorthand for :class:`GaussianMechanism` (Maddock et al. Fact 2.1; CKS 2020).
@@ -401,7 +563,8 @@ def gaussian_mechanism(values, sensitivity, *, sigma=None, noise_multiplier=None
     sigma, noise_multiplier : float
         Exactly one of them.
     rng : RandomStream or None
-    coords_per_row : int, default 1
+    coords_per_row : int or None, default None
+        None: the number of entries of ``values`` (see :class:`GaussianMechanism`).
 
     Returns
     -------

@@ -9,9 +9,9 @@ A :class:`NoiseSource` holds a 256-bit master key. Each release asks it for a
     stream_key = SHAKE-256("dpxgb_dask.stream.v1" || master_key || encode(tree, depth, purpose, index))
 
 so the noise of a release is a pure function of the master key and the release's key:
-a task that is re-executed, or a release that is recomputed after a failure, draws exactly
-the same noise and therefore spends no extra privacy. Nothing depends on global state,
-call order across streams, the clock or the worker.
+a release that is recomputed after a failure (``stream(..., replay=True)``) draws exactly
+the same noise and therefore reveals nothing new. Nothing depends on global state, call
+order across streams, the clock or the worker.
 
 * Secure (default): the master key comes from :func:`os.urandom` (the OS CSPRNG) and never
   leaves the process. SHAKE-256 keyed this way is a pseudo-random function (it is the
@@ -21,7 +21,20 @@ call order across streams, the clock or the worker.
   ``(seed, tree, depth, purpose)`` is then reproducible across processes and machines.
   The noise is only as secret as the seed: a short or published seed lets anyone remove
   the noise, hence the :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning` for seeds
-  under 128 bits.
+  under 128 bits. That check measures the seed's *length* (bit length of the int, 8 bits per
+  byte), not its entropy: ``2**200`` or 32 zero bytes pass it and are still trivially
+  guessable. Only a seed drawn from a CSPRNG and kept secret protects the noise.
+
+Key reuse
+---------
+Two releases that use the same stream key get *identical* noise, and the difference of two
+such releases is noise-free. A :class:`NoiseSource` therefore remembers every key it has
+issued and refuses to issue one again (``ValueError``) unless the caller states that it is
+deliberately replaying the same release, ``stream(..., replay=True)``; such a replayed
+release must not be recorded in the ledger as a new release (see
+:meth:`~dpxgb_dask.privacy.ledger.Ledger.record`, ``replay=True``). Each stream has a public
+identifier :attr:`RandomStream.stream_id` (a one-way digest of its key) that the ledger
+stores to recognise replays.
 
 Why not NumPy's Philox keyed by a hash? Philox is counter-based too, but it is not a
 cryptographic generator: its outputs are not designed to hide its key, and a DP release that
@@ -48,6 +61,7 @@ __all__ = ["NoiseSource", "RandomStream", "as_stream"]
 
 _MASTER_DOMAIN = b"dpxgb_dask.seed.v1"
 _STREAM_DOMAIN = b"dpxgb_dask.stream.v1"
+_STREAM_ID_DOMAIN = b"dpxgb_dask.stream-id.v1"
 _MAX_UNIFORM_BOUND = 1 << 63
 
 
@@ -93,7 +107,17 @@ class NoiseSource:
         different noise, and recomputing a release within this source's lifetime returns the
         same noise. An int >= 0 or bytes: deterministic streams, a pure function of
         ``(seed, tree, depth, purpose, index)``. Seeds shorter than 128 bits trigger a
-        :class:`PrivacyLeakWarning` because they can be guessed.
+        :class:`PrivacyLeakWarning` because they can be guessed. The check measures the
+        seed's length (the int's bit length, or 8 bits per byte), not its entropy: a long but
+        guessable seed such as ``2**200`` does not warn and is not secret either.
+
+    Notes
+    -----
+    The source remembers the keys it has issued (32-byte digests, a few dozen bytes per
+    release) and raises ``ValueError`` when a key is requested a second time, because two
+    releases with the same key carry identical noise. Pass ``replay=True`` to
+    :meth:`stream` to replay a release on purpose (e.g. to recompute it after a failure);
+    the replayed release must then not be recorded as a new release.
 
     Examples
     --------
@@ -120,6 +144,7 @@ class NoiseSource:
                 )
             self._master = hashlib.shake_256(_MASTER_DOMAIN + encoded).digest(32)
             self._seeded = True
+        self._issued = set()
 
     @property
     def seeded(self):
@@ -129,7 +154,7 @@ class NoiseSource:
     def __repr__(self):
         return f"NoiseSource(seeded={self._seeded})"
 
-    def stream(self, *, purpose, tree=None, depth=None, index=0):
+    def stream(self, *, purpose, tree=None, depth=None, index=0, replay=False):
         """Return the random stream of one release.
 
         Parameters
@@ -143,17 +168,38 @@ class NoiseSource:
             Depth within the tree, or None.
         index : int, default 0
             Extra disambiguator (e.g. the chunk of a release split over several calls).
+        replay : bool, default False
+            Set to True to obtain again the stream of a key this source has already issued,
+            i.e. to replay the same release with the same noise. Without it, a second
+            request for the same key raises ``ValueError``.
 
         Returns
         -------
         RandomStream
-            A fresh stream positioned at block 0: calling this twice with the same key gives
-            two streams that produce identical bytes.
+            A fresh stream positioned at block 0. Its bytes are a pure function of the
+            master key and ``(tree, depth, purpose, index)``, so a replayed stream produces
+            exactly the bytes of the original one.
+
+        Raises
+        ------
+        ValueError
+            If ``purpose`` is empty, or the key ``(tree, depth, purpose, index)`` was already
+            issued by this source and ``replay`` is False.
         """
         if not isinstance(purpose, str) or not purpose:
             raise ValueError(f"purpose must be a non-empty str, got {purpose!r}")
+        if not isinstance(replay, bool):
+            raise ValueError(f"replay must be a bool, got {replay!r}")
         fields = b"".join(_encode_field(v) for v in (tree, depth, purpose, index))
         key = hashlib.shake_256(_STREAM_DOMAIN + self._master + fields).digest(32)
+        if key in self._issued and not replay:
+            raise ValueError(
+                f"the stream key (tree={tree!r}, depth={depth!r}, purpose={purpose!r}, index={index!r}) "
+                "was already issued by this NoiseSource: two releases with the same key get identical "
+                "noise. Give the second release a distinct key (e.g. another index), or pass "
+                "replay=True if it deliberately recomputes the same release"
+            )
+        self._issued.add(key)
         return RandomStream(key)
 
 
@@ -186,6 +232,19 @@ class RandomStream:
     def secure(cls):
         """Return a stream keyed by 32 fresh bytes from :func:`os.urandom`."""
         return cls(os.urandom(32))
+
+    @property
+    def stream_id(self):
+        """str: public identifier of this stream, 32 hex digits.
+
+        A one-way digest ``SHAKE-256("dpxgb_dask.stream-id.v1" || key)`` of the stream key:
+        equal for two streams with the same key (a replay), different otherwise, and it
+        reveals nothing about the key or the noise (SHAKE-256 is a PRF in its key). The
+        ledger stores it to tell a replayed release from a new one. For a seeded source
+        it lets whoever holds the ledger test guesses of the seed offline, which is no
+        more than a short seed already allows (see :class:`NoiseSource`).
+        """
+        return hashlib.shake_256(_STREAM_ID_DOMAIN + self._key).hexdigest(16)
 
     @property
     def blocks_drawn(self):

@@ -1,4 +1,5 @@
-"""Exact integer samplers (Canonne, Kamath & Steinke 2020) and a Gumbel sampler, vectorised.
+"""Exact integer samplers (Canonne, Kamath & Steinke 2020), an exact base-2 exponential-mechanism
+sampler, and a (non-exact) Gumbel sampler, vectorised.
 
 The Laplace and Gaussian mechanisms of this package add *integer* noise on a fixed-point
 grid. The samplers below draw that noise exactly, from uniform integers only, with no
@@ -8,11 +9,35 @@ attack of Mironov (2012, "On significance of the least significant bits for diff
 privacy"), which reads the input back from the pattern of floating-point values a textbook
 ``x + laplace()`` can and cannot produce.
 
+Exponential mechanism: exact sampling (no δ)
+---------------------------------------------
+The exponential mechanism's selection is drawn *exactly* by :func:`exponential_choice_base2`:
+P(j) ∝ 2^(-β_j) with rational β_j = λ·d_j (λ = numerator / 2**q, d_j >= 0 integers, the
+rounded utilities' distances to the best candidate). Writing β_j = c_j + f_j (integer and
+fractional parts), a candidate is proposed with probability ∝ 2^(-c_j) -- dyadic weights,
+so this is an exactly uniform integer compared with exact integer cumulative sums -- and
+accepted with probability 2^(-f_j) = exp(-f_j·ln 2), an exact Bernoulli by CKS Algorithm 1
+whose coins Bernoulli(f_j·ln2/K) are products of Bernoulli(f_j/K) and an exact
+Bernoulli(ln 2) (ln 2 = Σ_k 2^-k / k: draw k with probability 2^-k, accept with 1/k;
+Flajolet, Pelletier & Soria 2011, "On Buffon machines and numbers"). Accepted candidates
+have probability exactly ∝ 2^(-c_j)·2^(-f_j) = 2^(-β_j); every candidate, however far
+behind, keeps its exact positive probability (candidates too far behind for 64-bit weights
+are proposed through one unit "tail" slot each and accepted with 2^-(c_j - H), flipping
+fair coins lazily). Each round accepts with probability >= 1/2, so the expected work is
+two vectorised rounds.
+
+This replaces the Gumbel-max sampler used before, whose Gumbel variates came from 52-bit
+uniforms and were truncated to [-3.6, 36.7]: a candidate more than about 40 nats behind
+had probability exactly 0, an unaccounted δ of up to n_candidates·2^-52 per selection.
+:func:`gumbel` is kept for non-private uses only.
+
 References
 ----------
 C. Canonne, G. Kamath, T. Steinke. The Discrete Gaussian for Differential Privacy.
 NeurIPS 2020 (arXiv:2004.00010), Algorithms 1 (Bernoulli(exp(-γ))), 2 (discrete Laplace)
 and 3 (discrete Gaussian).
+C. Ilvento. Implementing the Exponential Mechanism with Base-2 Differential Privacy.
+CCS 2020 (base-2 weights to make the exponential mechanism exactly implementable).
 """
 
 from __future__ import annotations
@@ -23,9 +48,12 @@ import numpy as np
 
 
 __all__ = [
+    "bernoulli_exp2_neg",
     "bernoulli_exp_neg",
+    "bernoulli_ln2",
     "discrete_gaussian",
     "discrete_laplace",
+    "exponential_choice_base2",
     "gumbel",
 ]
 
@@ -34,13 +62,14 @@ _INT64_SAFE = 1 << 62
 _SQUARE_SAFE = 3_037_000_499
 
 
-def _bernoulli_exp_neg_unit(num, den, stream, k0=1):
+def _bernoulli_exp_neg_unit(num, den, stream, k0=1, times_ln2=False):
     """Bernoulli(exp(-num/den)) for int64 array 0 <= num <= den, scalar den (CKS Algorithm 1).
 
     K = 1; repeat { A ~ Bernoulli(γ/K); if A == 0 stop; K += 1 }; return [K is odd].
     P(K odd) = Σ_k (-γ)^k / k! = exp(-γ). ``k0`` resumes the loop at K = k0 (the caller
     has already decided rounds 1..k0-1). All elements still running share the same K, so
-    each round is one vectorised comparison against a single bound.
+    each round is one vectorised comparison against a single bound. With ``times_ln2``
+    γ is (num/den)·ln 2 and each coin is Bernoulli(num/(den K)) AND Bernoulli(ln 2).
     """
     k = np.full(num.size, k0, dtype=np.int64)
     active = np.arange(num.size)
@@ -53,6 +82,9 @@ def _bernoulli_exp_neg_unit(num, den, stream, k0=1):
             a = (stream.uniform_below(den, active.size) < num[active]) & (
                 stream.uniform_below(kk, active.size) == 0
             )
+        if times_ln2:
+            idx = np.flatnonzero(a)
+            a[idx] = bernoulli_ln2(idx.size, stream)
         active = active[a]
         kk += 1
         k[active] = kk
@@ -250,7 +282,12 @@ def discrete_gaussian(scale, mean_shift, size, stream):
 
 
 def gumbel(size, stream):
-    """Standard Gumbel samples -log(-log U) with U on an open 2**-52 grid.
+    """Standard Gumbel samples -log(-log U) with U on an open 2**-52 grid (not for DP selection).
+
+    Not used by the mechanisms of this package: its support is truncated (see Returns), so
+    a Gumbel-max selection built on it gives probability exactly 0 to candidates more than
+    about 40 nats behind, which is not differentially private without an extra δ. The
+    exponential mechanism uses the exact :func:`exponential_choice_base2` instead.
 
     Parameters
     ----------
@@ -271,3 +308,160 @@ def gumbel(size, stream):
     k = stream.uint64(n) >> np.uint64(12)
     u = (k.astype(np.float64) + 0.5) * 2.0**-52
     return (-np.log(-np.log(u))).reshape(shape)
+
+
+def bernoulli_ln2(size, stream):
+    """Exact Bernoulli(ln 2) trials.
+
+    ln 2 = Σ_{k>=1} 2^-k / k: draw K with P(K = k) = 2^-k (fair coin flips up to the first
+    head) and accept with probability 1/K (Flajolet, Pelletier & Soria 2011).
+
+    Parameters
+    ----------
+    size : int
+        Number of trials.
+    stream : RandomStream
+        Source of uniform integers.
+
+    Returns
+    -------
+    ndarray of bool, shape (size,)
+    """
+    size = int(size)
+    k = np.ones(size, dtype=np.int64)
+    active = np.arange(size)
+    while active.size:
+        heads = stream.random_bits(active.size)
+        active = active[~heads]
+        k[active] += 1
+    if size == 0:
+        return np.zeros(0, dtype=bool)
+    return stream.uniform_below(k) == 0
+
+
+def bernoulli_exp2_neg(numerator, log2_denominator, stream):
+    """Exact Bernoulli(2^(-f)) trials for f = numerator / 2**log2_denominator in [0, 1).
+
+    2^-f = exp(-f·ln 2) with f·ln 2 in [0, ln 2): CKS Algorithm 1 with the coins
+    Bernoulli(f·ln2/K) = Bernoulli(f/K) AND Bernoulli(ln 2) (:func:`bernoulli_ln2`).
+
+    Parameters
+    ----------
+    numerator : array_like of int64
+        Values in [0, 2**log2_denominator).
+    log2_denominator : int
+        q in [0, 56].
+    stream : RandomStream
+
+    Returns
+    -------
+    ndarray of bool, shape (numerator.size,)
+        True with probability exactly ``2 ** (-numerator / 2**log2_denominator)``.
+    """
+    num = np.ascontiguousarray(np.asarray(numerator, dtype=np.int64)).ravel()
+    q = int(log2_denominator)
+    if not 0 <= q <= 56:
+        raise ValueError(f"log2_denominator must be an integer in [0, 56], got {log2_denominator!r}")
+    den = 1 << q
+    if num.size and (num.min() < 0 or num.max() >= den):
+        raise ValueError("numerator must be in [0, 2**log2_denominator)")
+    out = np.ones(num.size, dtype=bool)
+    idx = np.flatnonzero(num > 0)
+    if idx.size:
+        out[idx] = _bernoulli_exp_neg_unit(num[idx], den, stream, times_ln2=True)
+    return out
+
+
+def _all_heads(n_flips, stream):
+    """True with probability exactly 2**-n_flips (n_flips a Python int >= 0), flipping lazily."""
+    remaining = int(n_flips)
+    while remaining > 0:
+        chunk = min(remaining, 4096)
+        if not stream.random_bits(chunk).all():
+            return False
+        remaining -= chunk
+    return True
+
+
+def exponential_choice_base2(distance, numerator, log2_denominator, stream, valid=None, *, head_bits=None):
+    """Exact draws of one index per row with P(j) ∝ 2^(-λ·distance[j]), λ = numerator / 2**q.
+
+    The sampler of the exponential mechanism (see the module docstring for the algorithm
+    and why it is exact).
+
+    Parameters
+    ----------
+    distance : array_like of int64, shape (n_rows, n_candidates)
+        Non-negative integer distances d_j (e.g. best rounded utility minus rounded utility);
+        only their differences within a row matter.
+    numerator : int
+        Non-negative numerator of λ (0 gives the uniform distribution over valid entries).
+    log2_denominator : int
+        q in [0, 56]; λ = numerator / 2**q.
+    stream : RandomStream
+        Source of uniform integers.
+    valid : array_like of bool, same shape, optional
+        Candidates allowed in each row (default all). Rows without any valid candidate get -1.
+    head_bits : int, optional
+        Candidates with integer exponent c_j >= head_bits go through the tail path (testing
+        hook; default: the largest value keeping the row sums of the dyadic weights below 2**63).
+
+    Returns
+    -------
+    ndarray of int64, shape (n_rows,)
+        Chosen column per row, -1 for rows without a valid candidate.
+    """
+    d = np.asarray(distance)
+    if d.ndim != 2 or not np.issubdtype(d.dtype, np.integer):
+        raise ValueError(f"distance must be a 2-D integer array, got shape {d.shape} and dtype {d.dtype}")
+    d = d.astype(np.int64)
+    valid = np.ones(d.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    if valid.shape != d.shape:
+        raise ValueError(f"valid must have the shape of distance {d.shape}, got {valid.shape}")
+    if np.any(d[valid] < 0):
+        raise ValueError("distance must be >= 0 for every valid candidate")
+    num = int(numerator)
+    q = int(log2_denominator)
+    if num < 0 or num >= 1 << 62:
+        raise ValueError(f"numerator must be an integer in [0, 2**62), got {numerator!r}")
+    if not 0 <= q <= 56:
+        raise ValueError(f"log2_denominator must be an integer in [0, 56], got {log2_denominator!r}")
+    n_rows, n_cand = d.shape
+    choice = np.full(n_rows, -1, dtype=np.int64)
+    if n_rows == 0 or n_cand == 0:
+        return choice
+    # dyadic weights 2**(H - c_j) for c_j < H; the row sums stay below n_cand * 2**H < 2**62
+    max_head = 61 - max(0, (n_cand - 1).bit_length())
+    head = max_head if head_bits is None else int(head_bits)
+    if not 1 <= head <= max_head:
+        raise ValueError(f"head_bits must be in [1, {max_head}] for {n_cand} candidates, got {head_bits!r}")
+    mask = (1 << q) - 1
+    # λ·d_j < H  <=>  d_j < ceil(H·2**q / num); then num·d_j < H·2**q < 2**62 fits in int64
+    if num == 0:
+        in_head = valid.copy()
+    else:
+        threshold = -((-head << q) // num)
+        in_head = valid & (d < min(threshold, 1 << 62))
+    beta = np.where(in_head, d, 0) * np.int64(num)
+    c = beta >> np.int64(q)
+    frac = beta & np.int64(mask)
+    weight = np.where(in_head, np.left_shift(np.int64(1), np.int64(head) - c), 0)
+    weight[valid & ~in_head] = 1
+    cum = np.cumsum(weight, axis=1)
+    total = cum[:, -1]
+    pending = np.flatnonzero(total > 0)
+    while pending.size:
+        u = stream.uniform_below(total[pending])
+        j = np.argmax(cum[pending] > u[:, None], axis=1)
+        accept = np.ones(pending.size, dtype=bool)
+        f = frac[pending, j]
+        for i in np.flatnonzero(~in_head[pending, j]):
+            # tail: weight 1 stands for 2**(H - c_j); accept with 2**-(c_j - H), then 2**-f_j
+            b = num * int(d[pending[i], j[i]])
+            accept[i] = _all_heads((b >> q) - head, stream)
+            f[i] = b & mask
+        idx = np.flatnonzero(accept)
+        accept[idx] = bernoulli_exp2_neg(f[idx], q, stream)
+        choice[pending[accept]] = j[accept]
+        pending = pending[~accept]
+    return choice

@@ -46,15 +46,62 @@ MIXED = ReleasePlan(
 )
 
 
+# the reviewer's plans (a6.py / a7.py): a fit-level Laplace next to subsampled pure releases,
+# several Gaussians per depth, and Gaussian + exponential + Laplace on one subsample
+A7 = ReleasePlan(
+    n_trees=20,
+    max_depth=4,
+    sampling_rate=0.2,
+    releases=(
+        PlannedRelease("sk", "laplace", 1.0, per="fit", count=5),
+        PlannedRelease("split", "exponential", 1.0, per="depth"),
+        PlannedRelease("leaf", "laplace", 1.0),
+    ),
+)
+
+MULTI_GAUSS = ReleasePlan(
+    n_trees=50,
+    max_depth=6,
+    sampling_rate=0.1,
+    releases=(
+        PlannedRelease("hist", "gaussian", 2.0, per="depth", count=3),
+        PlannedRelease("leaf", "gaussian", 1.0),
+    ),
+)
+
+ALL_KINDS = ReleasePlan(
+    n_trees=10,
+    max_depth=3,
+    sampling_rate=0.5,
+    releases=(
+        PlannedRelease("hist", "gaussian", 1.0, per="depth"),
+        PlannedRelease("split", "exponential", 1.0, per="depth"),
+        PlannedRelease("leaf", "laplace", 1.0),
+    ),
+)
+
+
 @pytest.mark.parametrize("accountant", ["basic", "rdp", "pld"])
-@pytest.mark.parametrize("plan, epsilon, delta", [(DPXGB, 2.0, 1e-6), (SBDT, 1.0, 1e-6), (MIXED, 4.0, 1e-5)])
+@pytest.mark.parametrize(
+    "plan, epsilon, delta",
+    [
+        (DPXGB, 2.0, 1e-6),
+        (SBDT, 1.0, 1e-6),
+        (MIXED, 4.0, 1e-5),
+        (A7, 4.0, 1e-6),
+        (A7, 0.5, 1e-6),
+        (MULTI_GAUSS, 1.0, 1e-6),
+        (ALL_KINDS, 4.0, 1e-6),
+    ],
+    ids=["dpxgb", "sbdt", "mixed", "a7-4", "a7-0.5", "multi-gauss", "all-kinds"],
+)
 def test_calibration_round_trip_within_one_percent(plan, epsilon, delta, accountant):
     cal = calibrate(epsilon, delta, plan, accountant)
     # rebuild the ledger from the returned noise parameters only
     ledger = plan.to_ledger(cal.releases)
     spent = get_accountant(accountant).get_epsilon(ledger, delta)
-    assert spent <= epsilon * (1 + 1e-9)
-    assert spent >= 0.99 * epsilon
+    assert spent <= epsilon
+    assert spent >= (1 - 1e-3) * epsilon
     assert spent == pytest.approx(cal.epsilon)
     assert cal.ledger.events == ledger.events
     assert cal.accountant == accountant
@@ -116,3 +163,22 @@ def test_plan_validation():
         ReleasePlan(3, 2, (PlannedRelease("a", "laplace", 1.0),), sampling_rate=0.0)
     with pytest.raises(ValueError, match="n_trees"):
         ReleasePlan(0, 2, (PlannedRelease("a", "laplace", 1.0),))
+
+
+def test_calibration_raises_when_the_target_cannot_be_reached_within_rtol():
+    # an accountant whose epsilon jumps over the target: bisection converges to the jump and
+    # used to return the plan below it silently (reviewer's a7.py: 2.13 for a target of 4)
+    from dpxgb_dask.privacy import Accountant, BudgetError
+
+    class Jumpy(Accountant):
+        name = "jumpy"
+
+        def get_epsilon(self, ledger, delta):
+            eps = ledger[0].epsilon
+            return eps if eps < 0.5 else 10 * eps
+
+    with pytest.raises(BudgetError, match="within rtol"):
+        calibrate(3.0, 1e-6, DPXGB, Jumpy())
+    # the a7 plan reaches its target with the real accountants
+    cal = calibrate(4.0, 1e-6, A7, "rdp")
+    assert 4.0 * (1 - 1e-3) <= cal.epsilon <= 4.0

@@ -1,7 +1,8 @@
-"""The ledger: validation of events, explicit composition, idempotent retries, JSON, budget."""
+"""The ledger: validation of events, explicit composition, explicit replays, JSON, budget."""
 
 import json
 
+import numpy as np
 import pytest
 
 from dpxgb_dask.privacy import (
@@ -11,8 +12,11 @@ from dpxgb_dask.privacy import (
     GaussianMechanism,
     LaplaceMechanism,
     Ledger,
+    NoiseSource,
     PrivacyEvent,
 )
+
+SEED = 2**128 + 5
 
 
 def sample_ledger():
@@ -87,13 +91,61 @@ def test_gaussian_event_needs_noise_multiplier():
         Ledger.make_event("leaf", "gaussian", 1.0, noise_multiplier=1.0, sigma=2.0)
 
 
-def test_retried_release_is_recorded_once_and_conflict_refused():
+def test_every_record_counts():
+    # reviewer's repro a8.py: three releases with identical events (stream indices 0, 1 and
+    # rng=None) were recorded as one, eps 1 instead of 3
+    src = NoiseSource(SEED)
+    mech = LaplaceMechanism(1.0, 1.0)
     ledger = Ledger()
-    a = ledger.record("split", "exponential", 3.0, epsilon=0.1, tree=0, depth=0)
-    b = ledger.record("split", "exponential", 3.0, epsilon=0.1, tree=0, depth=0)
-    assert a is b and len(ledger) == 1
-    with pytest.raises(ValueError, match="already recorded"):
-        ledger.record("split", "exponential", 3.0, epsilon=0.2, tree=0, depth=0)
+    x = np.array([5.0])
+    for rng in (src.stream(purpose="leaf", tree=0, index=0), src.stream(purpose="leaf", tree=0, index=1), None):
+        mech.release(x, rng)
+        ledger.record("leaf", tree=0, **mech.ledger_fields())
+    assert len(ledger) == 3
+    assert BasicAccountant().get_epsilon(ledger, 0.0) == pytest.approx(3.0)
+    # a different event with the same key counts too
+    ledger.record("leaf", "laplace", 1.0, epsilon=0.5, tree=0)
+    assert BasicAccountant().get_epsilon(ledger, 0.0) == pytest.approx(3.5)
+    # several events with one key survive serialisation
+    assert Ledger.from_json(ledger.to_json()).events == ledger.events
+
+
+def test_replay_needs_identical_event_with_same_stream():
+    src = NoiseSource(SEED)
+    mech = LaplaceMechanism(1.0, 1.0)
+    rng = src.stream(purpose="leaf", tree=0)
+    first = mech.release(np.array([2.0]), rng)
+    ledger = Ledger()
+    a = ledger.record("leaf", tree=0, **mech.ledger_fields(stream=rng))
+    assert a.stream == rng.stream_id
+    # recomputing the release after a failure: same key, same noise, not counted again
+    again = src.stream(purpose="leaf", tree=0, replay=True)
+    np.testing.assert_array_equal(mech.release(np.array([2.0]), again), first)
+    b = ledger.record("leaf", tree=0, replay=True, **mech.ledger_fields(stream=again))
+    assert b is a and len(ledger) == 1
+    # a replay claim with another stream, another event, or no stream is refused
+    other = src.stream(purpose="leaf", tree=0, index=1)
+    with pytest.raises(ValueError, match="no identical release"):
+        ledger.record("leaf", tree=0, replay=True, **mech.ledger_fields(stream=other))
+    with pytest.raises(ValueError, match="no identical release"):
+        ledger.record("leaf", tree=1, replay=True, **mech.ledger_fields(stream=again))
+    with pytest.raises(ValueError, match="needs the stream identifier"):
+        ledger.record("leaf", tree=0, replay=True, **mech.ledger_fields())
+    assert len(ledger) == 1
+    # several streams of one release are joined
+    e = Ledger().record("split", "gaussian", 1.0, noise_multiplier=2.0, stream=[rng, other])
+    assert e.stream == f"{rng.stream_id},{other.stream_id}"
+    with pytest.raises(ValueError, match="stream"):
+        Ledger().record("split", "gaussian", 1.0, noise_multiplier=2.0, stream=3)
+
+
+def test_replay_with_budget_adds_nothing():
+    ledger = Ledger(budget_epsilon=1.0, accountant=BasicAccountant())
+    ledger.record("leaf", "laplace", 1.0, epsilon=1.0, tree=0, stream="s0")
+    assert ledger.record("leaf", "laplace", 1.0, epsilon=1.0, tree=0, stream="s0", replay=True) is ledger[0]
+    with pytest.raises(BudgetError):
+        ledger.record("leaf", "laplace", 1.0, epsilon=1.0, tree=0, stream="s0")
+    assert len(ledger) == 1
 
 
 def test_json_round_trip_and_table():
@@ -132,14 +184,33 @@ def test_event_from_dict_round_trip():
 
 def test_budget_checked_before_recording():
     ledger = Ledger(budget_epsilon=1.0, accountant=BasicAccountant())
-    for t in range(4):
+    for t in range(3):
         ledger.record("leaf", "laplace", 1.0, epsilon=0.25, tree=t)
     assert ledger.check(Ledger.make_event("leaf", "laplace", 1.0, epsilon=0.25, tree=3)) == pytest.approx(1.0)
+    ledger.record("leaf", "laplace", 1.0, epsilon=0.25, tree=3)
     with pytest.raises(BudgetError, match="above the budget"):
         ledger.check(purpose="leaf", mechanism="laplace", sensitivity=1.0, epsilon=0.01, tree=4)
     with pytest.raises(BudgetError):
         ledger.record("leaf", "laplace", 1.0, epsilon=0.01, tree=4)
     assert len(ledger) == 4
+
+
+def test_budget_check_is_exact():
+    # the check used to accept a relative overshoot of 1e-9
+    ledger = Ledger(budget_epsilon=1.0, accountant=BasicAccountant())
+    with pytest.raises(BudgetError):
+        ledger.record("leaf", "laplace", 1.0, epsilon=1.0 + 5e-10)
+    ledger.record("leaf", "laplace", 1.0, epsilon=1.0)
+    assert len(ledger) == 1
+
+
+def test_version_1_ledgers_are_read():
+    data = json.loads(sample_ledger().to_json())
+    assert data["version"] == 2
+    data["version"] = 1
+    for event in data["events"]:
+        del event["stream"]
+    assert Ledger.from_dict(data).events == sample_ledger().events
 
 
 def test_budget_default_accountant_handles_gaussian():

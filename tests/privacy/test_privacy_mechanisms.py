@@ -13,6 +13,7 @@ from dpxgb_dask.privacy import (
     GaussianMechanism,
     LaplaceMechanism,
     NoiseSource,
+    RandomStream,
     combined_noise_multiplier,
     exponential_mechanism,
     gaussian_mechanism,
@@ -28,7 +29,8 @@ def stream(name, **key):
 
 
 def test_laplace_noise_is_laplace_with_requested_scale():
-    mech = LaplaceMechanism(sensitivity=2.0, epsilon=0.5)
+    # 100 000 independent scalar releases in one call: each row changes one entry
+    mech = LaplaceMechanism(sensitivity=2.0, epsilon=0.5, coords_per_row=1)
     x = np.full(100_000, 3.25)
     y = mech.release(x, stream("lap"))
     b = mech.noise_scale
@@ -39,6 +41,7 @@ def test_laplace_noise_is_laplace_with_requested_scale():
 def test_laplace_output_on_grid_and_shape_preserved():
     mech = LaplaceMechanism(1.0, 1.0)
     x = np.random.default_rng(0).normal(size=(4, 5, 6))
+    assert mech.coords_per_row is None
     y = mech.release(x, stream("grid"))
     assert y.shape == x.shape and y.dtype == np.float64
     k = y / mech.resolution
@@ -71,7 +74,7 @@ def test_laplace_rounding_sensitivity_bound_holds():
 
 
 def test_gaussian_noise_is_gaussian_with_requested_sigma():
-    mech = GaussianMechanism(sensitivity=1.5, sigma=4.0)
+    mech = GaussianMechanism(sensitivity=1.5, sigma=4.0, coords_per_row=1)
     y = mech.release(np.full(100_000, -2.0), stream("gauss"))
     sd = math.sqrt(mech.integer_scale * mech.integer_shift) * mech.resolution
     assert sd == pytest.approx(4.0, rel=1e-5) and sd >= 4.0
@@ -109,9 +112,46 @@ def test_non_finite_values_refused(bad):
         gaussian_mechanism(np.array([1.0, bad]), 1.0, sigma=1.0, rng=stream("nan"))
 
 
-def test_values_too_large_for_grid_refused():
-    with pytest.raises(ValueError, match="too large"):
-        laplace_mechanism(np.array([1e30]), 1.0, 1.0, rng=stream("big"))
+def test_values_beyond_the_grid_are_clipped_not_refused():
+    # an error here would depend on the private value; clipping is 1-Lipschitz
+    y = laplace_mechanism(np.array([1e30, -1e300, 3.0]), 1.0, 1.0, rng=stream("big"), coords_per_row=1)
+    g = LaplaceMechanism(1.0, 1.0).resolution
+    assert abs(y[0] - 2.0**61 * g) < 2**30 * g and abs(y[1] + 2.0**61 * g) < 2**30 * g
+    assert abs(y[2] - 3.0) < 100
+    z = gaussian_mechanism(np.array([1e308]), 1.0, sigma=1e-3, rng=stream("big-g"))
+    assert np.isfinite(z).all()
+    with pytest.raises(ValueError) as info:
+        laplace_mechanism(np.array([np.nan, 123.456]), 1.0, 1.0)
+    assert "123.456" not in str(info.value)
+
+
+def test_default_coords_per_row_is_the_array_size():
+    # reviewer's repro a5.py: with coords_per_row left at 1 for a 100-coordinate histogram,
+    # rounding moved the integer query by more than the accounted sensitivity (eps > 1)
+    mech = LaplaceMechanism(100.0, 1.0)
+    g = mech.resolution
+    n = np.full(100, 16384.0)
+    n[0] = 16383.0
+    x = np.full(100, 0.499 * g)
+    x2 = x + (n + 0.005) * g
+    assert np.abs(x2 - x).sum() <= 100.0  # a valid neighbour: L1 change within the sensitivity
+    mech.release(x, stream("a5"))
+    assert mech.coords_in_use == 100
+    change = np.abs(np.rint(x2 / g) - np.rint(x / g)).sum()
+    assert change / mech.integer_scale <= 1.0
+    assert (change + 1) / mech.integer_scale <= 1.0  # continuous proxy with its margin
+    # Gaussian: sqrt(k) steps for k = the size
+    gm = GaussianMechanism(1.0, noise_multiplier=1.0)
+    gm.release(np.zeros((4, 25)), stream("a5-g"))
+    assert gm.coords_in_use == 100
+    assert gm._accounted_sensitivity >= 1.0 / gm.resolution + 10.0 + 1.0
+    assert gm.noise_multiplier_effective >= 1.0
+    # explicit values keep working, and attributes exist before any release
+    assert LaplaceMechanism(100.0, 1.0, coords_per_row=100).integer_scale == mech.integer_scale
+    with pytest.raises(ValueError, match="call release"):
+        LaplaceMechanism(100.0, 1.0).noise_scale
+    with pytest.raises(ValueError, match="coords_per_row"):
+        LaplaceMechanism(1.0, 1.0, coords_per_row=True)
 
 
 def test_mechanisms_reproduce_with_seed_and_differ_by_key():
@@ -174,6 +214,61 @@ def test_exponential_mechanism_huge_utilities_do_not_overflow():
     u = np.array([[1e300, -1e300, 1e300 - 1e285]])
     c = exponential_mechanism(u, 1.0, 1.0, rng=stream("em-huge"))
     assert c[0] in (0, 2)
+
+
+class _MaxStream(RandomStream):
+    """A stream whose uniform integers are always the largest allowed and whose bits are all 1."""
+
+    def uniform_below(self, bound, size=None):
+        if size is not None and np.ndim(bound) == 0:
+            return np.full(int(size), int(bound) - 1, dtype=np.int64)
+        return np.asarray(bound, dtype=np.int64).ravel() - 1
+
+    def random_bits(self, size):
+        return np.ones(int(size), dtype=bool)
+
+    def uint64(self, size):
+        return np.full(int(size), 2**64 - 1, dtype=np.uint64)
+
+
+@pytest.mark.parametrize("behind", [41.0, 60.0, 400.0])
+def test_exponential_mechanism_far_behind_candidate_is_possible(behind):
+    # with the old Gumbel sampler (Gumbel variates truncated to [-3.6, 36.7]) a candidate
+    # more than ~40.3 nats behind had probability exactly 0; now every candidate has its
+    # exact positive probability, so some stream of random bits selects it
+    mech = ExponentialMechanism(1.0, 2.0)  # log-weight = u, nats
+    u = np.array([behind, 0.0])
+    assert mech.select(u, rng=_MaxStream(b"k" * 32)) == 1
+
+
+def test_exponential_mechanism_does_not_use_gumbel(monkeypatch):
+    import dpxgb_dask.privacy.samplers as samplers
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the exponential mechanism must not use the truncated Gumbel sampler")
+
+    import dpxgb_dask.privacy.mechanisms as mechanisms
+
+    monkeypatch.setattr(samplers, "gumbel", forbidden)
+    monkeypatch.setattr(mechanisms, "gumbel", forbidden, raising=False)
+    assert exponential_mechanism(np.array([[0.0, 1.0]]), 1.0, 1.0, rng=stream("em-no-gumbel"))[0] in (0, 1)
+
+
+def test_exponential_mechanism_weights_are_exact_on_the_grid():
+    # P(j) ∝ 2^(λ K_j), λ = n / 2**q <= eps / (2 Δ_K ln 2) with Δ_K = floor(Δ/g) + 1
+    mech = ExponentialMechanism(0.5, 1.5)
+    delta_k = math.floor(0.5 / mech.resolution) + 1
+    lam = mech.weight_numerator / 2**mech.weight_log2_denominator
+    assert lam * math.log(2) * delta_k <= 1.5 / 2
+    assert lam * math.log(2) * delta_k == pytest.approx(1.5 / 2, rel=1e-9)
+    mono = ExponentialMechanism(0.5, 1.5, monotonic=True)
+    lam_m = mono.weight_numerator / 2**mono.weight_log2_denominator
+    assert lam_m * math.log(2) * delta_k <= 1.5 and lam_m == pytest.approx(2 * lam, rel=1e-9)
+    # tiny epsilon: weights round down towards uniform, never up
+    tiny = ExponentialMechanism(1.0, 1e-300)
+    assert tiny.weight_numerator == 0
+    c = tiny.select(np.tile([0.0, 5.0], (20_000, 1)), rng=stream("em-tiny"))
+    assert stats.binomtest(int((c == 1).sum()), c.size, 0.5).pvalue > ALPHA
 
 
 def test_exponential_mechanism_one_d_and_validation():

@@ -57,9 +57,28 @@ def test_different_seeds_differ_and_secure_sources_differ():
 
 def test_secure_source_replays_a_release_within_its_lifetime():
     src = NoiseSource()
-    x = src.stream(tree=0, depth=0, purpose="split").uint64(8)
-    y = src.stream(tree=0, depth=0, purpose="split").uint64(8)
-    np.testing.assert_array_equal(x, y)
+    first = src.stream(tree=0, depth=0, purpose="split")
+    x = first.uint64(8)
+    again = src.stream(tree=0, depth=0, purpose="split", replay=True)
+    np.testing.assert_array_equal(x, again.uint64(8))
+    assert again.stream_id == first.stream_id
+
+
+def test_stream_key_reuse_is_refused():
+    # reviewer's repro a8.py: the same key for two releases gave identical noise, silently
+    src = NoiseSource(SEED)
+    a = src.stream(purpose="leaf/grad", tree=0)
+    with pytest.raises(ValueError, match="already issued"):
+        src.stream(purpose="leaf/grad", tree=0)
+    with pytest.raises(ValueError, match="replay"):
+        src.stream(purpose="leaf/grad", tree=0, replay="yes")
+    b = src.stream(purpose="leaf/grad", tree=0, index=1)
+    assert a.stream_id != b.stream_id and len(a.stream_id) == 32
+    # another source (another process) replaying the same seed is not affected
+    c = NoiseSource(SEED).stream(purpose="leaf/grad", tree=0)
+    assert c.stream_id == a.stream_id
+    # the identifier reveals neither the key nor the noise
+    assert a.stream_id not in (a._key.hex(), a.uint64(4).tobytes().hex())
 
 
 def test_stream_counter_advances():

@@ -7,7 +7,15 @@ import pytest
 from scipy import stats
 
 from dpxgb_dask.privacy import NoiseSource
-from dpxgb_dask.privacy.samplers import bernoulli_exp_neg, discrete_gaussian, discrete_laplace, gumbel
+from dpxgb_dask.privacy.samplers import (
+    bernoulli_exp2_neg,
+    bernoulli_exp_neg,
+    bernoulli_ln2,
+    discrete_gaussian,
+    discrete_laplace,
+    exponential_choice_base2,
+    gumbel,
+)
 
 SEED = 2**128 + 99
 ALPHA = 1e-4  # per-test significance; all tests use fixed seeds, so they are deterministic
@@ -39,8 +47,12 @@ def binned_chisquare(samples, support, pmf, min_expected=20.0):
     return stats.chisquare(obs_bins, exp_bins).pvalue
 
 
-@pytest.mark.parametrize("num,den", [(0, 1), (1, 3), (1, 1), (5, 2), (36, 5), (2**40, 2**41 + 1), (3, 2**61)])
+@pytest.mark.parametrize(
+    "num,den", [(0, 1), (1, 3), (1, 1), (5, 2), (36, 5), (2**40, 2**41 + 1), (3, 2**61), (2**60, 2**61 + 1)]
+)
 def test_bernoulli_exp_neg_matches_exp(num, den):
+    # (2**60, 2**61 + 1): gamma ~ 1/2, so about 1/2 of the trials reach K = 2, where
+    # den * K >= 2**62 takes the split branch Bernoulli(num/den) AND Bernoulli(1/K)
     n = 100_000
     x = bernoulli_exp_neg(np.full(n, num), den, stream("bexp", num))
     p = math.exp(-num / den)
@@ -152,11 +164,73 @@ def test_discrete_gaussian_validates():
         discrete_gaussian(2**40, 1, 2, stream("x"))
 
 
-def test_gumbel_ks_and_range():
+def test_gumbel_ks_and_documented_truncation():
+    # gumbel() is kept for non-private uses only: its support is truncated to [-3.6, 36.7],
+    # which is why the exponential mechanism no longer uses it (see
+    # test_exponential_mechanism_far_behind_candidate_is_possible)
     g = gumbel((300, 400), stream("gumbel"))
     assert g.shape == (300, 400)
     assert stats.kstest(g.ravel(), stats.gumbel_r.cdf).pvalue > ALPHA
     assert np.isfinite(g).all() and g.min() > -3.7 and g.max() < 36.8
+    assert "not for DP" in gumbel.__doc__
+
+
+def test_bernoulli_ln2():
+    n = 100_000
+    x = bernoulli_ln2(n, stream("ln2"))
+    assert stats.binomtest(int(x.sum()), n, math.log(2)).pvalue > ALPHA
+    assert bernoulli_ln2(0, stream("ln2-0")).shape == (0,)
+
+
+@pytest.mark.parametrize("num,q", [(0, 3), (1, 1), (3, 2), (2**56 - 1, 56), (12345, 20)])
+def test_bernoulli_exp2_neg_matches_power_of_two(num, q):
+    n = 100_000
+    x = bernoulli_exp2_neg(np.full(n, num), q, stream("exp2", num))
+    p = 2.0 ** (-num / 2**q)
+    if p == 1.0:
+        assert x.all()
+    else:
+        assert stats.binomtest(int(x.sum()), n, p).pvalue > ALPHA
+    with pytest.raises(ValueError, match="numerator"):
+        bernoulli_exp2_neg([2**q], q, stream("x"))
+    with pytest.raises(ValueError, match="log2_denominator"):
+        bernoulli_exp2_neg([0], 57, stream("x"))
+
+
+@pytest.mark.parametrize("head_bits", [None, 1, 3])
+def test_exponential_choice_base2_chi_square(head_bits):
+    # head_bits=1 and 3 send most candidates through the tail path (unit slots, lazy coins)
+    d = np.array([0, 1, 2, 3, 5, 8, 13, 21, 34, 200])
+    num, q = 3, 2  # lambda = 3/4
+    n = 100_000
+    choice = exponential_choice_base2(np.tile(d, (n, 1)), num, q, stream("em2", head_bits or 0),
+                                      head_bits=head_bits)
+    p = 2.0 ** (-num * d / 2**q)
+    p /= p.sum()
+    counts = np.bincount(choice, minlength=d.size)
+    keep = p * n >= 20
+    expected = np.append(p[keep], p[~keep].sum()) * n
+    observed = np.append(counts[keep], counts[~keep].sum())
+    assert stats.chisquare(observed, expected).pvalue > ALPHA
+
+
+def test_exponential_choice_base2_mask_rows_and_validation():
+    d = np.array([[0, 0, 5], [3, 0, 0], [0, 0, 0]])
+    valid = np.array([[True, False, True], [False, True, True], [False, False, False]])
+    c = exponential_choice_base2(d, 1, 0, stream("em2-mask"), valid=valid)
+    assert c[0] in (0, 2) and c[1] in (1, 2) and c[2] == -1
+    uniform = exponential_choice_base2(np.tile([0, 50], (40_000, 1)), 0, 0, stream("em2-uniform"))
+    assert stats.binomtest(int(uniform.sum()), uniform.size, 0.5).pvalue > ALPHA
+    with pytest.raises(ValueError, match="distance"):
+        exponential_choice_base2(np.array([[-1, 0]]), 1, 0, stream("x"))
+    with pytest.raises(ValueError, match="distance"):
+        exponential_choice_base2(np.zeros((2, 2, 2), np.int64), 1, 0, stream("x"))
+    with pytest.raises(ValueError, match="numerator"):
+        exponential_choice_base2(np.zeros((1, 2), np.int64), -1, 0, stream("x"))
+    with pytest.raises(ValueError, match="log2_denominator"):
+        exponential_choice_base2(np.zeros((1, 2), np.int64), 1, 60, stream("x"))
+    with pytest.raises(ValueError, match="head_bits"):
+        exponential_choice_base2(np.zeros((1, 2), np.int64), 1, 0, stream("x"), head_bits=0)
 
 
 def test_samplers_reproduce_from_seed():
