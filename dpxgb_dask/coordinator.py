@@ -26,7 +26,7 @@ import numpy as np
 from . import decisions, ops
 from ._core.sketch import make_summary, query_cuts
 from .model import Booster, Tree
-from .privacy.accountants import get_accountant, privacy_report
+from .privacy.accountants import PLDAccountant, get_accountant, privacy_report
 from .privacy.ledger import Ledger
 from .privacy.mechanisms import LaplaceMechanism
 from .privacy.randomness import NoiseSource
@@ -216,6 +216,12 @@ def bounds_event(p, n_features):
 def calibrate_scale(params, n_features, rtol=1e-3):
     """The scale s whose schedule spends ``params.epsilon`` under ``params.accountant``.
 
+    ε(s) is increasing and close to a power law in s, so a safeguarded secant search
+    (Illinois) on (log s, log ε) converges in a few accountant calls. For PLD the search
+    uses a coarser discretisation (pessimistic, so its ε is an upper bound of the fine
+    one), and the result is then checked, and if needed shrunk, with the reporting
+    accountant: the returned s never spends more than the target.
+
     With ``dp_epsilon_per_tree`` (pure-ε methods only) s is that value and nothing is
     calibrated.
 
@@ -226,38 +232,72 @@ def calibrate_scale(params, n_features, rtol=1e-3):
     Raises
     ------
     BudgetError
-        The fixed releases (bounds estimate) alone exceed the total ε.
+        The target cannot be met (e.g. the bounds estimate alone spends it).
     """
     p = params
     if p.dp_epsilon_per_tree is not None:
         return float(p.dp_epsilon_per_tree)
-    accountant = get_accountant(p.accountant)
     target = p.epsilon
     if p.bounds_epsilon is not None and p.feature_bounds is None and p.bounds_epsilon >= target:
         raise BudgetError(f"bounds_epsilon={p.bounds_epsilon} leaves nothing of epsilon={target}")
+    final = get_accountant(p.accountant)
+    search = PLDAccountant(value_discretization_interval=1e-3) if p.accountant == "pld" else final
 
-    def spent(s):
-        return accountant.get_epsilon(ReleaseSchedule(p, n_features, s).ledger(), p.delta)
+    def log_excess(s, accountant):
+        eps = accountant.get_epsilon(ReleaseSchedule(p, n_features, s).ledger(), p.delta)
+        return math.log(eps / target) if eps > 0 else -math.inf
 
-    lo, hi = 1e-6, 1.0
-    while spent(hi) < target:
-        lo, hi = hi, hi * 4.0
-        if hi > 1e9:
-            raise BudgetError(f"epsilon={target} cannot be reached by this plan")
-    while spent(lo) > target:
-        hi, lo = lo, lo / 4.0
+    s = _solve_log(lambda s: log_excess(s, search), rtol)
+    if search is not final:
+        # Refine with the reporting accountant in a narrow bracket around the coarse answer.
+        s = _solve_log(lambda s: log_excess(s, final), rtol, start=s, step=1.05)
+    if log_excess(s, final) > 0.0:
+        raise BudgetError(f"could not calibrate the noise to epsilon={target}")
+    return s
+
+
+def _solve_log(f, rtol, start=1.0, step=8.0):
+    """Largest s with f(s) <= 0 (f increasing in s), to relative precision ``rtol``; the
+    bracket grows from ``start`` by factors of ``step``."""
+    lo, hi = start, start
+    f_lo = f_hi = f(start)
+    while f_lo > 0:
+        hi, f_hi = lo, f_lo
+        lo /= step
         if lo < 1e-12:
-            raise BudgetError(f"epsilon={target} is too small for the fixed releases of this "
-                              "plan (e.g. bounds_epsilon)")
+            raise BudgetError("epsilon is too small for the fixed releases of this plan "
+                              "(e.g. bounds_epsilon)")
+        f_lo = f(lo)
+    while f_hi <= 0:
+        lo, f_lo = hi, f_hi
+        hi *= step
+        if hi > 1e12:
+            raise BudgetError("epsilon cannot be reached by this plan")
+        f_hi = f(hi)
+    x_lo, x_hi = math.log(lo), math.log(hi)
+    side = 0
     for _ in range(100):
-        mid = math.sqrt(lo * hi)
-        if spent(mid) <= target:
-            lo = mid
-        else:
-            hi = mid
-        if hi / lo - 1.0 < rtol:
+        if x_hi - x_lo < rtol:
             break
-    return lo
+        if math.isfinite(f_lo) and math.isfinite(f_hi) and f_hi != f_lo:
+            x = x_hi - f_hi * (x_hi - x_lo) / (f_hi - f_lo)
+            x = min(max(x, x_lo + 0.1 * rtol), x_hi - 0.1 * rtol)
+        else:
+            x = 0.5 * (x_lo + x_hi)
+        fx = f(math.exp(x))
+        if fx <= 0:
+            x_lo, f_lo = x, fx
+            if side == -1:
+                f_hi /= 2.0  # Illinois: halve the stale end so the bracket shrinks from both
+            side = -1
+        else:
+            x_hi, f_hi = x, fx
+            if side == 1:
+                f_lo /= 2.0
+            side = 1
+        if abs(fx) < 0.25 * rtol and fx <= 0:
+            return math.exp(x)
+    return math.exp(x_lo)
 
 
 # -- candidates -------------------------------------------------------------------------------
@@ -497,7 +537,9 @@ class Coordinator:
                          args=(BOUNDS_N_EXPONENTS, BOUNDS_MIN_EXPONENT), name="dpxgb-bounds"),
             name="dpxgb-bounds-reduce")
         fields = bounds_event(p, self.n_features)
-        mech = LaplaceMechanism(fields["sensitivity"], fields["epsilon"])
+        # One row adds 1 to one bin of each feature: L1 sensitivity F over F coordinates.
+        mech = LaplaceMechanism(fields["sensitivity"], fields["epsilon"],
+                                coords_per_row=self.n_features)
         noisy = mech.release(counts, self._stream("bounds"))
         del counts
         self.ledger.record(**fields)
@@ -537,10 +579,12 @@ class Coordinator:
             await be.map(ops.clipped_label_sum, raw_parts, args=(y_offset, y_scale, lower),
                          name="dpxgb-init"), name="dpxgb-init-reduce")
         fields = schedule.event("init")
-        mech = LaplaceMechanism(1.0, fields["epsilon"])
-        noisy = mech.release(total, self._stream("init_score"))
+        # Two releases (count=2 in the ledger): the sum and the count, Δ = 1 each.
+        mech = LaplaceMechanism(1.0, fields["epsilon"], coords_per_row=1)
+        noisy_sum = mech.release(total[:1], self._stream("init_score/sum"))[0]
+        noisy_count = mech.release(total[1:], self._stream("init_score/count"))[0]
         self.ledger.record(**fields)
-        mean = noisy[0] / max(noisy[1], 1.0)
+        mean = noisy_sum / max(noisy_count, 1.0)
         if p.objective == "binary:logistic":
             prob = float(np.clip(mean, 0.01, 0.99))
             return float(np.log(prob / (1.0 - prob)))
@@ -558,7 +602,8 @@ class Coordinator:
             await be.map(ops.fine_histogram, raw_parts, args=(bounds, p.n_sketch_bins, weight),
                          name="dpxgb-sketch"), name="dpxgb-sketch-reduce")
         fields = schedule.event("sketch", n_parallel=p.n_sketch_bins)
-        mech = LaplaceMechanism(fields["sensitivity"] * weight, fields["epsilon"])
+        mech = LaplaceMechanism(fields["sensitivity"] * weight, fields["epsilon"],
+                                coords_per_row=self.n_features)
         noisy = mech.release(hist, self._stream("sketch"))
         del hist
         self.ledger.record(**fields)

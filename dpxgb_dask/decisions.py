@@ -190,8 +190,9 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     n_nodes, n_features, n_bins = sum_g.shape
     h_bound = hessian_bound if newton else 1.0
     sensitivity = float(np.sqrt(n_features * (gradient_bound**2 + h_bound**2)))
+    # Each of the two releases (G, then H) moves one bin of each feature per row.
     mechanism = GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
-                                  coords_per_row=2 * n_features)
+                                  coords_per_row=n_features)
     # Split the mechanism's σ over the two coordinates: one σ for G and H alike (spherical).
     noisy_g = mechanism.release(sum_g, rng_g)
     noisy_h = mechanism.release(sum_h, rng_h)
@@ -321,7 +322,7 @@ def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilo
     mechanism : LaplaceMechanism
     """
     exact = -sums[:, 0] / leaf_denominator(sums[:, 2], min_child_weight, reg_lambda)
-    mechanism = LaplaceMechanism(sensitivity, epsilon)
+    mechanism = LaplaceMechanism(sensitivity, epsilon, coords_per_row=1)  # a row is in one leaf
     return mechanism.release(np.clip(exact, -clip, clip), rng), mechanism
 
 
@@ -357,8 +358,10 @@ def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, 
     denominator = sums[:, 1] if newton else sums[:, 2]
     sigma_g = noise_multiplier * gradient_bound / np.sqrt(1.0 - ratio)
     sigma_h = noise_multiplier * h_bound / np.sqrt(ratio)
-    noisy_g = GaussianMechanism(gradient_bound, sigma=sigma_g).release(sums[:, 0], rng_g)
-    noisy_h = GaussianMechanism(h_bound, sigma=sigma_h).release(denominator, rng_h)
+    noisy_g = GaussianMechanism(gradient_bound, sigma=sigma_g, coords_per_row=1).release(
+        sums[:, 0], rng_g)
+    noisy_h = GaussianMechanism(h_bound, sigma=sigma_h, coords_per_row=1).release(
+        denominator, rng_h)
     values = np.where(noisy_h < 0, 0.0,
                       -noisy_g / leaf_denominator(noisy_h, min_child_weight, reg_lambda))
     return np.clip(values, -leaf_bound, leaf_bound), noisy_g, noisy_h
@@ -383,8 +386,8 @@ def noisy_average_leaves(sums, reg_lambda, min_child_weight, gradient_bound, eps
     values : ndarray of float64, shape (n_leaves,)
     mechanisms : tuple of LaplaceMechanism
     """
-    mech_g = LaplaceMechanism(gradient_bound, epsilon_sum)
-    mech_n = LaplaceMechanism(1.0, epsilon_count)
+    mech_g = LaplaceMechanism(gradient_bound, epsilon_sum, coords_per_row=1)
+    mech_n = LaplaceMechanism(1.0, epsilon_count, coords_per_row=1)
     noisy_g = mech_g.release(sums[:, 0], rng_g)
     noisy_n = mech_n.release(sums[:, 2], rng_n)
     values = np.where(noisy_n < 0, 0.0,

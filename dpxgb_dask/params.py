@@ -105,14 +105,19 @@ class TrainParams:
         Threads of the kernels in each task.
     """
 
+    # The default (no preset) is the combination that measured best on Adult at ε = 1
+    # (benchmarks/accuracy.py; README "Default"): data-independent random splits on one
+    # feature per tree (t mod m, as S-BDT), iterative-Hessian candidates (Maddock), Newton
+    # leaves from one Gaussian release of (G, H) per tree with Maddock's noise split
+    # r = h*²/(g*² + h*²), a DP initial score, and PLD accounting.
     objective: str = "binary:logistic"
     n_estimators: int = 100
     max_depth: int = 6
-    learning_rate: float = 0.1
-    reg_lambda: float = 10.0
+    learning_rate: float = 0.3
+    reg_lambda: float = 1.0
     subsample: float = 1.0
     min_child_weight: float = 0.0
-    max_bin: int = 32
+    max_bin: int = 64
     epsilon: float | None = 1.0
     delta: float = 1e-6
     dp_epsilon_per_tree: float | None = None
@@ -121,18 +126,18 @@ class TrainParams:
     bounds_epsilon: float | None = None
     split_method: str = "random"
     feature_selection: str = "cyclic"
-    split_candidates: str = "uniform"
+    split_candidates: str = "iterative_hessian"
     leaf_method: str = "gaussian"
-    leaf_noise_ratio: float = 0.1
+    leaf_noise_ratio: float = 1.0 / 17.0
     newton: bool = True
-    gradient_bound: float = 0.5
+    gradient_bound: float = 1.0
     hessian_bound: float = 0.25
     gradient_rule: str = "clip"
     leaf_bound: float = 2.0
     leaf_clipping: str = "constant"
     gain_sensitivity: str = "dp-xgboost"
     budget_shares: object = None
-    init_score: str = "zero"
+    init_score: str = "dp_mean"
     n_sketch_bins: int = 1024
     iterative_hessian_rounds: int = 5
     batch_size: int = 1
@@ -191,13 +196,15 @@ PRESET_PARAMS = {
         init_score="zero", accountant="basic", ensemble_size=50,
     ),
     # Maddock et al. (CCS'22), best family "DP-TR Newton IH": totally random splits, Newton
-    # leaves from a Gaussian release of (G, H) (spherical), iterative-Hessian candidates
+    # leaves from a Gaussian release of (G, H) with equal noise on both coordinates (their
+    # spherical vector mechanism, Δ2 = sqrt(g*² + h*²): r = h*²/(g*² + h*²) = 1/17 in the
+    # leaf-balanced parametrisation of decisions.gaussian_leaves), iterative-Hessian candidates
     # (5 rounds, 32 candidates), depth 4, η=0.3, λ=1, |w|<=2, g*=1, h*=1/4, RDP accounting.
     "maddock": dict(
         n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0, subsample=1.0,
         min_child_weight=0.0, max_bin=33, split_method="random", feature_selection="random",
         split_candidates="iterative_hessian", iterative_hessian_rounds=5, leaf_method="gaussian",
-        leaf_noise_ratio=0.5, newton=True, gradient_bound=1.0, hessian_bound=0.25,
+        leaf_noise_ratio=1.0 / 17.0, newton=True, gradient_bound=1.0, hessian_bound=0.25,
         gradient_rule="clip", leaf_bound=2.0, leaf_clipping="constant",
         budget_shares={"sketch": 1, "leaf": 1}, init_score="zero", accountant="rdp",
     ),
@@ -214,11 +221,15 @@ PRESET_PARAMS = {
     ),
 }
 
+#: Regression variant of the default: squared error has h = 1, so Newton and gradient
+#: steps coincide; count denominators (bound 1) avoid clipping h to hessian_bound.
+DEFAULT_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5)
+
 #: Regression variants of the presets (the papers' regression settings).
 PRESET_REGRESSION_OVERRIDES = {
     "dp-xgboost": dict(),
     "dpboost": dict(),
-    "maddock": dict(newton=False, gradient_bound=1.0),
+    "maddock": dict(newton=False, gradient_bound=1.0, leaf_noise_ratio=0.5),
     # S-BDT Abalone (ε=0.1..0.3 rows): depth 2, λ=15, g*=0.3, r=0.3, γ=0.1, 10% DP init.
     "s-bdt": dict(n_estimators=100, max_depth=2, reg_lambda=15.0, gradient_bound=0.3,
                   leaf_noise_ratio=0.3, subsample=0.1, newton=False, init_score="dp_mean",
@@ -295,6 +306,8 @@ def resolve_params(objective, preset=None, **explicit):
     if unknown:
         raise ValueError(f"unknown parameters {unknown}; allowed: {sorted(known)}")
     values = {"objective": objective}
+    if preset is None and objective == "reg:squarederror":
+        values.update(DEFAULT_REGRESSION_OVERRIDES)
     if preset is not None:
         _check_choice("preset", preset, PRESETS)
         values.update(PRESET_PARAMS[preset])
@@ -309,9 +322,9 @@ def resolve_params(objective, preset=None, **explicit):
     if params.dp_epsilon_per_tree is not None and params.epsilon is not None \
             and "epsilon" in given and given["epsilon"] is not None:
         raise ValueError("give either epsilon (a total) or dp_epsilon_per_tree, not both")
-    if objective == "reg:squarederror" and params.init_score == "dp_mean" \
-            and params.label_bounds is None:
-        raise ValueError("init_score='dp_mean' needs label_bounds")
+    if objective == "reg:squarederror" and params.label_bounds is None:
+        raise ValueError("label_bounds is required for regression: give the public (lo, hi) "
+                         "range of the label")
     return params
 
 
