@@ -8,7 +8,9 @@ The coordinator (``coordinator.py``) is written against one small asynchronous i
                                   handle per partition;
 ``reduce_gather(handles, name)``  sum the per-partition results (on the workers) and bring the
                                   single total to the coordinator;
-``release(handles)``              drop results that are no longer needed.
+``release(handles)``              drop results that are no longer needed;
+``span(*tags)``                   a context naming the tasks submitted inside it (Dask's
+                                  dashboard groups them per tree and per depth).
 
 :class:`DaskBackend` runs inside the scheduler process with an asynchronous client: tasks
 are pinned to the workers that hold each partition (found with ``who_has``), partial
@@ -17,6 +19,7 @@ gathered, by the coordinator. :class:`LocalBackend` runs the same calls in-proce
 list of partitions; the tests use it to check the algorithm without a cluster.
 """
 import asyncio
+from contextlib import nullcontext
 import uuid
 
 from . import ops
@@ -59,6 +62,10 @@ class LocalBackend:
 
     def release(self, handles):
         """Nothing to do: local results are plain objects, freed when unreferenced."""
+
+    def span(self, *tags):
+        """No dashboard here: a context that does nothing."""
+        return nullcontext()
 
     async def run_cpu(self, fn, *args):
         return fn(*args)
@@ -104,8 +111,11 @@ class DaskBackend:
         return workers
 
     def _key(self, name, i):
+        """``(name-token-counter, i)``: the dashboard's task prefix is the operation (the
+        words of ``name`` before ``tree3``...), and each call is its own task group, which
+        is what ``distributed.span`` attaches to a span."""
         self._counter += 1
-        return f"{name}-{self._token}-{self._counter}-{i}"
+        return (f"{name}-{self._token}-{self._counter}", i)
 
     async def map(self, fn, *columns, args=(), name="task"):
         return [
@@ -147,6 +157,12 @@ class DaskBackend:
     def release(self, handles):
         for h in handles:
             h.release()
+
+    def span(self, *tags):
+        """``distributed.span``: the dashboard shows the tasks inside per span."""
+        from distributed import span
+
+        return span(*tags)
 
     async def run_cpu(self, fn, *args):
         """Run CPU work off the scheduler's event loop."""

@@ -451,34 +451,35 @@ class Coordinator:
             t0 = time.perf_counter()
             batch_start = (t // p.batch_size) * p.batch_size
             batch_len = min(p.batch_size, p.n_estimators - batch_start)
-            key, interval = self._tree_rows(t)
-            states = await be.map(ops.start_tree, binned, margins,
-                                  args=(p.objective, key, interval, p.gradient_bound,
-                                        p.gradient_rule, p.hessian_bound if p.newton else 1.0),
-                                  name=f"dpxgb-tree{t}-gradients")
-            if t < schedule.ih_rounds:
-                cuts = await self._refresh_candidates(t, binned, states, schedule, cuts, bounds)
-                new_binned = await be.map(ops.rebin_part, binned, raw_parts,
-                                          args=(bounds, cuts, p.n_threads),
-                                          name=f"dpxgb-tree{t}-rebin")
-                be.release(binned)
-                binned = new_binned
-                n_cuts = np.array([len(c) for c in cuts])
-            tree, n_leaves = await self._grow_tree(t, binned, states, cuts, n_cuts, schedule)
-            be.release(states)
-            shrink = p.learning_rate / batch_len
-            for node in tree.leaves:
-                tree.leaves[node] *= shrink
-            booster.append_tree(tree)
-            new_pending = await be.map(ops.update_margin, binned, pending,
-                                       args=([tree.to_arrays()], p.n_threads),
-                                       name=f"dpxgb-tree{t}-margins")
-            if pending is not margins:
-                be.release(pending)
-            pending = new_pending
-            if t == batch_start + batch_len - 1:
-                be.release(margins)
-                margins = pending
+            with be.span("dpxgb", f"tree-{t}"):
+                key, interval = self._tree_rows(t)
+                states = await be.map(ops.start_tree, binned, margins,
+                                      args=(p.objective, key, interval, p.gradient_bound,
+                                            p.gradient_rule, p.hessian_bound if p.newton else 1.0),
+                                      name=f"dpxgb-gradients-tree{t}")
+                if t < schedule.ih_rounds:
+                    cuts = await self._refresh_candidates(t, binned, states, schedule, cuts, bounds)
+                    new_binned = await be.map(ops.rebin_part, binned, raw_parts,
+                                              args=(bounds, cuts, p.n_threads),
+                                              name=f"dpxgb-rebin-tree{t}")
+                    be.release(binned)
+                    binned = new_binned
+                    n_cuts = np.array([len(c) for c in cuts])
+                tree, n_leaves = await self._grow_tree(t, binned, states, cuts, n_cuts, schedule)
+                be.release(states)
+                shrink = p.learning_rate / batch_len
+                for node in tree.leaves:
+                    tree.leaves[node] *= shrink
+                booster.append_tree(tree)
+                new_pending = await be.map(ops.update_margin, binned, pending,
+                                           args=([tree.to_arrays()], p.n_threads),
+                                           name=f"dpxgb-margins-tree{t}")
+                if pending is not margins:
+                    be.release(pending)
+                pending = new_pending
+                if t == batch_start + batch_len - 1:
+                    be.release(margins)
+                    margins = pending
             self.timings["tree"].append(time.perf_counter() - t0)
             spent = get_accountant("basic").get_epsilon(self.ledger, p.delta)
             self._publish({"event": "tree", "tree": t, "n_trees": p.n_estimators,
@@ -615,7 +616,7 @@ class Coordinator:
         be = self.backend
         hist = await be.reduce_gather(
             await be.map(ops.level_histograms, binned, states, args=([0], None, None, p.n_threads),
-                         name=f"dpxgb-tree{t}-ih-histogram"), name=f"dpxgb-tree{t}-ih-reduce")
+                         name=f"dpxgb-ih-histogram-tree{t}"), name=f"dpxgb-ih-reduce-tree{t}")
         fields = schedule.event("sketch", tree=t, n_parallel=p.max_bin + 1)
         from .privacy.mechanisms import GaussianMechanism
 
@@ -662,37 +663,16 @@ class Coordinator:
             t_level = time.perf_counter()
             if open_nodes.size == 0:
                 break
-            if p.split_method == "random":
-                splits = decisions.random_splits(open_nodes, ranges, n_cuts, p.feature_selection,
-                                                 t, self._stream("split", tree=t, depth=d))
-            else:
-                bytes_before = be.bytes_gathered
-                previous_column = previous if previous is not None else [None] * be.n_partitions
-                local = await be.map(_level_histograms_task, binned, states, previous_column,
-                                     args=(open_nodes, previous_nodes, p.n_threads),
-                                     name=f"dpxgb-tree{t}-depth{d}-histograms")
-                exact = await be.reduce_gather(local, name=f"dpxgb-tree{t}-depth{d}-reduce")
-                self.timings["bytes_per_level"].append(be.bytes_gathered - bytes_before)
-                splits = await be.run_cpu(self._release_splits, t, d, open_nodes, exact,
-                                          n_cuts, schedule)
-                del exact
-                if previous is not None:
-                    be.release(previous)
-                previous, previous_nodes = local, open_nodes
+            with be.span(f"depth-{d}"):
+                splits, states, previous, previous_nodes = await self._grow_level(
+                    t, d, binned, states, open_nodes, ranges, n_cuts, previous, previous_nodes,
+                    schedule)
             for i, node in enumerate(open_nodes):
                 if splits.is_split[i]:
                     tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
                                    splits.missing_left[i])
                 else:
                     closed.append(int(node))
-            if p.split_method != "random":
-                is_split, feature, split_bin, missing_left = splits.as_heap_arrays()
-                new_states = await be.map(ops.route_rows, binned, states,
-                                          args=(is_split, feature, split_bin, missing_left,
-                                                p.n_threads),
-                                          name=f"dpxgb-tree{t}-depth{d}-route")
-                be.release(states)
-                states = new_states
             ranges = decisions.child_ranges(ranges, splits)
             children = []
             for node in open_nodes[splits.is_split]:
@@ -711,12 +691,45 @@ class Coordinator:
         sums = await be.reduce_gather(
             await be.map(ops.tree_leaf_sums, binned, states,
                          args=(index_arrays, leaves.size, p.n_threads),
-                         name=f"dpxgb-tree{t}-leaf-sums"), name=f"dpxgb-tree{t}-leaf-reduce")
+                         name=f"dpxgb-leaf-sums-tree{t}"), name=f"dpxgb-leaf-reduce-tree{t}")
         values = await be.run_cpu(self._release_leaves, t, sums, schedule)
         del sums
         for node, value in zip(leaves, values):
             tree.add_leaf(node, value)
         return tree, leaves.size
+
+    async def _grow_level(self, t, d, binned, states, open_nodes, ranges, n_cuts, previous,
+                          previous_nodes, schedule):
+        """Split decisions of one level (one DP release, or data-independent choices), and
+        the rows routed to the children."""
+        p = self.params
+        be = self.backend
+        if p.split_method == "random":
+            splits = decisions.random_splits(open_nodes, ranges, n_cuts, p.feature_selection,
+                                             t, self._stream("split", tree=t, depth=d))
+        else:
+            bytes_before = be.bytes_gathered
+            previous_column = previous if previous is not None else [None] * be.n_partitions
+            local = await be.map(_level_histograms_task, binned, states, previous_column,
+                                 args=(open_nodes, previous_nodes, p.n_threads),
+                                 name=f"dpxgb-histograms-tree{t}-depth{d}")
+            exact = await be.reduce_gather(local, name=f"dpxgb-reduce-tree{t}-depth{d}")
+            self.timings["bytes_per_level"].append(be.bytes_gathered - bytes_before)
+            splits = await be.run_cpu(self._release_splits, t, d, open_nodes, exact,
+                                      n_cuts, schedule)
+            del exact
+            if previous is not None:
+                be.release(previous)
+            previous, previous_nodes = local, open_nodes
+            # Data-dependent splits: route the rows now, the next level needs them.
+            is_split, feature, split_bin, missing_left = splits.as_heap_arrays()
+            new_states = await be.map(ops.route_rows, binned, states,
+                                      args=(is_split, feature, split_bin, missing_left,
+                                            p.n_threads),
+                                      name=f"dpxgb-route-tree{t}-depth{d}")
+            be.release(states)
+            states = new_states
+        return splits, states, previous, previous_nodes
 
     def _release_splits(self, t, d, nodes, exact, n_cuts, schedule):
         p = self.params

@@ -214,3 +214,18 @@ def test_embedded_cluster_when_no_client(seed, classification_data):
     assert booster.n_trees == SMALL["n_estimators"]
     with pytest.raises(ValueError):
         default_client()
+
+
+def test_dashboard_spans_per_tree_and_depth(client, seed, classification_data):
+    X, y, bounds = classification_data
+    train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+           "split_method": "noisy_histogram", "n_estimators": 2, "max_depth": 2}, X, y,
+          client=client)
+
+    def spans_and_prefixes(dask_scheduler=None):
+        spans = {" / ".join(s.name) for s in dask_scheduler.extensions["spans"].spans.values()}
+        return spans, set(dask_scheduler.task_prefixes)
+
+    spans, prefixes = client.run_on_scheduler(spans_and_prefixes)
+    assert {"dpxgb / tree-1", "dpxgb / tree-1 / depth-1"} <= spans
+    assert {"dpxgb-histograms", "dpxgb-route", "dpxgb-leaf-sums"} <= prefixes
