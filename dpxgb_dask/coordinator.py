@@ -20,6 +20,7 @@ One fit::
 from dataclasses import dataclass
 import math
 import time
+import warnings
 
 import numpy as np
 
@@ -38,6 +39,12 @@ BOUNDS_MIN_EXPONENT = -20
 BOUNDS_N_EXPONENTS = 64
 #: Probability that the DP bounds estimate is wider than needed because of noise alone.
 BOUNDS_FAILURE_PROBABILITY = 0.01
+#: Bounds of a feature whose DP estimate found nothing above the noise.
+DEFAULT_UNRESOLVED_BOUNDS = (-1.0, 1.0)
+
+
+class DPBoundsWarning(UserWarning):
+    """The DP feature-bounds estimate fell back to a public default for some features."""
 
 _PURE = ("laplace", "exponential")
 
@@ -557,14 +564,21 @@ class Coordinator:
         lower[:k], upper[:k] = -(2.0 ** (e[::-1] + 1)), -(2.0 ** e[::-1])
         lower[k], upper[k] = -(2.0**BOUNDS_MIN_EXPONENT), 2.0**BOUNDS_MIN_EXPONENT
         bounds = np.empty((self.n_features, 2))
+        unresolved = []
         for f in range(self.n_features):
             above = np.flatnonzero(noisy[f] > threshold)
             if above.size == 0:
-                raise BudgetError(
-                    f"bounds_epsilon={p.bounds_epsilon} is too small to estimate the bounds of "
-                    f"feature {f} (no magnitude bin clears the noise); give feature_bounds or "
-                    "a larger bounds_epsilon")
-            bounds[f] = lower[above[0]], upper[above[-1]]
+                # Post-processing of the DP counts: nothing clears the noise (a feature that is
+                # mostly missing, or too small a budget): fall back to a public default.
+                unresolved.append(f)
+                bounds[f] = DEFAULT_UNRESOLVED_BOUNDS
+            else:
+                bounds[f] = lower[above[0]], upper[above[-1]]
+        if unresolved:
+            warnings.warn(f"the DP bounds estimate found no magnitude above the noise for "
+                          f"features {unresolved}; they use the public default range "
+                          f"{DEFAULT_UNRESOLVED_BOUNDS}. Give feature_bounds or a larger "
+                          "bounds_epsilon.", DPBoundsWarning, stacklevel=2)
         self._publish({"event": "bounds", "epsilon": p.bounds_epsilon})
         return bounds
 
@@ -602,8 +616,9 @@ class Coordinator:
         hist = await be.reduce_gather(
             await be.map(ops.fine_histogram, raw_parts, args=(bounds, p.n_sketch_bins, weight),
                          name="dpxgb-sketch"), name="dpxgb-sketch-reduce")
-        fields = schedule.event("sketch", n_parallel=p.n_sketch_bins)
-        mech = LaplaceMechanism(fields["sensitivity"] * weight, fields["epsilon"],
+        fields = schedule.event("sketch", n_parallel=p.n_sketch_bins,
+                                sensitivity=self.n_features * weight)
+        mech = LaplaceMechanism(fields["sensitivity"], fields["epsilon"],
                                 coords_per_row=self.n_features)
         noisy = mech.release(hist, self._stream("sketch"))
         del hist
@@ -640,6 +655,9 @@ class Coordinator:
             total = 1.0 - (1.0 - eta) ** size
             lo = (1.0 - (1.0 - eta) ** k) / total
             hi = (1.0 - (1.0 - eta) ** (k + 1)) / total if k + 1 < size else 1.0
+            if not (0.0 <= lo <= hi <= 1.0):
+                raise AssertionError(f"ensemble row interval ({lo}, {hi}) of tree {t} is not "
+                                     "inside [0, 1]: the trees would not be disjoint")
             if e not in self._ensemble_keys:
                 # One key per ensemble: its trees take disjoint intervals of the same numbers.
                 self._ensemble_keys[e] = self._key128("ensemble_rows", tree=e)
@@ -751,6 +769,11 @@ class Coordinator:
         n_leaves = sums.shape[0]
         if p.leaf_method == "gaussian":
             fields = schedule.event("leaf", tree=t, n_parallel=n_leaves)
+            sigma_g, sigma_h = decisions.leaf_balanced_sigmas(
+                fields["noise_multiplier"], p.gradient_bound,
+                p.hessian_bound if p.newton else 1.0, p.leaf_noise_ratio)
+            fields["note"] = (f"whitened pair: sigma_G={sigma_g:.6g} on the gradient sums, "
+                              f"sigma_H={sigma_h:.6g} on the {'hessian sums' if p.newton else 'counts'}")
             values, _, _ = decisions.gaussian_leaves(
                 sums, p.newton, p.reg_lambda, p.min_child_weight, p.gradient_bound,
                 p.hessian_bound, fields["noise_multiplier"], p.leaf_noise_ratio, p.leaf_bound,

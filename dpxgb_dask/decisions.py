@@ -9,6 +9,7 @@ Split candidates of a feature ``f`` with ``k_f`` cuts are the thresholds ``t = 0
 ("bin <= t goes left") times the direction of missing values (left, right).
 """
 from dataclasses import dataclass
+import math
 
 import numpy as np
 
@@ -51,6 +52,16 @@ class LevelSplits:
         split_bin[self.nodes] = self.bin_threshold
         missing_left[self.nodes] = self.missing_left
         return is_split, feature, split_bin, missing_left
+
+
+def _ratio(numerator, denominator):
+    """``numerator / denominator``, with 0 where the denominator is not positive (0/0 := 0,
+    the limit the sensitivity bounds use for empty nodes when λ = 0)."""
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.asarray(denominator, dtype=np.float64)
+    out = np.zeros(np.broadcast(numerator, denominator).shape)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
 
 
 # -- split candidates and gains ---------------------------------------------------------------
@@ -105,15 +116,15 @@ def split_gains(sum_g, sum_h, reg_lambda):
     hl = np.cumsum(sum_h[..., :-1], axis=-1)
     g_tot = gl[..., -1:] + g_miss
     h_tot = hl[..., -1:] + h_miss
-    parent = g_tot**2 / (np.maximum(h_tot, 0.0) + reg_lambda)
+    parent = _ratio(g_tot**2, np.maximum(h_tot, 0.0) + reg_lambda)
     gains = np.empty(gl.shape + (2,))
     for missing_left in (0, 1):
         g_left = gl + missing_left * g_miss
         h_left = hl + missing_left * h_miss
         g_right, h_right = g_tot - g_left, h_tot - h_left
         gains[..., missing_left] = (
-            g_left**2 / (np.maximum(h_left, 0.0) + reg_lambda)
-            + g_right**2 / (np.maximum(h_right, 0.0) + reg_lambda)
+            _ratio(g_left**2, np.maximum(h_left, 0.0) + reg_lambda)
+            + _ratio(g_right**2, np.maximum(h_right, 0.0) + reg_lambda)
             - parent
         )
     return gains
@@ -190,9 +201,9 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     n_nodes, n_features, n_bins = sum_g.shape
     h_bound = hessian_bound if newton else 1.0
     sensitivity = float(np.sqrt(n_features * (gradient_bound**2 + h_bound**2)))
-    # Each of the two releases (G, then H) moves one bin of each feature per row.
+    # One row moves one bin of each feature in G and in H: 2F coordinates of the pair.
     mechanism = GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
-                                  coords_per_row=n_features)
+                                  coords_per_row=2 * n_features)
     # Split the mechanism's σ over the two coordinates: one σ for G and H alike (spherical).
     noisy_g = mechanism.release(sum_g, rng_g)
     noisy_h = mechanism.release(sum_h, rng_h)
@@ -285,20 +296,38 @@ def leaf_denominator(noisy_h, min_child_weight, reg_lambda):
 def laplace_leaf_sensitivity(gradient_bound, reg_lambda, min_child_weight, leaf_bound):
     """L1 sensitivity of one leaf value ``V = -G / (max(n, N) + λ)`` (counts, |g| <= g*).
 
-    Adding a row to a leaf of n rows either leaves the floor in force (n + 1 <= N: the
-    denominator is unchanged and V moves by at most g*/(N + λ)) or moves the denominator
-    from max(n, N) + λ to n + 1 + λ >= floor(N) + 1 + λ, when |ΔV| <= 2g*/(floor(N) + 1 + λ)
-    (the DP-XGBoost bound, eq. (7), with N_min = floor(N)). Clipping V to ±leaf_bound
-    caps it at 2·leaf_bound. Holds for every n, so no count is ever read.
+    Adding a row of gradient g to a leaf of n rows (|G| <= g* n) moves V by:
+
+    * floor in force (n + 1 <= N): ``|g| / (N + λ) <= g* / (N + λ)``;
+    * no floor (n >= N): ``|G - g (n + λ)| / ((n + λ)(n + 1 + λ)) <=
+      g* (2n + λ) / ((n + λ)(n + 1 + λ))`` (DPBoost Lemma 2 gives g*/(1 + λ) at N = 0),
+      which decreases in n from n = 1, so its maximum is at n = max(ceil(N), 0) or 1;
+    * crossing (n < N < n + 1): ``|G (N - n - 1) + g (N + λ)| / ((N + λ)(n + 1 + λ)) <=
+      g* (n (n + 1 - N) + N + λ) / ((N + λ)(n + 1 + λ))``.
+
+    The maximum over these holds for every n, so no count is ever read; clipping V to
+    ±leaf_bound caps it at 2·leaf_bound. With N = 50, λ = 0.1 it is DP-XGBoost's
+    2g*/(N + 1 + λ) (eq. (7)) up to the λ term.
 
     Returns
     -------
     float
     """
-    n_min = float(min_child_weight)
-    moved = 2.0 * gradient_bound / (np.floor(n_min) + 1.0 + reg_lambda)
-    floored = gradient_bound / (n_min + reg_lambda) if n_min >= 1.0 else 0.0
-    return float(min(max(moved, floored), 2.0 * leaf_bound))
+    g, lam, n_min = float(gradient_bound), float(reg_lambda), float(min_child_weight)
+
+    def unfloored(n):
+        return g * (2 * n + lam) / ((n + lam) * (n + 1 + lam)) if n + lam > 0 else g / (1 + lam)
+
+    candidates = []
+    if n_min >= 1.0:
+        candidates.append(g / (n_min + lam))
+    n0 = max(int(math.ceil(n_min)), 0)
+    candidates.extend([unfloored(n0), unfloored(max(n0, 1))])
+    n_cross = int(math.floor(n_min))
+    if n_cross < n_min:
+        candidates.append(g * (n_cross * (n_cross + 1 - n_min) + n_min + lam)
+                          / ((n_min + lam) * (n_cross + 1 + lam)))
+    return float(min(max(candidates), 2.0 * leaf_bound))
 
 
 def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilon, rng):
@@ -321,9 +350,15 @@ def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilo
     values : ndarray of float64, shape (n_leaves,)
     mechanism : LaplaceMechanism
     """
-    exact = -sums[:, 0] / leaf_denominator(sums[:, 2], min_child_weight, reg_lambda)
+    exact = _ratio(-sums[:, 0], leaf_denominator(sums[:, 2], min_child_weight, reg_lambda))
     mechanism = LaplaceMechanism(sensitivity, epsilon, coords_per_row=1)  # a row is in one leaf
     return mechanism.release(np.clip(exact, -clip, clip), rng), mechanism
+
+
+def leaf_balanced_sigmas(noise_multiplier, gradient_bound, h_bound, ratio):
+    """``(σ_G, σ_H) = (z g* / sqrt(1 - r), z h* / sqrt(r))`` (see :func:`gaussian_leaves`)."""
+    return (float(noise_multiplier * gradient_bound / np.sqrt(1.0 - ratio)),
+            float(noise_multiplier * h_bound / np.sqrt(ratio)))
 
 
 def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, hessian_bound,
@@ -356,14 +391,13 @@ def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, 
     """
     h_bound = hessian_bound if newton else 1.0
     denominator = sums[:, 1] if newton else sums[:, 2]
-    sigma_g = noise_multiplier * gradient_bound / np.sqrt(1.0 - ratio)
-    sigma_h = noise_multiplier * h_bound / np.sqrt(ratio)
+    sigma_g, sigma_h = leaf_balanced_sigmas(noise_multiplier, gradient_bound, h_bound, ratio)
     noisy_g = GaussianMechanism(gradient_bound, sigma=sigma_g, coords_per_row=1).release(
         sums[:, 0], rng_g)
     noisy_h = GaussianMechanism(h_bound, sigma=sigma_h, coords_per_row=1).release(
         denominator, rng_h)
     values = np.where(noisy_h < 0, 0.0,
-                      -noisy_g / leaf_denominator(noisy_h, min_child_weight, reg_lambda))
+                      _ratio(-noisy_g, leaf_denominator(noisy_h, min_child_weight, reg_lambda)))
     return np.clip(values, -leaf_bound, leaf_bound), noisy_g, noisy_h
 
 
@@ -391,5 +425,5 @@ def noisy_average_leaves(sums, reg_lambda, min_child_weight, gradient_bound, eps
     noisy_g = mech_g.release(sums[:, 0], rng_g)
     noisy_n = mech_n.release(sums[:, 2], rng_n)
     values = np.where(noisy_n < 0, 0.0,
-                      -noisy_g / leaf_denominator(noisy_n, min_child_weight, reg_lambda))
+                      _ratio(-noisy_g, leaf_denominator(noisy_n, min_child_weight, reg_lambda)))
     return np.clip(values, -leaf_bound, leaf_bound), (mech_g, mech_n)

@@ -19,10 +19,22 @@ MODEL_FORMAT_NAME = "dpxgb_dask.booster"
 
 OBJECTIVES = ("reg:squarederror", "binary:logistic")
 
+#: Node fields of the trees while they are grown (``Tree.to_arrays``): bin thresholds index
+#: the cuts the tree was grown with (iterative-Hessian candidates change between trees).
+_TREE_FIELDS = {
+    "feature": np.int32,
+    "bin_threshold": np.uint8,
+    "threshold": np.float64,
+    "missing_left": np.uint8,
+    "left": np.int32,
+    "right": np.int32,
+    "value": np.float64,
+}
+
+#: Node fields of the saved forest: raw thresholds only, valid whatever the cuts were.
 _NODE_FIELDS = {
     # name: dtype of the flat node arrays (one entry per node of every tree)
     "feature": np.int32,
-    "bin_threshold": np.uint8,
     "threshold": np.float64,
     "missing_left": np.uint8,
     "left": np.int32,
@@ -60,14 +72,14 @@ class Tree:
         Returns
         -------
         dict of ndarray
-            The node fields of ``_NODE_FIELDS``, indices local to this tree.
+            The node fields of ``_TREE_FIELDS``, indices local to this tree.
         """
         ids = sorted(set(self.splits) | set(self.leaves))
         if not ids or ids[0] != 0:
             raise ValueError("a tree needs a root (heap id 0)")
         index = {node: i for i, node in enumerate(ids)}
         n = len(ids)
-        arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in _NODE_FIELDS.items()}
+        arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in _TREE_FIELDS.items()}
         for node, i in index.items():
             if node in self.splits:
                 feature, bin_threshold, missing_left = self.splits[node]

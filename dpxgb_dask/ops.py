@@ -145,8 +145,8 @@ def make_part(X, y, objective, label_bounds=None):
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
     if X.shape[0] != y.shape[0]:
-        raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} "
-                         f"and {y.shape[0]}")
+        # No counts in the message: for data that lives only in the cluster they are private.
+        raise ValueError("X and y must have the same number of rows in every partition")
     if np.isinf(X).any():
         raise ValueError("X holds infinite values; use NaN for missing values")
     if np.isnan(y).any():

@@ -390,6 +390,9 @@ def validate(p):
         raise ValueError("newton=True needs split_method in ('random', 'noisy_histogram') and "
                          "leaf_method='gaussian': the exponential-mechanism gain and the "
                          "Laplace leaf sensitivities hold for row counts (newton=False) only")
+    if p.ensemble_size is not None and not p.learning_rate < 1.0:
+        raise ValueError("ensemble_size needs learning_rate < 1: DPBoost's disjoint row shares "
+                         "η(1-η)^k / (1-(1-η)^T) are defined for 0 < η < 1")
     if p.ensemble_size is not None and p.subsample < 1.0:
         raise ValueError("ensemble_size (disjoint rows per tree) and subsample < 1 cannot be "
                          "combined; set subsample=1.0")

@@ -81,19 +81,21 @@ def test_random_splits_respect_reachable_ranges():
     assert np.all(cyclic.feature == 1)  # tree 4 -> feature 4 mod 3
 
 
-def test_laplace_leaf_sensitivity_holds_by_brute_force():
-    """|V(D) - V(D + row)| <= ΔV for every leaf size n and extreme gradients."""
-    for n_min, lam in itertools.product([0.0, 0.5, 1.0, 3.0, 50.0], [0.1, 1.0]):
+def test_laplace_leaf_sensitivity_holds_and_is_tight_by_brute_force():
+    """|V(D) - V(D + row)| <= ΔV for every leaf size n and extreme gradients, and ΔV is
+    attained (the bound is not loose)."""
+    for n_min, lam in itertools.product([0.0, 0.5, 1.0, 2.5, 3.0, 50.0], [0.0, 0.1, 1.0]):
         bound = decisions.laplace_leaf_sensitivity(1.0, lam, n_min, leaf_bound=100.0)
         worst = 0.0
-        for n in range(0, 80):
-            for pos in (0, n):  # |G| is largest with all gradients of one sign
+        for n in range(0, 120):
+            for pos in (0, n):  # the change is linear in G: extremes are all one sign
                 G = pos * 1.0 - (n - pos) * 1.0
                 for g in (-1.0, 1.0):
-                    v0 = -G / (max(n, n_min) + lam)
-                    v1 = -(G + g) / (max(n + 1, n_min) + lam)
+                    v0 = decisions._ratio(-G, max(n, n_min) + lam)
+                    v1 = decisions._ratio(-(G + g), max(n + 1, n_min) + lam)
                     worst = max(worst, abs(v1 - v0))
         assert worst <= bound + 1e-12, (n_min, lam, worst, bound)
+        assert worst >= 0.999 * bound, (n_min, lam, worst, bound)
 
 
 def test_exponential_splits_pick_the_best_split_at_huge_epsilon():
@@ -118,3 +120,36 @@ def test_hessian_refined_cuts_follow_the_mass():
     assert np.all(np.diff(new) > 0) and np.all((new > 0) & (new < 1))
     inside = np.sum((new >= 0.25) & (new <= 0.375))
     assert inside >= 4
+
+
+def test_dpboost_ensembles_need_a_learning_rate_below_one():
+    with pytest.raises(ValueError, match="learning_rate < 1"):
+        resolve_params("binary:logistic", preset="dpboost", learning_rate=1.5,
+                       feature_bounds=np.zeros((2, 2)) + [0, 1])
+
+
+def test_zero_lambda_never_yields_nan_or_a_data_dependent_error(seed):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    y = (X[:, 0] > 0).astype(float)
+    for preset in ("dp-xgboost", "dpboost"):
+        params = resolve_params("binary:logistic", preset=preset, reg_lambda=0.0,
+                                feature_bounds=np.tile([-3.0, 3.0], (3, 1)), epsilon=1.0,
+                                random_state=seed, n_estimators=2, max_depth=6)
+        booster, _ = _fit(params, X, y)
+        assert np.all(np.isfinite(booster.nodes["value"]))
+
+
+def test_dp_bounds_fall_back_for_an_unresolvable_feature(seed):
+    from dpxgb_dask.coordinator import DPBoundsWarning
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 3))
+    X[:, 2] = np.nan
+    y = (X[:, 0] > 0).astype(float)
+    params = resolve_params("binary:logistic", bounds_epsilon=1.0, epsilon=2.0,
+                            random_state=seed, n_estimators=2, max_depth=2)
+    with pytest.warns(DPBoundsWarning, match=r"features \[2\]"):
+        booster, _ = _fit(params, X, y)
+    assert booster.feature_bounds[2].tolist() == [-1.0, 1.0]
+    assert booster.feature_bounds[0, 0] <= -2.0 and booster.feature_bounds[0, 1] >= 2.0
