@@ -232,15 +232,20 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask dataframe of shape (n_samples, n_features)
+            Dask inputs are scored lazily where their blocks are (``map_blocks`` /
+            ``map_partitions``, the model travels with the tasks); anything else is scored
+            here by the Cython kernel, with no cluster.
         output_margin : bool
             Return the raw margin instead of the transformed prediction.
         n_threads : int
 
         Returns
         -------
-        ndarray of float64, shape (n_samples,)
+        ndarray of float64, shape (n_samples,); a dask array (or series) for dask inputs
         """
+        if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
+            return _predict_dask(self, X, output_margin)
         margin = self.predict_margin(X, n_threads=n_threads)
         if output_margin or self.objective == "reg:squarederror":
             return margin
@@ -300,6 +305,29 @@ class Booster:
     def __repr__(self):
         return (f"Booster(objective={self.objective!r}, n_trees={self.n_trees}, "
                 f"n_features={self.n_features})")
+
+
+def _predict_block(block, booster, output_margin):
+    return booster.predict(block, output_margin=output_margin)
+
+
+def _predict_partition(df, booster, output_margin):
+    import pandas as pd
+
+    return pd.Series(booster.predict(df, output_margin=output_margin), index=df.index)
+
+
+def _predict_dask(booster, X, output_margin=False):
+    """Lazy prediction of a dask array (``map_blocks``) or dataframe (``map_partitions``)."""
+    if hasattr(X, "map_partitions") and getattr(X, "ndim", 2) == 2 and hasattr(X, "columns"):
+        import pandas as pd
+
+        return X.map_partitions(_predict_partition, booster, output_margin,
+                                meta=pd.Series(dtype=np.float64))
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
+    X = X.rechunk({1: -1})
+    return X.map_blocks(_predict_block, booster, output_margin, drop_axis=1, dtype=np.float64)
 
 
 def load_model(path):

@@ -111,8 +111,6 @@ class _DPXGBModel(BaseEstimator):
         return report
 
     def _margin(self, X):
-        if _is_dask(X):
-            return _predict_dask(self.booster_, X, output_margin=True)
         return self.booster_.predict(X, output_margin=True)
 
     def __sklearn_clone__(self):
@@ -127,29 +125,6 @@ class _DPXGBModel(BaseEstimator):
         state = self.__dict__.copy()
         state["client"] = None  # a Client is bound to a process and an event loop
         return state
-
-
-def _predict_block(block, booster, output_margin):
-    return booster.predict(block, output_margin=output_margin)
-
-
-def _predict_partition(df, booster, output_margin):
-    import pandas as pd
-
-    return pd.Series(booster.predict(df, output_margin=output_margin), index=df.index)
-
-
-def _predict_dask(booster, X, output_margin=False):
-    """Lazy prediction of a dask array (``map_blocks``) or dataframe (``map_partitions``)."""
-    if hasattr(X, "map_partitions") and hasattr(X, "columns"):
-        import pandas as pd
-
-        return X.map_partitions(_predict_partition, booster, output_margin,
-                                meta=pd.Series(dtype=np.float64))
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
-    X = X.rechunk({1: -1})
-    return X.map_blocks(_predict_block, booster, output_margin, drop_axis=1, dtype=np.float64)
 
 
 class DPXGBClassifier(ClassifierMixin, _DPXGBModel):

@@ -96,3 +96,22 @@ def test_cli_refuses_missing_bounds(tmp_path):
     pd.DataFrame({"a": [1.0, 2.0], "y": [0, 1]}).to_csv(data, index=False)
     with pytest.raises(SystemExit, match="--bounds"):
         main(["train", str(data), "--label", "y"])
+
+
+def test_booster_predicts_dask_inputs_lazily_and_parquet_cli(client, seed, classification_data,
+                                                             tmp_path):
+    import dask.array as da
+
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(feature_bounds=bounds, random_state=seed, client=client, **SMALL)
+    model.fit(X, y)
+    lazy = model.booster_.predict(da.from_array(X, chunks=(1500, 3)))
+    assert hasattr(lazy, "dask")
+    np.testing.assert_allclose(lazy.compute(), model.booster_.predict(X))
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(6)])
+    frame.to_parquet(tmp_path / "x.parquet")
+    model.booster_.save_model(tmp_path / "m.json")
+    assert main(["predict", str(tmp_path / "m.json"), str(tmp_path / "x.parquet"),
+                 "--out", str(tmp_path / "p.csv")]) == 0
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "p.csv")["prediction"],
+                               model.booster_.predict(X))
