@@ -7,6 +7,15 @@ callers of the kernels share.
 """
 import numpy as np
 
+try:
+    from . import common as _common  # noqa: F401  (compiled: fails in an unbuilt source tree)
+except ImportError as exc:  # pragma: no cover - only outside an installed build
+    raise ImportError(
+        "dpxgb_dask's compiled kernels are missing: this is the uncompiled source tree "
+        f"({__path__[0]}). Run from outside the checkout to use the installed package, or "
+        "build in place with `pip install -e .`."
+    ) from exc
+
 
 def pack_cuts(cuts_per_feature):
     """Concatenate per-feature cut points into the flat layout of ``binning.bin_features``.

@@ -76,7 +76,7 @@ def test_privacy_leak_warning_is_user_warning_and_never_silenced():
     assert len(caught) == 3
 
 
-def test_always_filter_is_registered_at_import():
+def test_always_filter_is_registered_at_import(tmp_path):
     # a fresh interpreter, outside pytest's own warning capture: the same call site warns
     # every time, where Python's default filter would show it once
     code = (
@@ -85,7 +85,9 @@ def test_always_filter_is_registered_at_import():
         "for _ in range(3):\n"
         "    warnings.warn('leak', p.PrivacyLeakWarning)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # cwd outside the checkout, so the child imports the installed (compiled) package.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
     assert out.stderr.count("PrivacyLeakWarning: leak") == 3
 
 

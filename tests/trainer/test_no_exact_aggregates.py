@@ -36,7 +36,7 @@ def _numbers(obj, out):
 
 
 @pytest.mark.slow
-def test_client_process_never_receives_an_exact_aggregate(monkeypatch):
+def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path):
     from distributed import Client
     from distributed.deploy.subprocess import SubprocessCluster
 
@@ -57,6 +57,9 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch):
         return message
 
     monkeypatch.setattr(distributed.protocol, "loads", spy)
+    # The scheduler and worker processes start in the working directory: keep them out of
+    # the checkout, whose uncompiled sources would shadow the installed package.
+    monkeypatch.chdir(tmp_path)
     with SubprocessCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         client.wait_for_workers(2, timeout=60)
