@@ -91,10 +91,14 @@ def _extensions():
         "initializedcheck": debug_bounds,
         "nonecheck": False,
     }
+    # One C directory per directive set: cythonize regenerates C only when a .pyx is newer
+    # than its .c, so switching DPXGB_DEBUG_BOUNDS must not reuse the other mode's C files.
+    mode = "debug-bounds" if debug_bounds else "release"
     return cythonize(
         extensions,
         compiler_directives=directives,
         include_path=[CORE_DIR],
+        build_dir=os.path.join("build", f"cython-{mode}"),
     )
 
 
