@@ -182,6 +182,9 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
             c.unpublish_dataset(name)
             c.cancel(parts)
     booster = Booster.from_dict(result["model"])
+    if p.epsilon is None:
+        # dp_epsilon_per_tree: the total is known only now.
+        warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
     if return_timings:
         return booster, result["timings"]
     return booster

@@ -75,3 +75,18 @@ def test_rows_of_nodes_matches_naive_twin(n_samples):
     np.testing.assert_array_equal(rows, e_rows)
     np.testing.assert_array_equal(slots, e_slots)
     assert rows.dtype == np.int32 and slots.dtype == np.int32
+
+
+def test_all_missing_feature_routes_every_row_by_the_default_direction():
+    rng = np.random.default_rng(7)
+    X_binned = np.asfortranarray(rng.integers(0, 41, size=(200, 3)).astype(np.uint8))
+    X_binned[:, 1] = MISSING_BIN
+    positions = np.zeros(200, dtype=np.int32)
+    for missing_left, child in ((1, 1), (0, 2)):
+        pos = positions.copy()
+        args = (np.ones(1, np.uint8), np.array([1], np.int32), np.array([20], np.uint8),
+                np.array([missing_left], np.uint8))
+        apply_splits(X_binned, pos, *args, MISSING_BIN, 2)
+        np.testing.assert_array_equal(pos, naive.apply_splits(X_binned, positions, *args,
+                                                              MISSING_BIN))
+        assert np.all(pos == child)

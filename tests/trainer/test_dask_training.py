@@ -252,3 +252,16 @@ def test_timings_reach_the_client_only_when_asked(client, seed, classification_d
     assert set(seen[-1]) == {"model"}
     _, timings = training.train(params, X, y, client=client, return_timings=True)
     assert {"tree", "level", "bytes_gathered"} <= set(timings)
+
+
+def test_large_total_epsilon_warns_also_when_it_comes_from_the_per_tree_budget(
+        client, seed, classification_data):
+    from dpxgb_dask import LargeEpsilonWarning
+
+    X, y, bounds = classification_data
+    with pytest.warns(LargeEpsilonWarning, match="above 10"):
+        train({"feature_bounds": bounds, "epsilon": 12.0, "random_state": seed, **SMALL},
+              X, y, client=client)
+    with pytest.warns(LargeEpsilonWarning, match="above 10"):
+        train({"preset": "dp-xgboost", "feature_bounds": bounds, "dp_epsilon_per_tree": 5.0,
+               "random_state": seed, **SMALL}, X, y, client=client)
