@@ -262,6 +262,7 @@ def test_large_total_epsilon_warns_also_when_it_comes_from_the_per_tree_budget(
     with pytest.warns(LargeEpsilonWarning, match="above 10"):
         train({"feature_bounds": bounds, "epsilon": 12.0, "random_state": seed, **SMALL},
               X, y, client=client)
+    # 4 trees at γ = 0.1: 9/3 + 4 log(1 + 0.1 (e^6 - 1)) ≈ 17.9 in total.
     with pytest.warns(LargeEpsilonWarning, match="above 10"):
-        train({"preset": "dp-xgboost", "feature_bounds": bounds, "dp_epsilon_per_tree": 5.0,
+        train({"preset": "dp-xgboost", "feature_bounds": bounds, "dp_epsilon_per_tree": 9.0,
                "random_state": seed, **SMALL}, X, y, client=client)
