@@ -450,6 +450,8 @@ class Coordinator:
                           self.feature_names, p.label_bounds)
         n_cuts = np.array([len(c) for c in cuts])
 
+        # Regression margins live in the scaled label range [-1, 1] (as predictions do).
+        margin_clip = (-1.0, 1.0) if p.objective == "reg:squarederror" else None
         # Gradients of the trees of one batch are taken at the batch's starting margins;
         # each tree's output is added to `pending` as soon as it is built (with the cuts it
         # was grown with), and `pending` becomes the margins when the batch ends.
@@ -479,7 +481,7 @@ class Coordinator:
                     tree.leaves[node] *= shrink
                 booster.append_tree(tree)
                 new_pending = await be.map(ops.update_margin, binned, pending,
-                                           args=([tree.to_arrays()], p.n_threads),
+                                           args=([tree.to_arrays()], p.n_threads, margin_clip),
                                            name=f"dpxgb-margins-tree{t}")
                 if pending is not margins:
                     be.release(pending)

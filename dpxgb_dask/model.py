@@ -237,7 +237,8 @@ class Booster:
             ``map_partitions``, the model travels with the tasks); anything else is scored
             here by the Cython kernel, with no cluster.
         output_margin : bool
-            Return the raw margin instead of the transformed prediction.
+            Return the raw margin instead of the transformed prediction (regression
+            predictions are the margin clipped to ``label_bounds``).
         n_threads : int
 
         Returns
@@ -247,7 +248,13 @@ class Booster:
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
             return _predict_dask(self, X, output_margin)
         margin = self.predict_margin(X, n_threads=n_threads)
-        if output_margin or self.objective == "reg:squarederror":
+        if output_margin:
+            return margin
+        if self.objective == "reg:squarederror":
+            # The label is known to lie within its public bounds: clipping is free
+            # post-processing and removes the overshoot of noisy leaves.
+            if self.label_bounds is not None:
+                return np.clip(margin, *self.label_bounds)
             return margin
         return 1.0 / (1.0 + np.exp(-margin))
 

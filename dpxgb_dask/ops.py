@@ -509,7 +509,7 @@ def node_sums(state, nodes):
     return out
 
 
-def update_margin(part, margin, trees, n_threads=1):
+def update_margin(part, margin, trees, n_threads=1, clip=None):
     """Margins after adding trees (their leaf values already include the shrinkage).
 
     Parameters
@@ -519,6 +519,9 @@ def update_margin(part, margin, trees, n_threads=1):
     trees : list of dict of ndarray
         Flat node arrays of each tree (``model.Tree.to_arrays``), built with the cuts
         ``part`` was binned with.
+    clip : tuple (lo, hi), optional
+        Range of the margins (regression: the scaled label range [-1, 1], so that
+        gradients are taken at the predictions the model will make).
 
     Returns
     -------
@@ -529,6 +532,8 @@ def update_margin(part, margin, trees, n_threads=1):
         predict_binned(part.X_binned, t["feature"], t["bin_threshold"], t["missing_left"],
                        t["left"], t["right"], t["value"], np.zeros(1, dtype=np.int32),
                        part.missing_bin, out, n_threads)
+    if clip is not None:
+        np.clip(out, clip[0], clip[1], out=out)
     return out
 
 
