@@ -167,6 +167,38 @@ class _GridMechanism:
         """int: the k bounding the rounding of the last release (or the explicit ``coords_per_row``)."""
         return self._current("coords_in_use")["k"]
 
+    @property
+    def _accounted_sensitivity(self):
+        return self._current("_accounted_sensitivity")["accounted"]
+
+    def release(self, values, rng=None):
+        """Add the mechanism's discrete noise to ``values`` on its grid.
+
+        The values are rounded to the grid (an integer query), integer noise is drawn from
+        the subclass's exact sampler, and the sum is scaled back: a post-processing of an
+        integer DP release.
+
+        Parameters
+        ----------
+        values : array_like of float, any shape
+            Exact query answers (e.g. (n_nodes, n_features, n_bins) gradient sums), finite;
+            entries beyond ±2**61 grid steps are clipped.
+        rng : RandomStream or None
+            Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
+
+        Returns
+        -------
+        ndarray of float64, same shape as ``values``
+            Noisy values, multiples of :attr:`resolution`.
+        """
+        stream = as_stream(rng)
+        params = self._activate(_release_coords(self.coords_per_row, values))
+        k = _to_grid(values, self.resolution)
+        noise = self._integer_noise(params, k.size, stream)
+        return (k + noise.reshape(k.shape)).astype(np.float64) * self.resolution
+
+    __call__ = release
+
 
 class LaplaceMechanism(_GridMechanism):
     """ε-DP Laplace mechanism on a fixed-point grid (discrete Laplace noise).
@@ -234,39 +266,15 @@ class LaplaceMechanism(_GridMechanism):
         """float: (floor(Δ/g) + k)/t, the exact ε of the integer mechanism."""
         return self._current("epsilon_effective")["eps"]
 
-    @property
-    def _accounted_sensitivity(self):
-        return self._current("_accounted_sensitivity")["accounted"]
-
     def __repr__(self):
         return (
             f"LaplaceMechanism(sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r}, "
             f"coords_per_row={self.coords_per_row})"
         )
 
-    def release(self, values, rng=None):
-        """Add discrete Laplace noise to ``values``.
-
-        Parameters
-        ----------
-        values : array_like of float, any shape
-            Exact query answers (e.g. (n_nodes, n_features, n_bins) gradient sums), finite;
-            entries beyond ±2**61 grid steps are clipped.
-        rng : RandomStream or None
-            Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
-
-        Returns
-        -------
-        ndarray of float64, same shape as ``values``
-            Noisy values, multiples of :attr:`resolution`.
-        """
-        stream = as_stream(rng)
-        params = self._activate(_release_coords(self.coords_per_row, values))
-        k = _to_grid(values, self.resolution)
-        noise = discrete_laplace(params["t"], k.size, stream).reshape(k.shape)
-        return (k + noise).astype(np.float64) * self.resolution
-
-    __call__ = release
+    def _integer_noise(self, params, size, stream):
+        """Discrete Laplace noise of scale t grid steps, int64 (size,)."""
+        return discrete_laplace(params["t"], size, stream)
 
     def ledger_fields(self, stream=None):
         """Fields for :meth:`Ledger.record`: mechanism, sensitivity, epsilon, resolution.
@@ -363,38 +371,15 @@ class GaussianMechanism(_GridMechanism):
         """float: sqrt(t·m) / (Δ₂/g + sqrt(k) + 1) >= ``noise_multiplier``."""
         return self._current("noise_multiplier_effective")["z"]
 
-    @property
-    def _accounted_sensitivity(self):
-        return self._current("_accounted_sensitivity")["accounted"]
-
     def __repr__(self):
         return (
             f"GaussianMechanism(sensitivity={self.sensitivity!r}, sigma={self.sigma!r}, "
             f"coords_per_row={self.coords_per_row})"
         )
 
-    def release(self, values, rng=None):
-        """Add discrete Gaussian noise to ``values``.
-
-        Parameters
-        ----------
-        values : array_like of float, any shape
-            Exact query answers, finite; entries beyond ±2**61 grid steps are clipped.
-        rng : RandomStream or None
-            Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
-
-        Returns
-        -------
-        ndarray of float64, same shape as ``values``
-            Noisy values, multiples of :attr:`resolution`.
-        """
-        stream = as_stream(rng)
-        params = self._activate(_release_coords(self.coords_per_row, values))
-        k = _to_grid(values, self.resolution)
-        noise = discrete_gaussian(params["t"], params["m"], k.size, stream)
-        return (k + noise.reshape(k.shape)).astype(np.float64) * self.resolution
-
-    __call__ = release
+    def _integer_noise(self, params, size, stream):
+        """Discrete Gaussian noise with σ² = t·m grid steps², int64 (size,)."""
+        return discrete_gaussian(params["t"], params["m"], size, stream)
 
     def ledger_fields(self, stream=None):
         """Fields for :meth:`Ledger.record`: mechanism, sensitivity, noise_multiplier, resolution.
