@@ -62,15 +62,16 @@ cost each carries:
   the S-BDT published points (and our ``s-bdt`` line at those ε) therefore carry a
   best-of-k selection that is neither held out nor accounted in ε (k stated in the
   tables' notes).
-- The default was chosen once (README "The default") by comparing about six variants on
-  UCI Adult at ε = 1 on adult.test with 3 seeds. That is a selection on this harness's
-  Adult test set; its cost is not accounted in ε, and the default's Adult numbers are
-  optimistic by the selection among those ~6 variants. On Abalone, Bank and the synthetic
-  sets the default was not tuned at all: those numbers are clean held-out estimates.
+- The default's ε schedule (params.DEFAULT_SCHEDULE) was selected by tune_default.py
+  on training data only. On Adult the selection used validation splits of adult.data,
+  and adult.test was never read. On Abalone it used validation splits of the outer
+  training folds, pooled over folds, so those rows overlap other folds' test parts.
+  Grid sizes are in benchmarks/results/README.md. Bank and the synthetic sets played no
+  part in the selection.
 - DP-XGBoost's and S-BDT's published numbers do not account for their own tuning either
   (Papernot & Steinke 2022 give the cost of DP hyperparameter search).
-Future tuning must use the training folds only (e.g. an inner CV split of adult.data),
-fix the values, then run this harness once.
+Future tuning follows the same rule: training data only, values fixed, then this harness
+run once.
 
 Seeds: ``--seeds N`` repetitions (default 5; 2 with ``--quick``); repetition ``s`` keys
 the DP noise with ``SEED_BASE + 1000·s + fold`` (> 128 bits, see accuracy.py) and draws

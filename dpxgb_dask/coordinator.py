@@ -67,15 +67,15 @@ def _default_shares(p):
 
 
 def release_shares(p):
-    """Normalised budget shares of the releases the method makes (dict purpose -> share)."""
+    """Normalised budget shares of the releases the method makes (dict purpose -> share).
+
+    ``params.budget_shares`` overrides the default weights of the releases it names;
+    releases it omits keep their default weight, and names of releases this method does
+    not make are ignored.
+    """
     wanted = _default_shares(p)
     if p.budget_shares:
-        given = {k: float(v) for k, v in p.budget_shares.items() if k in wanted}
-        missing = sorted(set(wanted) - set(given))
-        if missing:
-            raise ValueError(f"budget_shares lacks shares for the releases {missing} that "
-                             "this method makes")
-        wanted = given
+        wanted.update({k: float(v) for k, v in p.budget_shares.items() if k in wanted})
     total = sum(wanted.values())
     return {k: v / total for k, v in wanted.items()}
 

@@ -86,8 +86,11 @@ class TrainParams:
     gain_sensitivity : {"dp-xgboost", "dpboost"}
         ΔG = 3g*² (DP-XGBoost) or (3λ+2)/((λ+1)(λ+2))·g*² (DPBoost, Lemma 1).
     budget_shares : dict
-        Shares of the budget of the releases: keys among "sketch", "split", "leaf",
-        "init"; normalised to sum to 1 over the releases the method makes.
+        Relative weights of the budget of the releases: keys among "sketch", "split",
+        "leaf", "init". A release the method makes but the dict omits keeps its default
+        weight (sketch 0.1 with iterative-Hessian candidates or 1 with the DP sketch,
+        split 1, leaf 0.9 with random splits or 1, init 0.05); the weights are then
+        normalised to sum to 1.
     init_score : {"zero", "dp_mean"}
     n_sketch_bins : int
         Equal-width bins of the DP histogram that feeds the quantile sketch.
@@ -105,11 +108,12 @@ class TrainParams:
         Threads of the kernels in each task.
     """
 
-    # The default (no preset) is the combination that measured best on Adult at ε = 1
-    # (benchmarks/accuracy.py; README "Default"): data-independent random splits on one
-    # feature per tree (t mod m, as S-BDT), iterative-Hessian candidates (Maddock), Newton
-    # leaves from one Gaussian release of (G, H) per tree with Maddock's noise split
-    # r = h*²/(g*² + h*²), a DP initial score, and PLD accounting.
+    # The default (no preset): data-independent random splits on one feature per tree
+    # (t mod m, as S-BDT), iterative-Hessian candidates (Maddock), Newton leaves from one
+    # Gaussian release of (G, H) per tree with Maddock's noise split r = h*²/(g*² + h*²),
+    # a DP initial score, and PLD accounting (README "The default"). The field values below
+    # are the plain default; without a preset, DEFAULT_SCHEDULE then sets the number and
+    # depth of the trees, the subsampling rate and the leaf regime from ε.
     objective: str = "binary:logistic"
     n_estimators: int = 100
     max_depth: int = 6
@@ -221,6 +225,11 @@ PRESET_PARAMS = {
     ),
 }
 
+#: S-BDT's small-ε leaf regime (their best Adult rows at ε <= 0.1), used by the default's
+#: schedule at small ε.
+_SBDT_LEAVES = dict(learning_rate=0.1, reg_lambda=10.0, gradient_bound=0.3, hessian_bound=0.1,
+                    leaf_noise_ratio=0.04)
+
 #: Regression variant of the default: squared error has h = 1, so Newton and gradient
 #: steps coincide; count denominators (bound 1) avoid clipping h to hessian_bound. Depth,
 #: λ, g* and η are S-BDT's published Abalone configuration (depth 2, λ = 15, g* = 0.3 on
@@ -228,6 +237,70 @@ PRESET_PARAMS = {
 #: the default's RMSE from 8.2 to 2.58 rings at ε = 1.
 DEFAULT_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5, max_depth=2,
                                     reg_lambda=15.0, gradient_bound=0.3, learning_rate=0.1)
+
+#: The default's ε schedule: per objective, points ``(ε, overrides)`` whose overrides were
+#: chosen on training data only (``benchmarks/tune_default.py``: validation splits of
+#: adult.data and of Abalone's training folds, never a test set; the candidates and their
+#: scores are in ``benchmarks/results/tuning/``). A fit without a preset whose total ε is
+#: ``e`` takes the overrides of the point nearest to ``e`` in log ε (the bands switch at
+#: the geometric midpoints); parameters the user gives explicitly win. ε is public, so
+#: choosing parameters from it costs no privacy.
+DEFAULT_SCHEDULE = {
+    # ε <= 0.1: S-BDT's small-ε leaves (η 0.1, λ 10, g* 0.3, h* 0.1, r 0.04), 400 depth-4
+    # trees on Poisson subsamples (γ 0.1), and 4-8x the DP initial score's weight (0.2-0.4
+    # against 0.1 sketch + 0.9 leaves), leaf values within ±0.5 at ε = 0.01; ε 0.5-1: the
+    # same leaves on all rows; ε >= 4: the plain default's (η 0.3, λ 1, g* 1, h* 1/4,
+    # r 1/17). Each point is the pooled winner of `tune_default.py --select`.
+    "binary:logistic": (
+        (0.01, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
+                    budget_shares={"init": 0.2}, leaf_bound=0.5)),
+        (0.03, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
+                    budget_shares={"init": 0.4})),
+        (0.1, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
+                   budget_shares={"init": 0.4})),
+        (0.5, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=1.0)),
+        (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0)),
+        (4.0, dict(n_estimators=200, max_depth=4, subsample=1.0)),
+        (10.0, dict(n_estimators=200, max_depth=6, subsample=1.0)),
+    ),
+    # Small ε: few shallow trees on subsamples, g* 0.1 and a 0.2 initial-score share below
+    # ε = 0.3; large ε: more and deeper trees on all rows.
+    "reg:squarederror": (
+        (0.05, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.1,
+                    budget_shares={"init": 0.2})),
+        (0.1, dict(n_estimators=200, max_depth=2, subsample=0.1, gradient_bound=0.1,
+                   budget_shares={"init": 0.2})),
+        (0.3, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3)),
+        (0.5, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3)),
+        (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3)),
+        (4.0, dict(n_estimators=200, max_depth=2, subsample=1.0, gradient_bound=0.3)),
+        (10.0, dict(n_estimators=200, max_depth=3, subsample=1.0, gradient_bound=0.3)),
+    ),
+}
+
+
+def default_schedule_overrides(objective, epsilon):
+    """Overrides of the default (no preset) for a fit of total budget ``epsilon``.
+
+    Parameters
+    ----------
+    objective : {"reg:squarederror", "binary:logistic"}
+    epsilon : float or None
+        Total ε of the fit; None (a per-tree budget) takes no schedule.
+
+    Returns
+    -------
+    dict
+        The overrides of the :data:`DEFAULT_SCHEDULE` point nearest to ``epsilon`` in
+        log ε (ties go to the smaller ε), or ``{}``.
+    """
+    if epsilon is None or isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
+            or not math.isfinite(epsilon) or epsilon <= 0:
+        return {}  # validate() reports the bad epsilon by name
+    points = DEFAULT_SCHEDULE[objective]
+    distance = [abs(math.log(epsilon / at)) for at, _ in points]
+    return dict(points[int(np.argmin(distance))][1])
+
 
 #: Regression variants of the presets (the papers' regression settings).
 PRESET_REGRESSION_OVERRIDES = {
@@ -312,6 +385,11 @@ def resolve_params(objective, preset=None, **explicit):
     values = {"objective": objective}
     if preset is None and objective == "reg:squarederror":
         values.update(DEFAULT_REGRESSION_OVERRIDES)
+    if preset is None:
+        epsilon = explicit.get("epsilon")
+        if epsilon is None and explicit.get("dp_epsilon_per_tree") is None:
+            epsilon = TrainParams.epsilon
+        values.update(default_schedule_overrides(objective, epsilon))
     if preset is not None:
         _check_choice("preset", preset, PRESETS)
         values.update(PRESET_PARAMS[preset])

@@ -165,3 +165,59 @@ def test_regression_predictions_stay_within_the_public_label_bounds(seed, regres
     assert pred.min() >= -3.0 and pred.max() <= 3.0
     margin = booster.predict(X, output_margin=True)
     assert np.any((margin < -3.0) | (margin > 3.0))  # the clip did bind: the test can fail
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror"])
+def test_the_default_takes_the_schedule_point_nearest_in_log_epsilon(objective):
+    from dpxgb_dask.params import DEFAULT_SCHEDULE, default_schedule_overrides
+
+    points = DEFAULT_SCHEDULE[objective]
+    extra = {"label_bounds": (0.0, 1.0)} if objective == "reg:squarederror" else {}
+    bounds = np.zeros((3, 2)) + [0, 1]
+    for k, (at, overrides) in enumerate(points):
+        # Just inside the band of point k on either side (bands switch at geometric midpoints).
+        lo = at if k == 0 else np.sqrt(at * points[k - 1][0]) * 1.001
+        hi = at if k == len(points) - 1 else np.sqrt(at * points[k + 1][0]) * 0.999
+        for eps in (lo, at, hi):
+            assert default_schedule_overrides(objective, eps) == overrides
+            params = resolve_params(objective, epsilon=eps, feature_bounds=bounds, **extra)
+            for name, value in overrides.items():
+                assert getattr(params, name) == value, (eps, name)
+    # Beyond the ends the end points hold; without a total ε there is no schedule.
+    assert default_schedule_overrides(objective, points[0][0] / 100) == points[0][1]
+    assert default_schedule_overrides(objective, points[-1][0] * 100) == points[-1][1]
+    assert default_schedule_overrides(objective, None) == {}
+    # The default ε (1) takes the ε = 1 point.
+    params = resolve_params(objective, feature_bounds=bounds, **extra)
+    assert params.n_estimators == default_schedule_overrides(objective, 1.0)["n_estimators"]
+
+
+def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
+    bounds = np.zeros((3, 2)) + [0, 1]
+    params = resolve_params("binary:logistic", epsilon=0.01, feature_bounds=bounds,
+                            n_estimators=7, subsample=1.0, learning_rate=0.5)
+    assert (params.n_estimators, params.subsample, params.learning_rate) == (7, 1.0, 0.5)
+    assert params.max_depth == 4  # the rest of the ε = 0.01 point still applies
+    for preset in PRESETS:
+        small = resolve_params("binary:logistic", preset=preset, epsilon=0.01,
+                               feature_bounds=bounds)
+        large = resolve_params("binary:logistic", preset=preset, epsilon=10.0,
+                               feature_bounds=bounds)
+        assert small.to_dict() | {"epsilon": 0} == large.to_dict() | {"epsilon": 0}
+
+
+def test_budget_shares_override_only_the_releases_they_name():
+    from dpxgb_dask.coordinator import release_shares
+
+    bounds = np.zeros((3, 2)) + [0, 1]
+    # Default at ε = 1: sketch 0.1, leaf 0.9, init 0.05 (normalised).
+    plain = release_shares(resolve_params("binary:logistic", feature_bounds=bounds))
+    assert plain == pytest.approx({"sketch": 0.1 / 1.05, "leaf": 0.9 / 1.05, "init": 0.05 / 1.05})
+    shares = release_shares(resolve_params("binary:logistic", feature_bounds=bounds,
+                                           budget_shares={"init": 0.4}))
+    assert shares == pytest.approx({"sketch": 0.1 / 1.4, "leaf": 0.9 / 1.4, "init": 0.4 / 1.4})
+    # A share for a release the method does not make is ignored.
+    shares = release_shares(resolve_params("binary:logistic", feature_bounds=bounds,
+                                           init_score="zero", budget_shares={"init": 0.4}))
+    assert shares == pytest.approx({"sketch": 0.1, "leaf": 0.9})
+    assert sum(shares.values()) == pytest.approx(1.0)
