@@ -263,8 +263,8 @@ DEFAULT_SCHEDULE = {
         (4.0, dict(n_estimators=200, max_depth=4, subsample=1.0)),
         (10.0, dict(n_estimators=200, max_depth=6, subsample=1.0)),
     ),
-    # Small ε: few shallow trees on subsamples, g* 0.1 and a 0.2 initial-score share below
-    # ε = 0.3; large ε: more and deeper trees on all rows.
+    # Small ε: few shallow trees on subsamples, g* 0.1 and a 0.2 initial-score weight below
+    # ε = 0.3; ε >= 1: deeper trees with a random feature per node.
     "reg:squarederror": (
         (0.05, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.1,
                     budget_shares={"init": 0.2})),
@@ -272,9 +272,12 @@ DEFAULT_SCHEDULE = {
                    budget_shares={"init": 0.2})),
         (0.3, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3)),
         (0.5, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3)),
-        (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3)),
-        (4.0, dict(n_estimators=200, max_depth=2, subsample=1.0, gradient_bound=0.3)),
-        (10.0, dict(n_estimators=200, max_depth=3, subsample=1.0, gradient_bound=0.3)),
+        (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
+                   feature_selection="random")),
+        (4.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
+                   feature_selection="random")),
+        (10.0, dict(n_estimators=200, max_depth=3, subsample=1.0, gradient_bound=0.3,
+                    feature_selection="random")),
     ),
 }
 
