@@ -1,8 +1,10 @@
 """Route rows to child nodes after the splits of one tree level.
 
-Rows carry a ``positions`` array: the heap id of the node a row sits in (root 0, children
-of ``p`` are ``2p + 1`` (left) and ``2p + 2`` (right)), or a negative value for a row that
-takes no part in the tree (e.g. not drawn by Poisson subsampling).
+Rows carry a ``positions`` array: the heap id ``p`` of the node a row sits in (root 0,
+children of ``p`` are ``2p + 1`` (left) and ``2p + 2`` (right)) for a row that takes part
+in the tree, and ``~p = -p - 1`` for a row that does not (e.g. not drawn by Poisson
+subsampling): such rows are routed too, so that every row ends at its leaf (the margins
+of all rows are updated from it), but they never enter a histogram.
 """
 cimport cython
 from cython.parallel import prange
@@ -26,8 +28,9 @@ def apply_splits(
 
     A row at node ``p`` with ``is_split[p]`` goes to ``2p + 1`` when its bin for
     ``split_feature[p]`` is ``missing_bin`` and ``missing_left[p]``, or when it is not
-    missing and ``<= split_bin[p]``; otherwise to ``2p + 2``. Rows at nodes that do not
-    split, at node ids ``>= n_node_ids``, or with a negative position are left unchanged.
+    missing and ``<= split_bin[p]``; otherwise to ``2p + 2``. A row outside the tree
+    (position ``~p``) moves the same way and stays outside (``~(2p + 1)`` or ``~(2p + 2)``).
+    Rows at nodes that do not split, or at node ids ``>= n_node_ids``, are left unchanged.
 
     Parameters
     ----------
@@ -44,9 +47,9 @@ def apply_splits(
     cdef Py_ssize_t n_samples = X_binned.shape[0]
     cdef Py_ssize_t n_features = X_binned.shape[1]
     cdef Py_ssize_t n_node_ids = is_split.shape[0]
-    cdef Py_ssize_t i, node
+    cdef Py_ssize_t i, node, child
     cdef X_BINNED_DTYPE_C b
-    cdef bint go_left
+    cdef bint go_left, outside
     if positions.shape[0] != n_samples:
         raise ValueError(f"positions has {positions.shape[0]} entries, X_binned has "
                          f"{n_samples} rows")
@@ -60,7 +63,10 @@ def apply_splits(
                              f"[0, {n_features})")
     for i in prange(n_samples, schedule="static", nogil=True, num_threads=n_threads):
         node = positions[i]
-        if node < 0 or node >= n_node_ids or not is_split[node]:
+        outside = node < 0
+        if outside:
+            node = -node - 1
+        if node >= n_node_ids or not is_split[node]:
             continue
         b = X_binned[i, split_feature[node]]
         if b == missing_bin:
@@ -68,9 +74,13 @@ def apply_splits(
         else:
             go_left = b <= split_bin[node]
         if go_left:
-            positions[i] = <INDEX_DTYPE_C>(2 * node + 1)
+            child = 2 * node + 1
         else:
-            positions[i] = <INDEX_DTYPE_C>(2 * node + 2)
+            child = 2 * node + 2
+        if outside:
+            positions[i] = <INDEX_DTYPE_C>(-child - 1)
+        else:
+            positions[i] = <INDEX_DTYPE_C>child
 
 
 def rows_of_nodes(

@@ -15,7 +15,6 @@ thread; ``--no-cluster`` runs the same coordinator in-process (identical results
 same seed and partitioning, faster for sweeps).
 """
 import argparse
-import asyncio
 import sys
 import time
 import warnings
@@ -27,11 +26,8 @@ from sklearn.metrics import roc_auc_score
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datasets import data_dir, load_adult  # noqa: E402
 
-from dpxgb_dask import ops  # noqa: E402
-from dpxgb_dask.backends import LocalBackend  # noqa: E402
-from dpxgb_dask.coordinator import Coordinator  # noqa: E402
 from dpxgb_dask.params import resolve_params  # noqa: E402
-from dpxgb_dask.training import check_bounds_policy, train  # noqa: E402
+from dpxgb_dask.training import check_bounds_policy, train, train_in_process  # noqa: E402
 
 #: A seed of > 128 bits per repetition (shorter seeds would warn that noise is guessable).
 SEED_BASE = 2**160
@@ -43,10 +39,7 @@ def fit_predict(params, X, y, X_test, client, n_partitions=2):
         given = dict(params)
         p = resolve_params(given.pop("objective"), preset=given.pop("preset", None), **given)
         p = check_bounds_policy(p, X.shape[1])
-        Xv, yv = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
-        chunks = np.array_split(np.arange(len(yv)), n_partitions)
-        parts = [ops.make_part(Xv[c], yv[c], p.objective) for c in chunks]
-        booster = asyncio.run(Coordinator(p, LocalBackend(parts), X.shape[1]).fit(parts))
+        booster, _ = train_in_process(p, X, y, n_partitions)
     else:
         booster = train(params, X, y, client=client, n_partitions=n_partitions)
     return booster.predict(X_test), booster

@@ -241,7 +241,7 @@ def effective_config(objective, grid_name, candidate):
 def canonical_config(objective, config):
     """Every resolved parameter of ``config`` (a candidate of a selection round), with the
     budget shares normalised: equal for two candidates that fit the same model."""
-    from dpxgb_dask.coordinator import release_shares
+    from dpxgb_dask.plan import release_shares
     from dpxgb_dask.params import resolve_params
 
     extra = {"label_bounds": (-1.0, 1.0)} if objective == "reg:squarederror" else {}

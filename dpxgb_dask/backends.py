@@ -1,169 +1,186 @@
-"""Where the coordinator's per-partition work runs.
+"""Where the coordinator's per-partition work runs: one protocol, two implementations.
 
-The coordinator (``coordinator.py``) is written against one small asynchronous interface:
+The coordinator (``coordinator.py``) is written against :class:`PartitionBackend`: a
+handful of asynchronous calls, each ONE message round to every partition, whose exact
+results are summed over the partitions before they reach the coordinator.
 
-``map(fn, *columns, args=())``    run ``fn(columns[0][i], columns[1][i], ..., *args)`` for every
-                                  partition ``i``, where partition ``i`` lives; a column holds
-                                  one handle (or plain value) per partition; returns one
-                                  handle per partition;
-``reduce_gather(handles, name)``  sum the per-partition results (on the workers) and bring the
-                                  single total to the coordinator;
-``release(handles)``              drop results that are no longer needed;
-``span(*tags)``                   a context naming the tasks submitted inside it (Dask's
-                                  dashboard groups them per tree and per depth).
-
-:class:`DaskBackend` runs inside the scheduler process with an asynchronous client: tasks
-are pinned to the workers that hold each partition (found with ``who_has``), partial
-results are summed on the workers by a tree reduction, and only the reduced total is
-gathered, by the coordinator. :class:`LocalBackend` runs the same calls in-process on a
-list of partitions; the tests use it to check the algorithm without a cluster.
+:class:`LocalBackend` keeps the :class:`~dpxgb_dask.ops.PartitionState` objects in this
+process (the tests check the algorithm with it, without a cluster). :class:`DaskBackend`
+runs in the scheduler process and reaches the states that live on the workers through
+the ``dpxgb_call`` handler of :class:`~dpxgb_dask.plugin.DPXGBWorkerPlugin`, over the
+scheduler's pooled RPC connections: no task graph, no keys, one request per worker per
+round, all workers at once.
 """
 import asyncio
-from contextlib import nullcontext
-import uuid
+import pickle
+from typing import Protocol
 
 from . import ops
+from .worker import unpack_reply
 
-#: Fan-in of the reduction tree across workers.
-REDUCTION_FAN_IN = 4
+
+class PartitionBackend(Protocol):
+    """The per-partition work of a fit, as the coordinator sees it."""
+
+    n_partitions: int
+    bytes_gathered: int
+
+    async def collect(self, name, *args):
+        """Exact aggregate ``name`` (``ops.AGGREGATES``) of every partition: a list in
+        partition order."""
+
+    async def reduce(self, name, *args):
+        """Exact aggregate ``name`` summed over the partitions."""
+
+    async def prepare(self, spec):
+        """Bin every partition and set its margins (``ops.Prepare``)."""
+
+    async def round(self, step):
+        """Apply ``step`` (``ops.Round``) to every partition; its results summed (or None)."""
+
+    async def close(self):
+        """Drop every partition's state."""
 
 
 class LocalBackend:
-    """Run partition functions in this process (no cluster).
+    """Partition states in this process.
 
     Parameters
     ----------
-    parts : list
-        One object per partition (e.g. ``ops.RawPart``).
+    states : list of ops.PartitionState
     """
 
-    def __init__(self, parts):
-        self._parts = list(parts)
+    def __init__(self, states):
+        self.states = list(states)
         self.bytes_gathered = 0
 
     @property
     def n_partitions(self):
-        return len(self._parts)
+        return len(self.states)
 
-    @property
-    def partitions(self):
-        return list(self._parts)
+    async def collect(self, name, *args):
+        return [ops.aggregate(s, name, *args) for s in self.states]
 
-    async def map(self, fn, *columns, args=(), name="task"):
-        return [fn(*row, *args) for row in zip(*columns)]
+    async def reduce(self, name, *args):
+        return ops.add(*await self.collect(name, *args))
 
-    async def reduce_gather(self, handles, name="reduce"):
-        total = ops.add(*handles)
-        self.bytes_gathered += total.nbytes
+    async def prepare(self, spec):
+        for s in self.states:
+            s.prepare(spec)
+
+    async def round(self, step):
+        results = [r for r in (s.run(step) for s in self.states) if r is not None]
+        total = ops.add(*results) if results else None
+        if total is not None:
+            self.bytes_gathered += total.nbytes
         return total
 
-    async def gather(self, handles):
-        return list(handles)
+    async def close(self):
+        self.states = []
 
-    def release(self, handles):
-        """Nothing to do: local results are plain objects, freed when unreferenced."""
 
-    def span(self, *tags):
-        """No dashboard here: a context that does nothing."""
-        return nullcontext()
+#: How often a call in flight checks that its worker is still in the cluster.
+WORKER_CHECK_SECONDS = 0.25
 
-    async def run_cpu(self, fn, *args):
-        return fn(*args)
+
+class WorkerLost(RuntimeError):
+    """A worker that holds partitions of the fit left the cluster during the fit."""
 
 
 class DaskBackend:
-    """Run partition functions on the Dask workers that hold the partitions.
+    """Partition states on Dask workers, reached from the scheduler process.
 
     Parameters
     ----------
-    client : distributed.Client
-        An asynchronous client (the coordinator's, inside the scheduler process).
-    parts : list of distributed.Future
-        Futures of the partitions, already persisted on workers.
+    scheduler : distributed.Scheduler
+        The scheduler this coordinator runs in.
+    fit_id : str
+    capability : bytes
+        The fit's secret; every call carries it (see ``worker.py``).
+    placement : dict of str -> list of int
+        Worker address -> indices of the partitions it holds.
     """
 
-    def __init__(self, client, parts):
-        self._client = client
-        self._parts = list(parts)
-        self._workers = None
+    def __init__(self, scheduler, fit_id, capability, placement):
+        self._scheduler = scheduler
+        self._fit_id = fit_id
+        self._capability = capability
+        self._placement = {w: sorted(p) for w, p in placement.items() if p}
         self.bytes_gathered = 0
-        self._token = uuid.uuid4().hex[:8]
-        self._counter = 0
+        self.worker_seconds = 0.0
 
     @property
     def n_partitions(self):
-        return len(self._parts)
+        return sum(len(p) for p in self._placement.values())
 
     @property
-    def partitions(self):
-        return list(self._parts)
+    def workers(self):
+        return sorted(self._placement)
 
-    async def locate(self):
-        """Find the worker of every partition (``who_has``); partitions never move."""
-        who_has = await self._client.who_has(self._parts)
-        workers = []
-        for part in self._parts:
-            holders = sorted(who_has.get(part.key, ()))
-            if not holders:
-                raise RuntimeError(f"partition {part.key!r} is held by no worker")
-            workers.append(holders[0])
-        self._workers = workers
-        return workers
+    async def _call(self, address, action, args):
+        if address not in self._scheduler.workers:
+            raise WorkerLost(f"worker {address} holding partitions "
+                             f"{self._placement[address]} of the fit left the cluster")
+        call = asyncio.ensure_future(self._scheduler.rpc(address).dpxgb_call(
+            fit=self._fit_id, capability=self._capability, action=action,
+            payload=pickle.dumps(args, protocol=5)))
+        try:
+            while not call.done():
+                # A worker that leaves (killed, restarted) is noticed by the scheduler at
+                # once, long before a connection attempt to it would time out.
+                await asyncio.wait([call], timeout=WORKER_CHECK_SECONDS)
+                if not call.done() and address not in self._scheduler.workers:
+                    call.cancel()
+                    raise WorkerLost(f"worker {address} holding partitions "
+                                     f"{self._placement[address]} of the fit left the "
+                                     "cluster during the fit")
+            reply = call.result()
+        except OSError as exc:  # CommClosedError is an OSError
+            raise WorkerLost(f"worker {address} holding partitions "
+                             f"{self._placement[address]} of the fit was lost: {exc}") from None
+        try:
+            result = unpack_reply(reply)
+        except KeyError:
+            raise WorkerLost(f"worker {address} no longer holds partitions "
+                             f"{self._placement[address]} of the fit (it restarted, or the "
+                             "cluster was restarted)") from None
+        self.bytes_gathered += len(reply["payload"])
+        self.worker_seconds += reply["seconds"]
+        return result
 
-    def _key(self, name, i):
-        """``(name-token-counter, i)``: the dashboard's task prefix is the operation (the
-        words of ``name`` before ``tree3``...), and each call is its own task group, which
-        is what ``distributed.span`` attaches to a span."""
-        self._counter += 1
-        return (f"{name}-{self._token}-{self._counter}", i)
+    async def _all(self, action, args):
+        return await asyncio.gather(*(self._call(w, action, args) for w in self.workers))
 
-    async def map(self, fn, *columns, args=(), name="task"):
-        return [
-            self._client.submit(fn, *row, *args, key=self._key(name, i), workers=[w],
-                                allow_other_workers=True, pure=False)
-            for i, (row, w) in enumerate(zip(zip(*columns), self._workers))
-        ]
+    async def collect(self, name, *args):
+        out = {}
+        for per_worker in await self._all("aggregate", (name, True, args)):
+            out.update(per_worker)
+        return [out[i] for i in sorted(out)]
 
-    async def reduce_gather(self, handles, name="reduce"):
-        """Sum per-partition results: first on each worker, then across workers by a tree
-        of fan-in ``REDUCTION_FAN_IN``; gather the single total (exact, stays here)."""
-        by_worker = {}
-        for h, w in zip(handles, self._workers):
-            by_worker.setdefault(w, []).append(h)
-        level = []
-        for i, (w, hs) in enumerate(sorted(by_worker.items())):
-            if len(hs) == 1:
-                level.append((hs[0], w))
-            else:
-                level.append((self._client.submit(ops.add, *hs, key=self._key(name, i),
-                                                  workers=[w], allow_other_workers=True,
-                                                  pure=False), w))
-        while len(level) > 1:
-            nxt = []
-            for i in range(0, len(level), REDUCTION_FAN_IN):
-                group = level[i:i + REDUCTION_FAN_IN]
-                w = group[0][1]
-                nxt.append((self._client.submit(ops.add, *[h for h, _ in group],
-                                                key=self._key(name, i), workers=[w],
-                                                allow_other_workers=True, pure=False), w))
-            level = nxt
-        total = await level[0][0]
-        self.bytes_gathered += total.nbytes
-        return total
+    async def reduce(self, name, *args):
+        return _sum(await self._all("aggregate", (name, False, args)))
 
-    async def gather(self, handles):
-        return await self._client.gather(handles)
+    async def prepare(self, spec):
+        await self._all("prepare", spec)
 
-    def release(self, handles):
-        for h in handles:
-            h.release()
+    async def round(self, step):
+        return _sum(await self._all("round", step))
 
-    def span(self, *tags):
-        """``distributed.span``: the dashboard shows the tasks inside per span."""
-        from distributed import span
+    async def touch(self):
+        """Keep the fit's lease on every worker (``worker.LEASE_SECONDS``)."""
+        await self._all("touch", None)
 
-        return span(*tags)
+    async def close(self):
+        """Drop the fit on every worker it may have touched (also on failure)."""
+        workers = list(self._scheduler.workers)
+        await asyncio.gather(*(self._drop(w) for w in workers), return_exceptions=True)
 
-    async def run_cpu(self, fn, *args):
-        """Run CPU work off the scheduler's event loop."""
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    async def _drop(self, address):
+        await asyncio.wait_for(
+            self._scheduler.rpc(address).dpxgb_call(fit=self._fit_id, action="drop"),
+            WORKER_CHECK_SECONDS * 20)
+
+
+def _sum(results):
+    results = [r for r in results if r is not None]
+    return ops.add(*results) if results else None

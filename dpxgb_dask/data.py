@@ -1,21 +1,24 @@
-"""Client-side input handling: validate X and y, and turn them into row partitions on workers.
+"""Client-side input handling: validate X and y, and load their row partitions into the
+fit's partition states on the workers.
 
-NumPy and pandas inputs are cut into row chunks and scattered to the workers (round robin);
-dask arrays and dataframes keep their row partitions, and each partition's rows are built
-where its block already is (only the labels may travel to the block of X). The result is a
-list of futures of :class:`dpxgb_dask.ops.RawPart`, one per row partition; the
-coordinator locates them with ``who_has`` and runs every later task where they are.
+NumPy and pandas inputs are cut into row chunks, and each chunk is sent to one worker's
+``dpxgb_call`` handler through the scheduler's ``broadcast`` (the only connection a remote
+client is sure to have): no Dask key, dataset or event ever holds the rows. Dask arrays and
+dataframes keep their row partitions: one task per block loads the block into the fit's
+state on the worker that runs it (where the block already is; only the labels may travel
+to the block of X) and returns just that worker's address. Either way the result is the
+fit's placement, worker address -> partition indices; partitions never move after that.
 
 Only metadata (shapes where they are known, dtypes, column names) is read here. Value
 checks (lengths of dask partitions, label sets, infinities) run on the workers inside
 ``ops.make_part`` and surface as a ``ValueError`` naming the argument.
 """
+import asyncio
 import numbers
-import uuid
 
 import numpy as np
 
-from . import ops
+from .worker import capability_digest, load_task, unpack_reply
 
 #: How long a fit waits for the first worker of a cluster that is still starting.
 WAIT_FOR_WORKERS_SECONDS = 60
@@ -106,8 +109,9 @@ def _row_chunks(n_rows, n_chunks):
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def to_partitions(client, X, y, objective, label_bounds=None, n_partitions=None):
-    """Put validated row partitions of (X, y) on the workers.
+def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=None,
+                    n_threads=1):
+    """Load validated row partitions of (X, y) into the fit's states on the workers.
 
     Parameters
     ----------
@@ -115,40 +119,32 @@ def to_partitions(client, X, y, objective, label_bounds=None, n_partitions=None)
     X : ndarray, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame
         Shape (n_rows, n_features), numeric; NaN marks missing values.
     y : ndarray, pandas.Series, dask array or dask series, shape (n_rows,)
-    objective : str
-    label_bounds : tuple, optional
+    objective : Objective
+    fit_id : str
+    capability : bytes
+        The fit's secret (see ``worker.py``).
     n_partitions : int, optional
         For NumPy / pandas inputs: number of row chunks (default: one per worker).
+    n_threads : int
 
     Returns
     -------
-    list of distributed.Future
-        Futures of ``ops.RawPart``, in row order.
+    dict of str -> list of int
+        Worker address -> indices of the partitions it holds.
 
     Raises
     ------
     ValueError
-        From the checks of ``ops.make_part`` on any partition; nothing is left on the
-        cluster when it is raised.
+        From the checks of ``ops.make_part`` on any partition.
     """
     y = _label_array(y)
     check_lengths(X, y)
     if _is_dask_collection(X) or _is_dask_collection(y):
-        parts = _dask_partitions(client, X, y, objective, label_bounds)
-    else:
-        parts = _local_partitions(client, X, y, objective, label_bounds, n_partitions)
-    from distributed import wait
-
-    wait(parts)
-    failed = [f for f in parts if f.status == "error"]
-    if failed:
-        exc = failed[0].exception()
-        client.cancel(parts, force=True)
-        raise exc
-    return parts
+        return _load_dask(client, X, y, objective, fit_id, capability, n_threads)
+    return _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_threads)
 
 
-def _local_partitions(client, X, y, objective, label_bounds, n_partitions):
+def _workers(client):
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     if not workers:
         try:
@@ -157,25 +153,38 @@ def _local_partitions(client, X, y, objective, label_bounds, n_partitions):
             raise RuntimeError(f"the Dask cluster has no workers (waited "
                                f"{WAIT_FOR_WORKERS_SECONDS} s)") from None
         workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    return workers
+
+
+def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_threads):
+    from distributed.protocol import to_serialize
+
+    workers = _workers(client)
     X_values = X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
     y_values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
     n_chunks = int(n_partitions) if n_partitions else len(workers)
     if not isinstance(n_chunks, numbers.Integral) or n_chunks < 1:
         raise ValueError(f"n_partitions must be a positive integer, got {n_partitions!r}")
-    parts = []
-    token = uuid.uuid4().hex
+    placement = {}
+    messages = []
     for i, (a, b) in enumerate(_row_chunks(len(X_values), n_chunks)):
         worker = workers[i % len(workers)]
-        # hash=False and a fresh key: two fits of the same data never share keys, so the
-        # cleanup of one cannot cancel the other's partitions.
-        x_future, y_future = client.scatter([X_values[a:b], y_values[a:b]], workers=[worker],
-                                            hash=False)
-        parts.append(client.submit(ops.make_part, x_future, y_future, objective, label_bounds,
-                                   workers=[worker], key=f"dpxgb-part-{token}-{i}"))
-    return parts
+        placement.setdefault(worker, []).append(i)
+        args = (i, X_values[a:b], y_values[a:b], objective, n_threads)
+        messages.append((worker, {"op": "dpxgb_call", "fit": fit_id, "capability": capability,
+                                  "action": "load", "payload": to_serialize(args)}))
+
+    async def push():
+        return await asyncio.gather(*(client.scheduler.broadcast(msg=msg, workers=[worker])
+                                      for worker, msg in messages))
+
+    for replies in client.sync(push):
+        for reply in replies.values():
+            unpack_reply(reply)
+    return placement
 
 
-def _dask_partitions(client, X, y, objective, label_bounds):
+def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
     import dask
 
     if not (_is_dask_collection(X) and _is_dask_collection(y)):
@@ -195,5 +204,15 @@ def _dask_partitions(client, X, y, objective, label_bounds):
     if len(x_blocks) != len(y_blocks):
         raise ValueError(f"X and y must have the same row partitions, got {len(x_blocks)} "
                          f"and {len(y_blocks)} partitions")
-    make = dask.delayed(ops.make_part, pure=False)
-    return client.compute([make(xb, yb, objective, label_bounds) for xb, yb in zip(x_blocks, y_blocks)])
+    load = dask.delayed(load_task, pure=False)
+    digest = capability_digest(capability)
+    futures = client.compute([load(xb, yb, fit_id, digest, i, objective, n_threads)
+                              for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))])
+    try:
+        addresses = client.gather(futures)  # raises the first worker error (its own type)
+    finally:
+        client.cancel(futures, force=True)
+    placement = {}
+    for i, address in enumerate(addresses):
+        placement.setdefault(address, []).append(i)
+    return placement

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ._core.sketch import make_summary, query_cuts
 from .privacy.mechanisms import (
     ExponentialMechanism,
     GaussianMechanism,
@@ -285,6 +286,63 @@ def child_ranges(node_ranges, splits):
     return np.array(out, dtype=np.int64).reshape(-1, n_features, 2)
 
 
+def children(splits):
+    """Heap ids ``2p + 1, 2p + 2`` of the children of the split nodes, in order.
+
+    Returns
+    -------
+    ndarray of int64, shape (2 * n_split,)
+    """
+    parents = splits.nodes[splits.is_split].astype(np.int64)
+    return np.stack([2 * parents + 1, 2 * parents + 2], axis=1).reshape(-1)
+
+
+def node_totals(histograms):
+    """Exact (G, H, count) of each node, summed over the bins of its first feature (every
+    row lies in one bin of each feature, the missing bin included).
+
+    Parameters
+    ----------
+    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+
+    Returns
+    -------
+    ndarray of float64, shape (n_nodes, 3)
+    """
+    first = histograms[:, 0, :]
+    return np.stack([first["sum_gradients"].sum(axis=1), first["sum_hessians"].sum(axis=1),
+                     first["count"].astype(np.float64).sum(axis=1)], axis=1)
+
+
+def child_totals(histograms, splits):
+    """Exact (G, H, count) of the children of the split nodes, from the parents' histograms:
+    the left child holds bins ``<= t`` of the split feature (and the missing bin when
+    missing values go left), the right child the rest.
+
+    Parameters
+    ----------
+    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+        Of ``splits.nodes``, in order.
+    splits : LevelSplits
+
+    Returns
+    -------
+    ndarray of float64, shape (2 * n_split, 3)
+        Rows in the order of :func:`children`.
+    """
+    out = []
+    for i in np.flatnonzero(splits.is_split):
+        column = histograms[i, splits.feature[i]]
+        cells = np.stack([column["sum_gradients"], column["sum_hessians"],
+                          column["count"].astype(np.float64)], axis=1)
+        total = cells.sum(axis=0)
+        left = cells[:splits.bin_threshold[i] + 1].sum(axis=0)
+        if splits.missing_left[i]:
+            left = left + cells[-1]
+        out.extend([left, total - left])
+    return np.array(out, dtype=np.float64).reshape(-1, 3)
+
+
 # -- leaves -----------------------------------------------------------------------------------
 
 
@@ -427,3 +485,144 @@ def noisy_average_leaves(sums, reg_lambda, min_child_weight, gradient_bound, eps
     values = np.where(noisy_n < 0, 0.0,
                       _ratio(-noisy_g, leaf_denominator(noisy_n, min_child_weight, reg_lambda)))
     return np.clip(values, -leaf_bound, leaf_bound), (mech_g, mech_n)
+
+
+# -- candidates and bounds (post-processing of releases) -------------------------------------
+
+
+def uniform_cuts(feature_bounds, max_bin):
+    """``max_bin - 1`` equal-width cuts per feature over the public bounds (public)."""
+    return [np.linspace(lo, hi, max_bin + 1)[1:-1] for lo, hi in feature_bounds]
+
+
+def sketch_cuts(noisy_weights, feature_bounds, max_bin):
+    """Cut points from DP histograms of row weights (DP-XGBoost §4.1): the noisy bins,
+    clipped at zero, are weighted points of the weighted quantile sketch (post-processing).
+
+    Parameters
+    ----------
+    noisy_weights : ndarray of float64, shape (n_features, n_fine_bins)
+    feature_bounds : ndarray of float64, shape (n_features, 2)
+    max_bin : int
+
+    Returns
+    -------
+    list of ndarray of float64
+    """
+    n_fine = noisy_weights.shape[1]
+    cuts = []
+    for (lo, hi), weights in zip(feature_bounds, noisy_weights):
+        centres = lo + (np.arange(n_fine) + 0.5) * (hi - lo) / n_fine
+        summary = make_summary(centres, np.clip(weights, 0.0, None))
+        c = query_cuts(summary, max_bin - 1)
+        cuts.append(c[c < hi] if c.size else np.linspace(lo, hi, max_bin + 1)[1:-1])
+    return cuts
+
+
+def hessian_refined_cuts(noisy_hessians, cuts, feature_bounds, max_bin, uniform_share=0.1):
+    """Iterative-Hessian candidates (Maddock et al. §4.5.2): new cuts at the quantiles of
+    the Hessian mass released over the current bins (post-processing).
+
+    The released mass of each current bin is spread uniformly over the bin (mixed with a
+    ``uniform_share`` of the uniform density, so that empty regions keep some candidates),
+    and the ``max_bin - 1`` quantiles of that density are the new cuts: bins where the
+    Hessian mass is large are split finer.
+
+    Parameters
+    ----------
+    noisy_hessians : ndarray of float64, shape (n_features, n_bins)
+        Noisy Hessian sums per current bin (the last bin, missing values, is ignored).
+    cuts : list of ndarray of float64
+    feature_bounds : ndarray of float64, shape (n_features, 2)
+    max_bin : int
+
+    Returns
+    -------
+    list of ndarray of float64
+    """
+    new = []
+    targets = np.arange(1, max_bin) / max_bin
+    for f, ((lo, hi), c) in enumerate(zip(feature_bounds, cuts)):
+        edges = np.concatenate([[lo], c, [hi]])
+        mass = np.clip(noisy_hessians[f, :edges.size - 1], 0.0, None)
+        total = mass.sum()
+        widths = np.diff(edges)
+        density = (1.0 - uniform_share) * (mass / total if total > 0 else widths / (hi - lo)) \
+            + uniform_share * widths / (hi - lo)
+        cdf = np.concatenate([[0.0], np.cumsum(density)])
+        cdf /= cdf[-1]
+        refined = np.interp(targets, cdf, edges)
+        refined = np.unique(refined[(refined > lo) & (refined < hi)])
+        new.append(refined)
+    return new
+
+
+#: Probability that the DP bounds estimate is wider than needed because of noise alone.
+BOUNDS_FAILURE_PROBABILITY = 0.01
+#: Bounds of a feature whose DP estimate found nothing above the noise.
+DEFAULT_UNRESOLVED_BOUNDS = (-1.0, 1.0)
+
+
+def bounds_from_magnitude_counts(noisy, noise_scale, n_exponents, min_exponent):
+    """Feature bounds from DP counts of rows by sign and binary magnitude (post-processing).
+
+    The outermost bins whose noisy count clears ``noise_scale · log(size / 2β)`` (β =
+    ``BOUNDS_FAILURE_PROBABILITY``: the chance that Laplace noise alone clears it) give
+    each feature's (lo, hi); a feature with no such bin takes
+    ``DEFAULT_UNRESOLVED_BOUNDS``.
+
+    Parameters
+    ----------
+    noisy : ndarray of float64, shape (n_features, 2 * n_exponents + 1)
+        Laplace release of ``ops.log2_magnitude_histogram`` (its bin layout).
+    noise_scale : float
+        The Laplace scale Δ/ε of that release.
+    n_exponents, min_exponent : int
+
+    Returns
+    -------
+    bounds : ndarray of float64, shape (n_features, 2)
+    unresolved : list of int
+        Features that took the default.
+    """
+    n_features, n_bins = noisy.shape
+    threshold = noise_scale * math.log(noisy.size / (2 * BOUNDS_FAILURE_PROBABILITY))
+    k = n_exponents
+    # Bin edges: negative bins n-1-k hold [-2^(k+1+m), -2^(k+m)); the middle bin holds
+    # (-2^m, 2^m); positive bins n+1+k hold [2^(k+m), 2^(k+1+m)).
+    upper = np.empty(n_bins)
+    lower = np.empty(n_bins)
+    e = min_exponent + np.arange(k)
+    lower[k + 1:], upper[k + 1:] = 2.0**e, 2.0 ** (e + 1)
+    lower[:k], upper[:k] = -(2.0 ** (e[::-1] + 1)), -(2.0 ** e[::-1])
+    lower[k], upper[k] = -(2.0**min_exponent), 2.0**min_exponent
+    bounds = np.empty((n_features, 2))
+    unresolved = []
+    for f in range(n_features):
+        above = np.flatnonzero(noisy[f] > threshold)
+        if above.size == 0:
+            unresolved.append(f)
+            bounds[f] = DEFAULT_UNRESOLVED_BOUNDS
+        else:
+            bounds[f] = lower[above[0]], upper[above[-1]]
+    return bounds, unresolved
+
+
+def data_bounds(stacked_min_max):
+    """Bounds forced from the data (``feature_bounds="data"``, not DP: the user was warned).
+
+    Parameters
+    ----------
+    stacked_min_max : ndarray of float64, shape (n_partitions, n_features, 2)
+        Exact per-partition (nanmin, nanmax), NaN for all-missing.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features, 2) with lo < hi
+    """
+    with np.errstate(all="ignore"):
+        lo = np.nanmin(stacked_min_max[:, :, 0], axis=0)
+        hi = np.nanmax(stacked_min_max[:, :, 1], axis=0)
+    lo = np.where(np.isnan(lo), 0.0, lo)
+    hi = np.where(np.isnan(hi) | (hi <= lo), lo + 1.0, hi)
+    return np.stack([lo, hi], axis=1)

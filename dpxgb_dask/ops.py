@@ -1,16 +1,19 @@
-"""Pure functions that run on the workers, one partition of rows at a time.
+"""The per-partition work of a fit, on the worker that holds the rows.
 
 Nothing here imports Dask or applies DP noise: these functions compute EXACT quantities
 (histograms, sums) from the rows of one partition. Their results stay inside the cluster:
-the coordinator reduces them across partitions and releases only DP-noised versions (see
-``coordinator.py``). Every function is deterministic given its inputs, so a retried task
-returns the same value.
+the worker sums them over its partitions, the coordinator sums the workers' totals and
+releases only DP-noised versions of them (see ``coordinator.py``).
 
-A partition moves through these states:
-
-``RawPart``      validated float rows and labels (``make_part``);
-``BinnedPart``   rows clipped to the public bounds and binned (``bin_part``);
-``TreeState``    per-tree row positions and gradients (``start_tree``, ``route_rows``).
+For the length of a fit, each partition's working state is one :class:`PartitionState`,
+built once where the rows are (:func:`load_partition`, :meth:`PartitionState.prepare`)
+and advanced by one :class:`Round` per message of the coordinator: a round may finish the
+previous tree (its leaf values added to the margins, reusing the leaf index every row
+reached while the tree grew), start a tree (subsample, clipped gradients), re-bin with new
+cut points, apply the previous level's public split decisions, and then build the new
+nodes' histograms or the leaf sums of a whole data-independent tree. Rounds are numbered;
+a round replayed with the number of the last one returns its result without applying it
+again, so that a round retried after a fault is idempotent.
 """
 from dataclasses import dataclass
 
@@ -20,7 +23,7 @@ from ._core import empty_histograms, pack_cuts
 from ._core.binning import bin_features
 from ._core.histogram import build_node_histograms, subtract_histograms
 from ._core.partition import apply_splits, rows_of_nodes
-from ._core.predict import predict_binned
+from .objective import Objective
 
 
 @dataclass
@@ -39,49 +42,6 @@ class RawPart:
     @property
     def n_rows(self):
         return self.X.shape[0]
-
-
-@dataclass
-class BinnedPart:
-    """Binned rows of one partition.
-
-    Attributes
-    ----------
-    X_binned : ndarray of uint8, shape (n_rows, n_features), Fortran-ordered
-    y : ndarray of float64, shape (n_rows,)
-    row_offset : int
-        Global index of the first row (rows are numbered across partitions), which keys
-        the per-row randomness so that it does not depend on how rows are partitioned.
-    missing_bin : int
-        Bin of missing values, the last one: histograms have ``missing_bin + 1`` bins.
-    """
-
-    X_binned: np.ndarray
-    y: np.ndarray
-    row_offset: int
-    missing_bin: int
-
-    @property
-    def n_bins(self):
-        return self.missing_bin + 1
-
-
-@dataclass
-class TreeState:
-    """Per-tree state of one partition.
-
-    Attributes
-    ----------
-    positions : ndarray of int32, shape (n_rows,)
-        Heap id of the node each row sits in; -1 for rows outside this tree (not drawn by
-        the subsampling, or removed by gradient filtering).
-    gradients, hessians : ndarray of float32, shape (n_rows,)
-        Clipped gradients and hessians of the rows (0 outside the tree).
-    """
-
-    positions: np.ndarray
-    gradients: np.ndarray
-    hessians: np.ndarray
 
 
 #: Fixed-point grid of gradients, hessians and labels before any sum. Multiples of 2**-20
@@ -108,6 +68,7 @@ def quantize(values, bound, lower=None):
     lo = -hi if lower is None else np.ceil(lower / VALUE_GRID) * VALUE_GRID
     return np.clip(np.round(np.asarray(values, dtype=np.float64) / VALUE_GRID) * VALUE_GRID,
                    lo, hi)
+
 
 
 # -- input ---------------------------------------------------------------------------------
@@ -161,12 +122,14 @@ def make_part(X, y, objective, label_bounds=None):
     return RawPart(X, y)
 
 
+
+
+# -- fit-level aggregates (before the state is prepared) ------------------------------------
+
+
 def part_length(part):
     """Number of rows of a partition (stays in the cluster: it fixes the row offsets)."""
     return part.n_rows
-
-
-# -- bounds and candidates ------------------------------------------------------------------
 
 
 def log2_magnitude_histogram(part, n_exponents, min_exponent):
@@ -228,58 +191,74 @@ def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
     return out
 
 
-def clipped_label_sum(part, offset, scale, lower):
-    """Sum and count of the labels mapped to ``(y - offset) / scale`` and clipped to
-    ``[lower, 1]``, on the value grid (for a DP initial score).
+def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
+    """Per-feature equal-width histograms of row weights over the public bounds.
 
-    Returns
-    -------
-    ndarray of float64, shape (2,): (exact sum of the clipped labels, number of rows)
-    """
-    scaled = quantize((part.y - offset) / scale, 1.0, lower=lower)
-    return np.array([scaled.sum(), float(part.n_rows)])
-
-
-def bin_part(part, feature_bounds, cuts, row_offset, missing_bin, y=None, n_threads=1):
-    """Clip rows to the public bounds and bin them with the (DP or public) cut points.
+    Values are clipped to ``feature_bounds`` first, so every non-missing row adds
+    ``hessian`` to exactly one of the ``n_fine_bins`` bins of each feature. This is the
+    input of the DP sketch (DP-XGBoost, section 4.1): the noisy bins become weighted points
+    of the weighted quantile sketch.
 
     Parameters
     ----------
     part : RawPart
     feature_bounds : ndarray of float64, shape (n_features, 2)
+    n_fine_bins : int
+    hessian : float
+        Weight of every row (the hessian at the initial score; constant per objective).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features, n_fine_bins)
+    """
+    X = part.X
+    lo, hi = feature_bounds[:, 0], feature_bounds[:, 1]
+    out = np.zeros((X.shape[1], n_fine_bins))
+    scaled = (np.clip(X, lo, hi) - lo) / (hi - lo) * n_fine_bins
+    bins = np.minimum(np.floor(scaled), n_fine_bins - 1)
+    for f in range(X.shape[1]):
+        col = bins[:, f]
+        col = col[~np.isnan(col)].astype(np.int64)
+        out[f] = np.bincount(col, minlength=n_fine_bins) * hessian
+    return out
+
+
+def clipped_label_sum(part, objective):
+    """Sum and count of the labels on the training scale, clipped to
+    ``[objective.label_lower, 1]`` on the value grid (for a DP initial score).
+
+    Returns
+    -------
+    ndarray of float64, shape (2,): (exact sum of the clipped labels, number of rows)
+    """
+    scaled = quantize(objective.scale_labels(part.y), 1.0, lower=objective.label_lower)
+    return np.array([scaled.sum(), float(part.n_rows)])
+
+
+def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1):
+    """Clip rows to the public bounds and bin them with the (DP or public) cut points.
+
+    Parameters
+    ----------
+    X : ndarray of float64, shape (n_rows, n_features)
+    feature_bounds : ndarray of float64, shape (n_features, 2)
     cuts : list of ndarray of float64
         At most ``missing_bin - 1`` cuts per feature (so bins ``0..missing_bin - 1``).
-    row_offset : int
     missing_bin : int in [1, 255]
-    y : ndarray of float64, shape (n_rows,), optional
-        Labels to keep (default ``part.y``), e.g. regression labels scaled to [-1, 1].
     n_threads : int
 
     Returns
     -------
-    BinnedPart
+    ndarray of uint8, shape (n_rows, n_features), Fortran-ordered
     """
     if max((len(c) for c in cuts), default=0) >= missing_bin:
         raise ValueError(f"at most {missing_bin - 1} cuts per feature fit before the missing "
                          f"bin {missing_bin}")
-    X = np.clip(part.X, feature_bounds[:, 0], feature_bounds[:, 1])
+    X = np.clip(X, feature_bounds[:, 0], feature_bounds[:, 1])
     values, offsets = pack_cuts(cuts)
     X_binned = np.empty(X.shape, dtype=np.uint8, order="F")
     bin_features(X, values, offsets, missing_bin, X_binned, n_threads)
-    return BinnedPart(X_binned, part.y if y is None else y, int(row_offset), int(missing_bin))
-
-
-def scale_labels(part, offset, scale):
-    """Labels mapped to ``(y - offset) / scale`` (regression labels to [-1, 1])."""
-    return (part.y - offset) / scale
-
-
-def initial_margin(part, base_score):
-    """Margins of every row before the first tree: ``base_score``, float64 (n_rows,)."""
-    return np.full(part.y.shape[0], base_score, dtype=np.float64)
-
-
-# -- trees --------------------------------------------------------------------------------
+    return X_binned
 
 
 def row_uniforms(key, row_offset, n_rows):
@@ -308,118 +287,280 @@ def row_uniforms(key, row_offset, n_rows):
     return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
 
 
-def gradients_and_hessians(objective, y, margin):
-    """First and second derivatives of the loss at ``margin``.
-
-    squared error ``(y - m)^2 / 2``: ``g = m - y``, ``h = 1``;
-    logistic: ``g = sigmoid(m) - y``, ``h = sigmoid(m) (1 - sigmoid(m))``.
-
-    Returns
-    -------
-    g, h : ndarray of float64, shape (n_rows,)
-    """
-    if objective == "binary:logistic":
-        p = 1.0 / (1.0 + np.exp(-margin))
-        return p - y, p * (1.0 - p)
-    return margin - y, np.ones_like(y)
 
 
-def start_tree(part, margin, objective, sample_key, sample_interval, gradient_bound,
-               gradient_rule, hessian_bound):
-    """Select this tree's rows and compute their clipped gradients and hessians.
+# -- the rounds of a fit ---------------------------------------------------------------------
 
-    Row ``i`` joins the tree when its uniform number (:func:`row_uniforms` under
-    ``sample_key``) falls in ``sample_interval = [lo, hi)``: ``[0, γ)`` is Poisson
-    subsampling at rate γ; consecutive intervals under one key give disjoint row sets
-    (DPBoost's trees inside one ensemble); ``[0, 1]`` (hi > 1) keeps every row.
 
-    Parameters
+@dataclass(frozen=True)
+class Prepare:
+    """Public inputs that turn a loaded partition into a training state.
+
+    Attributes
     ----------
-    part : BinnedPart
-    margin : ndarray of float64, shape (n_rows,)
-    objective : str
+    feature_bounds : ndarray of float64, shape (n_features, 2)
+    cuts : list of ndarray of float64
+    missing_bin : int
+    base_score : float
+        Initial margin of every row (public or a DP release).
+    row_offsets : dict of int -> int
+        Global index of the first row of each partition (keys of the per-row randomness).
+    """
+
+    feature_bounds: np.ndarray
+    cuts: list
+    missing_bin: int
+    base_score: float
+    row_offsets: dict
+
+
+@dataclass(frozen=True)
+class TreeStart:
+    """Which rows enter a tree, and how their gradients are bounded (public).
+
+    Attributes
+    ----------
     sample_key : int
-        128-bit key of this tree's (or ensemble's) row selection.
+        128-bit key of the tree's (or ensemble's) row selection.
     sample_interval : tuple (lo, hi)
+        Row ``i`` joins when its uniform number is in ``[lo, hi)`` (see :func:`row_uniforms`);
+        ``hi > 1`` keeps every row.
     gradient_bound : float
-        g*: the public bound on |g| the sensitivities assume.
+        g*: gradients are clipped to [-g*, g*] ("clip") or rows beyond it leave the tree
+        ("filter", DPBoost's gradient data filtering).
     gradient_rule : {"clip", "filter"}
-        "clip": clip g to [-g*, g*]; "filter": gradient data filtering (DPBoost, section
-        3.1): rows with |g| > g* take no part in the tree.
     hessian_bound : float
-        Hessians are clipped to [0, hessian_bound].
-
-    Gradients and hessians are rounded to ``VALUE_GRID`` (see :func:`quantize`), so that
-    every histogram sum is exact.
-
-    Returns
-    -------
-    TreeState
+        Hessians are clipped to [0, hessian_bound] (1 for row counts).
     """
-    n = part.y.shape[0]
-    g, h = gradients_and_hessians(objective, part.y, margin)
-    lo, hi = sample_interval
-    if lo <= 0.0 and hi > 1.0:
-        in_tree = np.ones(n, dtype=bool)
-    else:
-        u = row_uniforms(sample_key, part.row_offset, n)
-        in_tree = (u >= lo) & (u < hi)
-    if gradient_rule == "filter":
-        in_tree &= np.abs(g) <= gradient_bound
-    g = quantize(g, gradient_bound)
-    h = quantize(h, hessian_bound, lower=0.0)
-    positions = np.where(in_tree, 0, -1).astype(np.int32)
-    return TreeState(positions,
-                     np.where(in_tree, g, 0.0).astype(np.float32),
-                     np.where(in_tree, h, 0.0).astype(np.float32))
+
+    sample_key: int
+    sample_interval: tuple
+    gradient_bound: float
+    gradient_rule: str
+    hessian_bound: float
 
 
-def route_rows(part, state, is_split, split_feature, split_bin, missing_left, n_threads=1):
-    """Move the rows of splitting nodes to their children (a new TreeState).
+@dataclass(frozen=True)
+class TreeEnd:
+    """A finished tree, applied to the margins of every row (public).
 
-    The decision arrays are indexed by heap node id (see ``partition.apply_splits``).
+    Attributes
+    ----------
+    splits : tuple of ndarray or None
+        The last level's decisions (heap-indexed, see ``LevelSplits.as_heap_arrays``),
+        not yet applied to the rows; None when the rows already sit in their leaves.
+    values : ndarray of float64, shape (n_node_ids,)
+        Output of each leaf by heap id (learning rate included).
+    batch_end : bool
+        The tree closes a batch: the margins take the accumulated outputs.
     """
-    positions = state.positions.copy()
-    apply_splits(part.X_binned, positions, is_split, split_feature, split_bin, missing_left,
-                 part.missing_bin, n_threads)
-    return TreeState(positions, state.gradients, state.hessians)
+
+    splits: tuple
+    values: np.ndarray
+    batch_end: bool = True
 
 
-def tree_leaf_sums(part, state, tree_arrays, n_leaves, n_threads=1):
-    """Exact (G, H, count) per leaf of a whole tree whose splits are already known.
+@dataclass(frozen=True)
+class Round:
+    """One message of the coordinator to every partition, applied in field order.
 
-    For data-independent trees (random splits) every level is decided before any row is
-    read, so one task routes the rows through the whole tree.
+    Attributes
+    ----------
+    seq : int
+        Round number (increasing within a fit).
+    end_tree : TreeEnd, optional
+    start_tree : TreeStart, optional
+    rebin_cuts : list of ndarray, optional
+        New cut points (iterative-Hessian candidates): re-bin the raw rows.
+    splits : tuple of ndarray, optional
+        The previous level's decisions of the current tree.
+    histogram_nodes : ndarray of int64, optional
+        Return the (G, H, count) histograms of these nodes (sibling pairs after the root:
+        the smaller child is built, its sibling is the parent's minus it).
+    tree_levels : list of tuple of ndarray, optional
+        The decisions of every level of a whole data-independent tree, applied in order.
+    leaf_nodes : ndarray of int64, optional
+        Return the (G, H, count) sums of these nodes.
+    """
+
+    seq: int
+    end_tree: TreeEnd = None
+    start_tree: TreeStart = None
+    rebin_cuts: list = None
+    splits: tuple = None
+    histogram_nodes: np.ndarray = None
+    tree_levels: list = None
+    leaf_nodes: np.ndarray = None
+
+
+class PartitionState:
+    """Everything one partition needs during a fit, kept on the worker that holds its rows.
 
     Parameters
     ----------
-    part : BinnedPart
-    state : TreeState
-    tree_arrays : dict of ndarray
-        Flat node arrays of the tree with ``value[j]`` = the leaf's index ``0..n_leaves-1``.
-    n_leaves : int
+    raw : RawPart
+    objective : Objective
+    index : int
+        Partition number in the fit (row order).
+    n_threads : int
+
+    Attributes
+    ----------
+    X_binned : ndarray of uint8, shape (n_rows, n_features), Fortran-ordered
+    y : ndarray of float64, shape (n_rows,)
+        Labels on the training scale.
+    margins, pending : ndarray of float64, shape (n_rows,)
+        Margins the gradients are taken at, and margins with the trees of the current
+        batch added (the same array when a batch is one tree).
+    positions : ndarray of int32, shape (n_rows,)
+        Heap id ``p`` of the node each row of the current tree sits in, ``~p`` for rows
+        outside the tree (they are routed too: every row ends in a leaf).
+    gradients, hessians : ndarray of float32, shape (n_rows,)
+        Clipped, quantised gradients and hessians (0 outside the tree).
+    """
+
+    def __init__(self, raw, objective, index, n_threads=1):
+        self.raw = raw
+        self.objective = objective
+        self.index = int(index)
+        self.n_threads = int(n_threads)
+        self.y = objective.scale_labels(raw.y)
+        self.row_offset = 0
+        self.feature_bounds = None
+        self.X_binned = None
+        self.missing_bin = None
+        self.margins = self.pending = None
+        self.positions = self.gradients = self.hessians = None
+        self._histograms = self._histogram_nodes = None
+        self._seq = -1
+        self._result = None
+
+    @property
+    def n_rows(self):
+        return self.raw.n_rows
+
+    @property
+    def n_bins(self):
+        return self.missing_bin + 1
+
+    def prepare(self, spec):
+        """Bin the rows and set every margin to the base score.
+
+        Parameters
+        ----------
+        spec : Prepare
+        """
+        self.row_offset = int(spec.row_offsets[self.index])
+        self.feature_bounds = np.asarray(spec.feature_bounds, dtype=np.float64)
+        self.missing_bin = int(spec.missing_bin)
+        self.X_binned = bin_rows(self.raw.X, self.feature_bounds, spec.cuts, self.missing_bin,
+                                 self.n_threads)
+        self.margins = np.full(self.n_rows, spec.base_score, dtype=np.float64)
+        self.pending = self.margins
+        self.positions = np.full(self.n_rows, -1, dtype=np.int32)
+        self.gradients = np.zeros(self.n_rows, dtype=np.float32)
+        self.hessians = np.zeros(self.n_rows, dtype=np.float32)
+        self._seq = -1
+
+    def run(self, step):
+        """Apply one :class:`Round`; return its exact result (histograms, sums or None).
+
+        A round with the number of the last one applied returns that round's result again
+        without re-applying it (a retry after a fault elsewhere).
+        """
+        if step.seq == self._seq:
+            return self._result
+        if step.seq < self._seq:
+            raise ValueError(f"round {step.seq} is older than the last round {self._seq}")
+        if step.end_tree is not None:
+            self._end_tree(step.end_tree)
+        if step.start_tree is not None:
+            self._start_tree(step.start_tree)
+        if step.rebin_cuts is not None:
+            self.X_binned = bin_rows(self.raw.X, self.feature_bounds, step.rebin_cuts,
+                                     self.missing_bin, self.n_threads)
+            self._histograms = self._histogram_nodes = None
+        if step.splits is not None:
+            self._apply(step.splits)
+        if step.tree_levels is not None:
+            for level in step.tree_levels:
+                self._apply(level)
+        result = None
+        if step.histogram_nodes is not None:
+            nodes = np.asarray(step.histogram_nodes, dtype=np.int64)
+            previous = self._histograms if nodes.size and nodes[0] != 0 else None
+            result = level_histograms(self, nodes, previous=previous,
+                                      previous_nodes=self._histogram_nodes,
+                                      n_threads=self.n_threads)
+            self._histograms, self._histogram_nodes = result, nodes
+        elif step.leaf_nodes is not None:
+            result = node_sums(self, step.leaf_nodes)
+        self._seq, self._result = step.seq, result
+        return result
+
+    def _apply(self, splits):
+        is_split, feature, split_bin, missing_left = splits
+        apply_splits(self.X_binned, self.positions, is_split, feature, split_bin,
+                     missing_left, self.missing_bin, self.n_threads)
+
+    def _start_tree(self, spec):
+        """Select the tree's rows and compute their clipped, quantised gradients.
+
+        Gradients are taken at ``margins`` (the start of the batch); rows outside the tree
+        get position ``~0 = -1`` and zero gradient and hessian.
+        """
+        n = self.n_rows
+        g, h = self.objective.gradients(self.y, self.margins)
+        lo, hi = spec.sample_interval
+        if lo <= 0.0 and hi > 1.0:
+            in_tree = np.ones(n, dtype=bool)
+        else:
+            u = row_uniforms(spec.sample_key, self.row_offset, n)
+            in_tree = (u >= lo) & (u < hi)
+        if spec.gradient_rule == "filter":
+            in_tree &= np.abs(g) <= spec.gradient_bound
+        g = quantize(g, spec.gradient_bound)
+        h = quantize(h, spec.hessian_bound, lower=0.0)
+        self.positions = np.where(in_tree, 0, -1).astype(np.int32)
+        self.gradients = np.where(in_tree, g, 0.0).astype(np.float32)
+        self.hessians = np.where(in_tree, h, 0.0).astype(np.float32)
+        self._histograms = self._histogram_nodes = None
+
+    def _end_tree(self, end):
+        """Add the finished tree's output to every row's margin (the leaf each row reached
+        while the tree grew, not a second walk), clip regression margins."""
+        if end.splits is not None:
+            self._apply(end.splits)
+        leaf = np.where(self.positions >= 0, self.positions, ~self.positions)
+        if self.pending is self.margins and not end.batch_end:
+            self.pending = self.margins.copy()
+        self.pending += end.values[leaf]
+        clip = self.objective.margin_clip
+        if clip is not None:
+            np.clip(self.pending, clip[0], clip[1], out=self.pending)
+        if end.batch_end:
+            self.margins = self.pending
+
+
+def load_partition(X, y, objective, index, n_threads=1):
+    """Validate one partition's rows and make its :class:`PartitionState`.
+
+    Parameters
+    ----------
+    X, y : array-like
+    objective : Objective
+    index : int
+    n_threads : int
 
     Returns
     -------
-    ndarray of float64, shape (n_leaves, 3)
+    PartitionState
     """
-    leaf = np.zeros(part.y.shape[0], dtype=np.float64)
-    t = tree_arrays
-    predict_binned(part.X_binned, t["feature"], t["bin_threshold"], t["missing_left"],
-                   t["left"], t["right"], t["value"], np.zeros(1, dtype=np.int32),
-                   part.missing_bin, leaf, n_threads)
-    in_tree = state.positions >= 0
-    idx = leaf[in_tree].astype(np.int64)
-    out = np.zeros((n_leaves, 3))
-    out[:, 0] = np.bincount(idx, weights=state.gradients[in_tree].astype(np.float64),
-                            minlength=n_leaves)
-    out[:, 1] = np.bincount(idx, weights=state.hessians[in_tree].astype(np.float64),
-                            minlength=n_leaves)
-    out[:, 2] = np.bincount(idx, minlength=n_leaves)
-    return out
+    raw = make_part(X, y, objective.name, objective.label_bounds)
+    return PartitionState(raw, objective, index, n_threads)
 
 
-def level_histograms(part, state, nodes, previous=None, previous_nodes=None, n_threads=1):
+def level_histograms(state, nodes, previous=None, previous_nodes=None, n_threads=1):
     """Exact (G, H, count) histograms of the given nodes of one level, on this partition.
 
     With the previous level's histograms (``previous``, of ``previous_nodes``), the nodes
@@ -429,8 +570,8 @@ def level_histograms(part, state, nodes, previous=None, previous_nodes=None, n_t
 
     Parameters
     ----------
-    part : BinnedPart
-    state : TreeState
+    state : PartitionState
+        Binned rows and the current tree's positions, gradients and hessians.
     nodes : ndarray of int, shape (n_nodes,)
         Heap ids of the nodes, in the order of the output.
     previous : ndarray of HISTOGRAM_DTYPE, shape (n_previous, n_features, n_bins), optional
@@ -442,8 +583,8 @@ def level_histograms(part, state, nodes, previous=None, previous_nodes=None, n_t
     ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
     """
     nodes = np.asarray(nodes, dtype=np.int64)
-    n_features = part.X_binned.shape[1]
-    out = empty_histograms(nodes.shape[0], n_features, part.n_bins)
+    n_features = state.X_binned.shape[1]
+    out = empty_histograms(nodes.shape[0], n_features, state.n_bins)
     if nodes.size == 0:
         return out
     n_node_ids = int(nodes.max()) + 1
@@ -451,7 +592,7 @@ def level_histograms(part, state, nodes, previous=None, previous_nodes=None, n_t
         slot_of_node = np.full(n_node_ids, -1, dtype=np.int32)
         slot_of_node[nodes] = np.arange(nodes.shape[0], dtype=np.int32)
         rows, slots = rows_of_nodes(state.positions, slot_of_node)
-        build_node_histograms(part.X_binned, state.gradients, state.hessians, rows, slots,
+        build_node_histograms(state.X_binned, state.gradients, state.hessians, rows, slots,
                               out, n_threads)
         return out
     left, right = nodes[0::2], nodes[1::2]
@@ -467,10 +608,10 @@ def level_histograms(part, state, nodes, previous=None, previous_nodes=None, n_t
     slot_of_node = np.full(max(n_node_ids, counts.shape[0]), -1, dtype=np.int32)
     slot_of_node[smaller] = np.arange(smaller.shape[0], dtype=np.int32)
     rows, slots = rows_of_nodes(state.positions, slot_of_node)
-    small = empty_histograms(smaller.shape[0], n_features, part.n_bins)
-    build_node_histograms(part.X_binned, state.gradients, state.hessians, rows, slots, small,
+    small = empty_histograms(smaller.shape[0], n_features, state.n_bins)
+    build_node_histograms(state.X_binned, state.gradients, state.hessians, rows, slots, small,
                           n_threads)
-    large = empty_histograms(smaller.shape[0], n_features, part.n_bins)
+    large = empty_histograms(smaller.shape[0], n_features, state.n_bins)
     subtract_histograms(np.ascontiguousarray(parent_histograms), small, large, n_threads)
     out[0::2] = np.where(build_left[:, None, None], small, large)
     out[1::2] = np.where(build_left[:, None, None], large, small)
@@ -482,7 +623,7 @@ def node_sums(state, nodes):
 
     Parameters
     ----------
-    state : TreeState
+    state : PartitionState
     nodes : ndarray of int, shape (n_nodes,)
 
     Returns
@@ -507,40 +648,6 @@ def node_sums(state, nodes):
                             minlength=nodes.shape[0])
     out[:, 2] = np.bincount(s, minlength=nodes.shape[0])
     return out
-
-
-def update_margin(part, margin, trees, n_threads=1, clip=None):
-    """Margins after adding trees (their leaf values already include the shrinkage).
-
-    Parameters
-    ----------
-    part : BinnedPart
-    margin : ndarray of float64, shape (n_rows,)
-    trees : list of dict of ndarray
-        Flat node arrays of each tree (``model.Tree.to_arrays``), built with the cuts
-        ``part`` was binned with.
-    clip : tuple (lo, hi), optional
-        Range of the margins (regression: the scaled label range [-1, 1], so that
-        gradients are taken at the predictions the model will make).
-
-    Returns
-    -------
-    ndarray of float64, shape (n_rows,)
-    """
-    out = margin.copy()
-    for t in trees:
-        predict_binned(part.X_binned, t["feature"], t["bin_threshold"], t["missing_left"],
-                       t["left"], t["right"], t["value"], np.zeros(1, dtype=np.int32),
-                       part.missing_bin, out, n_threads)
-    if clip is not None:
-        np.clip(out, clip[0], clip[1], out=out)
-    return out
-
-
-def rebin_part(binned, raw, feature_bounds, cuts, n_threads=1):
-    """Re-bin a partition's rows with new cut points (iterative-Hessian candidates)."""
-    return bin_part(raw, feature_bounds, cuts, binned.row_offset, binned.missing_bin,
-                    y=binned.y, n_threads=n_threads)
 
 
 def feature_min_max(part):
@@ -568,3 +675,20 @@ def add(*arrays):
                 out[name] += a[name]
         return out
     return np.sum(arrays, axis=0)
+
+
+#: Exact per-partition aggregates of the raw rows the coordinator asks for by name, before
+#: the trees (the row count, the inputs of the DP bounds, sketch and initial score, and
+#: the forced data bounds).
+AGGREGATES = {
+    "length": part_length,
+    "log2_magnitude_histogram": log2_magnitude_histogram,
+    "fine_histogram": fine_histogram,
+    "clipped_label_sum": clipped_label_sum,
+    "feature_min_max": feature_min_max,
+}
+
+
+def aggregate(state, name, *args):
+    """The exact aggregate ``name`` (see :data:`AGGREGATES`) of one partition's raw rows."""
+    return AGGREGATES[name](state.raw, *args)

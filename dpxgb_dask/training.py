@@ -1,21 +1,44 @@
 """Client-side entry point: ``train(params, X, y, client=None) -> Booster``.
 
-The user's process validates the inputs, puts the row partitions on the workers, and asks
-the scheduler to run the coordinator (``Client.run_on_scheduler``): the loop over trees and
-depths, and every exact aggregate, stay inside the cluster. The user's process receives
-progress events (public values) and the final model (DP releases and public values only).
+The user's process validates the inputs, computes the release plan (public parameters
+only, in a thread while the rows load), loads the row partitions into the fit's states on
+the workers (``data.py``), and asks the scheduler to run the coordinator (the
+``dpxgb_fit`` handler of ``plugin.DPXGBSchedulerPlugin``): the loop over trees and depths, and every exact aggregate,
+stay inside the cluster. The user's process receives progress events (public values) and
+the final model (DP releases and public values only).
+
+A fit leaves nothing behind: its states live in the workers' ``dpxgb`` plugin (registered
+once per cluster), never under a key, dataset or event; the coordinator drops them when
+the fit ends or fails, and stops within a second when its client leaves the scheduler.
 """
+import asyncio
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FuturesTimeout
 from contextlib import contextmanager
+import os
+import pickle
 import sys
+import time
 import uuid
 import warnings
+
+import numpy as np
 
 from . import data
 from .backends import DaskBackend
 from .coordinator import Coordinator
 from .model import Booster
+from .objective import Objective
 from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
+from .plan import make_plan
 from .privacy.validation import PrivacyLeakWarning, warn_if_large_epsilon
+from .worker import KEEPALIVE_SECONDS, PLUGIN_NAME, unpack_reply
+
+#: How often the coordinator checks that its client is still connected.
+CLIENT_CHECK_SECONDS = 0.5
+
+
+class ClientLeftError(RuntimeError):
+    """The client of a fit left the scheduler: the fit stopped and dropped its state."""
 
 
 @contextmanager
@@ -38,7 +61,7 @@ def _client_or_embedded(client, n_workers=2, threads_per_worker=1):
 
 
 class _ProgressPrinter:
-    """Shows the coordinator's progress events (tree, depth, ε spent) when ``verbose``."""
+    """Shows the coordinator's progress events (trees built, ε of the fit) when ``verbose``."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
@@ -50,8 +73,7 @@ class _ProgressPrinter:
             n = msg["n_trees"]
             done = msg["tree"] + 1
             bar = "#" * int(30 * done / n)
-            self.stream.write(f"\rdpxgb [{bar:<30}] tree {done}/{n}  "
-                              f"eps (basic composition) {msg['epsilon_basic']:.4g}")
+            self.stream.write(f"\rdpxgb [{bar:<30}] tree {done}/{n}")
             if done == n:
                 self.stream.write("\n")
             self.stream.flush()
@@ -60,9 +82,21 @@ class _ProgressPrinter:
             self.stream.flush()
 
 
-async def _coordinate(dataset_name, params, n_features, feature_names, topic, with_timings,
-                      dask_scheduler=None):
-    """Run one fit's coordinator inside the scheduler process (``run_on_scheduler``).
+def _send_to_client(scheduler, client_id, topic, event):
+    """Deliver a progress event straight to one client's event handler for ``topic``,
+    without the scheduler's event log (which would keep it after the fit)."""
+    comm = scheduler.client_comms.get(client_id)
+    if comm is not None:
+        comm.send({"op": "event", "topic": topic, "event": (time.time(), event)})
+
+
+async def coordinate(dask_scheduler, fit_id, capability, placement, params, plan, n_features,
+                     feature_names, client_id, topic, with_timings):
+    """Run one fit's coordinator inside the scheduler process (the ``dpxgb_fit`` handler of
+    ``plugin.DPXGBSchedulerPlugin``).
+
+    The fit runs as a task watched every ``CLIENT_CHECK_SECONDS``: if its client leaves
+    the scheduler, the task is cancelled. Whatever happens, every worker drops the fit.
 
     Returns
     -------
@@ -71,23 +105,84 @@ async def _coordinate(dataset_name, params, n_features, feature_names, topic, wi
         only when asked (wall-clock times grow with the rows of each node: a coarse side
         channel, which is why they are not sent by default).
     """
-    from distributed import Client
+    backend = DaskBackend(dask_scheduler, fit_id, capability, placement)
 
-    async with Client(dask_scheduler.address, asynchronous=True,
-                      name="dpxgb-coordinator") as client:
-        parts = await client.get_dataset(dataset_name)
-        backend = DaskBackend(client, parts)
-        await backend.locate()
+    def publish(event):
+        if topic is not None:
+            _send_to_client(dask_scheduler, client_id, topic, event)
 
-        def publish(event):
-            dask_scheduler.log_event(topic, event)
+    coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish)
+    fit = asyncio.ensure_future(coordinator.fit())
+    running = getattr(dask_scheduler.plugins.get(PLUGIN_NAME), "running", {})
+    running[fit_id] = client_id
+    last_touch = time.monotonic()
+    try:
+        while not fit.done():
+            await asyncio.wait([fit], timeout=CLIENT_CHECK_SECONDS)
+            if fit.done():
+                break
+            if client_id not in dask_scheduler.clients:
+                fit.cancel()
+                raise ClientLeftError(f"the client of fit {fit_id} left the scheduler; "
+                                      "the fit stopped and its state was dropped")
+            if time.monotonic() - last_touch >= KEEPALIVE_SECONDS:
+                # A slow worker must not let the others' leases expire.
+                asyncio.ensure_future(backend.touch())
+                last_touch = time.monotonic()
+        booster = fit.result()
+    finally:
+        running.pop(fit_id, None)
+        await backend.close()
+    result = {"model": booster.to_dict()}
+    if with_timings:
+        result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
+                                 worker_seconds=backend.worker_seconds)
+    return result
 
-        coordinator = Coordinator(params, backend, n_features, feature_names, publish)
-        booster = await coordinator.fit(parts)
-        result = {"model": booster.to_dict()}
-        if with_timings:
-            result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered)
-        return result
+
+@contextmanager
+def _progress(client, verbose):
+    """The topic the coordinator sends progress to (None when not ``verbose``).
+
+    The handler is set on the client only (``Client._event_handlers``): subscribing through
+    the scheduler would leave a topic there after the fit.
+    """
+    if not verbose:
+        yield None
+        return
+    topic = f"dpxgb-progress-{uuid.uuid4().hex}"
+    client._event_handlers[topic] = _ProgressPrinter()
+    try:
+        yield topic
+    finally:
+        client._event_handlers.pop(topic, None)
+
+
+def _touch_fit(client, fit_id, capability, placement):
+    """Renew the fit's lease on the workers that hold its partitions."""
+    async def touch():
+        try:
+            await asyncio.wait_for(client.scheduler.broadcast(
+                msg={"op": "dpxgb_call", "fit": fit_id, "capability": capability,
+                     "action": "touch"}, workers=list(placement), on_error="ignore"),
+                KEEPALIVE_SECONDS)
+        except asyncio.TimeoutError:
+            pass  # a worker that left: the coordinator will say so
+
+    client.sync(touch)
+
+
+def _drop_fit(client, fit_id):
+    """Ask every worker to drop the fit (after a failure before the coordinator ran)."""
+    async def drop():
+        try:
+            await asyncio.wait_for(client.scheduler.broadcast(
+                msg={"op": "dpxgb_call", "fit": fit_id, "action": "drop"}, on_error="ignore"),
+                5 * KEEPALIVE_SECONDS)
+        except asyncio.TimeoutError:
+            pass  # unreachable workers: their leases expire
+
+    client.sync(drop)
 
 
 def check_bounds_policy(params, n_features):
@@ -124,6 +219,37 @@ def check_bounds_policy(params, n_features):
                              "(lo, hi) range of the label")
         params = replace(params, label_bounds=check_label_bounds(params.label_bounds))
     return params
+
+
+def train_in_process(params, X, y, n_partitions=1):
+    """Train without a cluster: the same coordinator over partition states in this process
+    (``backends.LocalBackend``), for tests and benchmarks on small data.
+
+    Parameters
+    ----------
+    params : TrainParams
+        Validated, with the bounds policy applied (:func:`check_bounds_policy`).
+    X : array-like, shape (n_rows, n_features)
+    y : array-like, shape (n_rows,)
+    n_partitions : int
+        Row chunks, as a cluster would hold them.
+
+    Returns
+    -------
+    Booster
+    coordinator : Coordinator
+        With its ledger and timings.
+    """
+    from .backends import LocalBackend
+    from . import ops
+
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    objective = Objective(params.objective, params.label_bounds)
+    chunks = np.array_split(np.arange(len(y)), n_partitions)
+    states = [ops.load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
+    coordinator = Coordinator(params, make_plan(params, X.shape[1]), LocalBackend(states),
+                              X.shape[1])
+    return asyncio.run(coordinator.fit()), coordinator
 
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False):
@@ -166,21 +292,36 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     if p.epsilon is not None:
         warn_if_large_epsilon(p.epsilon, stacklevel=3)
 
-    with _client_or_embedded(client) as c:
-        parts = data.to_partitions(c, X, y, p.objective, p.label_bounds, n_partitions)
-        name = f"dpxgb-data-{uuid.uuid4().hex}"
-        topic = f"dpxgb-progress-{uuid.uuid4().hex}"
-        c.publish_dataset(parts, name=name)
-        if verbose:
-            c.subscribe_topic(topic, _ProgressPrinter())
+    from .plugin import DPXGBSchedulerPlugin, DPXGBWorkerPlugin
+
+    objective = Objective(p.objective, p.label_bounds)
+    with ThreadPoolExecutor(1) as pool, _client_or_embedded(client) as c:
+        planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
+        c.register_plugin(DPXGBWorkerPlugin(), name=PLUGIN_NAME)
+        c.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
+        fit_id = uuid.uuid4().hex
+        capability = os.urandom(32)
+        coordinated = False
         try:
-            result = c.run_on_scheduler(_coordinate, name, p, n_features, feature_names, topic,
-                                        return_timings)
+            placement = data.load_partitions(c, X, y, objective, fit_id, capability,
+                                             n_partitions, p.n_threads)
+            while True:  # keep the loaded partitions alive while the plan is calibrated
+                try:
+                    plan = planning.result(timeout=KEEPALIVE_SECONDS)
+                    break
+                except FuturesTimeout:
+                    _touch_fit(c, fit_id, capability, placement)
+            with _progress(c, verbose) as topic:
+                coordinated = True
+                request = dict(fit_id=fit_id, capability=capability, placement=placement,
+                               params=p, plan=plan, n_features=n_features,
+                               feature_names=feature_names, client_id=c.id, topic=topic,
+                               with_timings=return_timings)
+                result = unpack_reply(c.sync(c.scheduler.dpxgb_fit,
+                                             payload=pickle.dumps(request, protocol=5)))
         finally:
-            if verbose:
-                c.unsubscribe_topic(topic)
-            c.unpublish_dataset(name)
-            c.cancel(parts)
+            if not coordinated:
+                _drop_fit(c, fit_id)
     booster = Booster.from_dict(result["model"])
     if p.epsilon is None:
         # dp_epsilon_per_tree: the total is known only now.

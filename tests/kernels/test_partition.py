@@ -22,12 +22,27 @@ def test_apply_splits_matches_naive_twin(n_samples):
     n_features, n_node_ids = 4, 15
     X_binned = np.asfortranarray(rng.integers(0, 41, size=(n_samples, n_features)).astype(np.uint8))
     X_binned[rng.random(X_binned.shape) < 0.1] = MISSING_BIN
-    positions = rng.integers(-1, 20, size=n_samples).astype(np.int32)  # -1 and ids beyond the table
+    # ~p (rows outside the tree) and ids beyond the table, on both sides
+    positions = rng.integers(-20, 20, size=n_samples).astype(np.int32)
     d = _decisions(rng, n_node_ids, n_features)
     expected = naive.apply_splits(X_binned, positions, missing_bin=MISSING_BIN, **d)
     apply_splits(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
                  d["missing_left"], MISSING_BIN, 2)
     np.testing.assert_array_equal(positions, expected)
+
+
+def test_rows_outside_the_tree_follow_the_same_path_and_stay_outside():
+    rng = np.random.default_rng(7)
+    X_binned = np.asfortranarray(rng.integers(0, 41, size=(300, 3)).astype(np.uint8))
+    inside = rng.integers(0, 7, size=300).astype(np.int32)
+    outside = (-inside - 1).astype(np.int32)
+    d = _decisions(rng, 7, 3)
+    for positions in (inside, outside):
+        apply_splits(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
+                     d["missing_left"], MISSING_BIN, 2)
+    assert np.all(outside < 0)
+    np.testing.assert_array_equal(-outside - 1, inside)
+    assert np.any(inside >= 7)  # rows did move
 
 
 def test_missing_values_follow_the_default_direction():

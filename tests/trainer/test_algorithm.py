@@ -1,28 +1,20 @@
 """The coordinator's algorithm without a cluster (in-process backend)."""
-import asyncio
 import itertools
 
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from dpxgb_dask import decisions, ops
-from dpxgb_dask.backends import LocalBackend
-from dpxgb_dask.coordinator import (
-    Coordinator,
-    ReleaseSchedule,
-    calibrate_scale,
-    hessian_refined_cuts,
-    uniform_cuts,
-)
+from dpxgb_dask import decisions
+from dpxgb_dask.decisions import hessian_refined_cuts, uniform_cuts
 from dpxgb_dask.params import PRESETS, resolve_params
+from dpxgb_dask.plan import ReleasePlan, calibrate_scale
+from dpxgb_dask.training import train_in_process
 from dpxgb_dask.privacy.accountants import get_accountant
 
 
 def _fit(params, X, y, n_parts=3):
-    parts = [ops.make_part(X[i::n_parts], y[i::n_parts], params.objective) for i in range(n_parts)]
-    coordinator = Coordinator(params, LocalBackend(parts), X.shape[1])
-    return asyncio.run(coordinator.fit(parts)), coordinator
+    return train_in_process(params, X, y, n_parts)
 
 
 @pytest.mark.parametrize("preset", [None, *PRESETS])
@@ -31,7 +23,7 @@ def test_calibration_spends_the_requested_epsilon(preset, accountant):
     params = resolve_params("binary:logistic", preset=preset, epsilon=1.0, accountant=accountant,
                             n_estimators=10, max_depth=3, feature_bounds=np.zeros((4, 2)) + [0, 1])
     scale = calibrate_scale(params, 4)
-    spent = get_accountant(accountant).get_epsilon(ReleaseSchedule(params, 4, scale).ledger(),
+    spent = get_accountant(accountant).get_epsilon(ReleasePlan(params, 4, scale).ledger(),
                                                    params.delta)
     assert 0.99 <= spent <= 1.0
 
@@ -42,7 +34,7 @@ def test_the_fit_records_exactly_the_planned_releases(seed, classification_data)
         params = resolve_params("binary:logistic", preset=preset, feature_bounds=bounds,
                                 epsilon=1.0, random_state=seed, n_estimators=3, max_depth=2)
         booster, coordinator = _fit(params, X, y)
-        planned = ReleaseSchedule(params, 6, booster.ledger["scale"]).ledger()
+        planned = ReleasePlan(params, 6, booster.ledger["scale"]).ledger()
         recorded = [e for e in coordinator.ledger if e.purpose != "bounds"]
         assert len(recorded) == len(planned)
         accountant = get_accountant(params.accountant)
@@ -207,7 +199,7 @@ def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
 
 
 def test_budget_shares_override_only_the_releases_they_name():
-    from dpxgb_dask.coordinator import release_shares
+    from dpxgb_dask.plan import release_shares
 
     bounds = np.zeros((3, 2)) + [0, 1]
     # Default at ε = 1: sketch 0.1, leaf 0.9, init 0.05 (normalised).

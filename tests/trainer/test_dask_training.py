@@ -147,16 +147,20 @@ def test_dp_epsilon_per_tree_reports_the_total(client, seed, classification_data
 
 
 def _cluster_is_clean(client, timeout=10.0):
-    """No task, no data and no published dataset left on the cluster (cancellation is
-    asynchronous: wait for the scheduler to forget the fit's keys)."""
+    """No task, no data, no published dataset and no fit state left on the cluster
+    (cancellation is asynchronous: wait for the scheduler to forget the fit's keys)."""
     import time
+
+    from dpxgb_dask.worker import fits_on
 
     def tasks(dask_scheduler=None):
         return [str(k) for k in dask_scheduler.tasks]
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if client.run_on_scheduler(tasks) == [] and client.list_datasets() == ():
+        fits = client.run(lambda dask_worker: fits_on(dask_worker.address))
+        if client.run_on_scheduler(tasks) == [] and client.list_datasets() == () \
+                and not any(fits.values()):
             return True
         time.sleep(0.1)
     return False
@@ -219,19 +223,29 @@ def test_embedded_cluster_when_no_client(seed, classification_data):
         default_client()
 
 
-def test_dashboard_spans_per_tree_and_depth(client, seed, classification_data):
+def test_levels_are_messages_to_the_workers_not_tasks(client, seed, classification_data):
+    """NumPy input: the whole fit runs without a single Dask task; dask input: one task per
+    partition, to load it where it is."""
+    import dask.array as da
+
     X, y, bounds = classification_data
-    train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
-           "split_method": "noisy_histogram", "n_estimators": 2, "max_depth": 2}, X, y,
+    params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+              "split_method": "noisy_histogram", "n_estimators": 2, "max_depth": 3}
+
+    def n_tasks_seen(dask_scheduler=None):
+        return sum(p.states["memory"] + p.states["released"] + p.states["forgotten"]
+                   + p.states["erred"] for p in dask_scheduler.task_prefixes.values())
+
+    before = client.run_on_scheduler(n_tasks_seen)
+    _, timings = train(params, X, y, client=client, return_timings=True)
+    assert client.run_on_scheduler(n_tasks_seen) == before
+    assert len(timings["level"]) == 2 * 3
+    before = client.run_on_scheduler(n_tasks_seen)
+    train(params, da.from_array(X, chunks=(1000, 6)), da.from_array(y, chunks=1000),
           client=client)
-
-    def spans_and_prefixes(dask_scheduler=None):
-        spans = {" / ".join(s.name) for s in dask_scheduler.extensions["spans"].spans.values()}
-        return spans, set(dask_scheduler.task_prefixes)
-
-    spans, prefixes = client.run_on_scheduler(spans_and_prefixes)
-    assert {"dpxgb / tree-1", "dpxgb / tree-1 / depth-1"} <= spans
-    assert {"dpxgb-histograms", "dpxgb-route", "dpxgb-leaf-sums"} <= prefixes
+    prefixes = client.run_on_scheduler(lambda dask_scheduler: set(dask_scheduler.task_prefixes))
+    assert "load_task" in prefixes
+    assert _cluster_is_clean(client)
 
 
 def test_timings_reach_the_client_only_when_asked(client, seed, classification_data, monkeypatch):
@@ -239,19 +253,19 @@ def test_timings_reach_the_client_only_when_asked(client, seed, classification_d
 
     X, y, bounds = classification_data
     seen = []
-    original = client.run_on_scheduler
+    original = training.unpack_reply
 
-    def spy(*args, **kwargs):
-        result = original(*args, **kwargs)
+    def spy(reply):
+        result = original(reply)
         seen.append(result)
         return result
 
-    monkeypatch.setattr(client, "run_on_scheduler", spy)
+    monkeypatch.setattr(training, "unpack_reply", spy)
     params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}
     training.train(params, X, y, client=client)
     assert set(seen[-1]) == {"model"}
     _, timings = training.train(params, X, y, client=client, return_timings=True)
-    assert {"tree", "level", "bytes_gathered"} <= set(timings)
+    assert {"tree", "level", "bytes_gathered", "phases", "worker_seconds"} <= set(timings)
 
 
 def test_large_total_epsilon_warns_also_when_it_comes_from_the_per_tree_budget(

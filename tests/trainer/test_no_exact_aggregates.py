@@ -1,7 +1,7 @@
 """The user's process never receives an exact (un-noised) aggregate.
 
 The scheduler and the workers run in subprocesses; every message the user's process
-decodes (``distributed.protocol.loads``) is recorded. The exact root histogram of the first
+decodes (``distributed.protocol.loads``, and the dpxgb replies inside them) is recorded. The exact root histogram of the first
 tree is recomputed here, and none of its gradient or hessian sums may appear among the
 numbers received, while the model's DP leaf values must (the spy works).
 """
@@ -10,7 +10,8 @@ import pytest
 
 import distributed
 from dpxgb_dask import ops, train
-from dpxgb_dask.coordinator import uniform_cuts
+from dpxgb_dask.decisions import uniform_cuts
+from dpxgb_dask.objective import Objective
 
 SEED = 2**200 + 7
 
@@ -57,6 +58,18 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
         return message
 
     monkeypatch.setattr(distributed.protocol, "loads", spy)
+    # dpxgb's own replies (the model, load acknowledgements) are pickled inside messages.
+    import dpxgb_dask.data
+    import dpxgb_dask.training
+    from dpxgb_dask.worker import unpack_reply
+
+    def unpack_spy(reply):
+        result = unpack_reply(reply)
+        received.append(result)
+        return result
+
+    monkeypatch.setattr(dpxgb_dask.training, "unpack_reply", unpack_spy)
+    monkeypatch.setattr(dpxgb_dask.data, "unpack_reply", unpack_spy)
     # The scheduler and worker processes start in the working directory: keep them out of
     # the checkout, whose uncompiled sources would shadow the installed package.
     monkeypatch.chdir(tmp_path)
@@ -71,10 +84,10 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
         _numbers(message, numbers)
 
     # Tree 0's exact root histogram, recomputed locally (same cuts, gradients at margin 0).
-    raw = ops.make_part(X, y, "binary:logistic")
-    part = ops.bin_part(raw, bounds, uniform_cuts(bounds, 16), 0, 16)
-    state = ops.start_tree(part, np.zeros(3001), "binary:logistic", 0, (0.0, 2.0), 0.3, "clip", 0.25)
-    root = ops.level_histograms(part, state, [0])[0]
+    state = ops.load_partition(X, y, Objective("binary:logistic"), 0)
+    state.prepare(ops.Prepare(bounds, uniform_cuts(bounds, 16), 16, 0.0, {0: 0}))
+    root = state.run(ops.Round(seq=1, start_tree=ops.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25),
+                               histogram_nodes=np.array([0])))[0]
     # Distinctive values only: small round numbers (0.25 k for tiny bins) also occur in
     # unrelated metadata. Gradient sums are multiples of the quantised 0.3.
     g_sums = np.append(root["sum_gradients"].ravel(), state.gradients.astype(np.float64).sum())

@@ -3,17 +3,33 @@ import numpy as np
 import pytest
 
 from dpxgb_dask import ops
+from dpxgb_dask import decisions
 from dpxgb_dask._core.naive import histogram as naive_histogram
+from dpxgb_dask._core.predict import predict_binned
+from dpxgb_dask.objective import Objective
 
 
-def _binned_part(rng, n_rows=500, n_features=4, n_bins=33, row_offset=0):
+def _binned_part(rng, n_rows=500, n_features=4, n_bins=33, row_offset=0,
+                 objective=Objective("binary:logistic")):
+    """A prepared PartitionState (binned rows, margins 0)."""
     X = rng.normal(size=(n_rows, n_features))
     X[rng.random(X.shape) < 0.05] = np.nan
     y = (rng.random(n_rows) < 0.4).astype(float)
-    raw = ops.make_part(X, y, "binary:logistic")
+    state = ops.load_partition(X, y, objective, index=0)
     bounds = np.tile([-3.0, 3.0], (n_features, 1))
     cuts = [np.linspace(-2.5, 2.5, n_bins - 2) for _ in range(n_features)]
-    return ops.bin_part(raw, bounds, cuts, row_offset, missing_bin=n_bins - 1)
+    state.prepare(ops.Prepare(bounds, cuts, n_bins - 1, 0.0, {0: row_offset}))
+    return state
+
+
+def _tree_state(state, positions, gradients, hessians):
+    state.positions, state.gradients, state.hessians = positions, gradients, hessians
+    return state
+
+
+def _heap(is_split, feats, bins, miss):
+    return (np.asarray(is_split, np.uint8), np.asarray(feats, np.int32),
+            np.asarray(bins, np.uint8), np.asarray(miss, np.uint8))
 
 
 def test_make_part_validates_and_names_the_argument():
@@ -44,12 +60,13 @@ def test_row_uniforms_do_not_depend_on_partitioning():
 @pytest.mark.parametrize("rule", ["clip", "filter"])
 def test_start_tree_samples_and_bounds_gradients(rule):
     rng = np.random.default_rng(0)
-    part = _binned_part(rng, n_rows=20000)
+    part = state = _binned_part(rng, n_rows=20000, objective=Objective("reg:squarederror",
+                                                                         (-1.0, 1.0)))
     margin = rng.normal(scale=3.0, size=20000)
-    state = ops.start_tree(part, margin, "reg:squarederror", sample_key=7,
-                           sample_interval=(0.0, 0.3), gradient_bound=1.0, gradient_rule=rule,
-                           hessian_bound=1.0)
+    state.margins = state.pending = margin
+    state.run(ops.Round(seq=1, start_tree=ops.TreeStart(7, (0.0, 0.3), 1.0, rule, 1.0)))
     in_tree = state.positions == 0
+    assert np.all(state.positions[~in_tree] == -1)  # ~0: outside the tree, at the root
     assert np.all(np.abs(state.gradients) <= 1.0)
     assert np.all(state.gradients[~in_tree] == 0) and np.all(state.hessians[~in_tree] == 0)
     if rule == "clip":
@@ -61,11 +78,11 @@ def test_start_tree_samples_and_bounds_gradients(rule):
 
 def test_level_histograms_with_subtraction_equal_a_direct_build():
     rng = np.random.default_rng(1)
-    part = _binned_part(rng)
-    state = ops.TreeState(np.zeros(500, np.int32), rng.normal(size=500).astype(np.float32),
-                          rng.random(500).astype(np.float32))
+    part = state = _tree_state(_binned_part(rng), np.zeros(500, np.int32),
+                               rng.normal(size=500).astype(np.float32),
+                               rng.random(500).astype(np.float32))
     state.positions[rng.random(500) < 0.1] = -1
-    root = ops.level_histograms(part, state, [0])
+    root = ops.level_histograms(state, [0])
     expected_root = naive_histogram.build_node_histograms(
         part.X_binned, state.gradients, state.hessians, np.flatnonzero(state.positions == 0),
         np.zeros(int((state.positions == 0).sum()), np.int64), 1, part.n_bins)
@@ -76,15 +93,15 @@ def test_level_histograms_with_subtraction_equal_a_direct_build():
     feats = np.array([0, 1, 2], np.int32)
     bins = np.array([10, 20, 5], np.uint8)
     miss = np.array([1, 0, 1], np.uint8)
-    state = ops.route_rows(part, state, is_split[:1], feats[:1], bins[:1], miss[:1])
-    depth1 = ops.level_histograms(part, state, [1, 2], previous=root, previous_nodes=[0])
-    direct1 = ops.level_histograms(part, state, [1, 2])
+    state.run(ops.Round(seq=1, splits=_heap(is_split[:1], feats[:1], bins[:1], miss[:1])))
+    depth1 = ops.level_histograms(state, [1, 2], previous=root, previous_nodes=[0])
+    direct1 = ops.level_histograms(state, [1, 2])
     np.testing.assert_array_equal(depth1["count"], direct1["count"])
     np.testing.assert_allclose(depth1["sum_hessians"], direct1["sum_hessians"], atol=1e-9)
-    state = ops.route_rows(part, state, is_split, feats, bins, miss)
+    state.run(ops.Round(seq=2, splits=_heap(is_split, feats, bins, miss)))
     nodes = [3, 4, 5, 6]
-    depth2 = ops.level_histograms(part, state, nodes, previous=depth1, previous_nodes=[1, 2])
-    direct2 = ops.level_histograms(part, state, nodes)
+    depth2 = ops.level_histograms(state, nodes, previous=depth1, previous_nodes=[1, 2])
+    direct2 = ops.level_histograms(state, nodes)
     np.testing.assert_array_equal(depth2["count"], direct2["count"])
     np.testing.assert_allclose(depth2["sum_gradients"], direct2["sum_gradients"], atol=1e-9)
     sums = ops.node_sums(state, nodes)
@@ -94,10 +111,9 @@ def test_level_histograms_with_subtraction_equal_a_direct_build():
 
 def test_add_reduces_histograms_and_arrays():
     rng = np.random.default_rng(2)
-    part = _binned_part(rng)
-    state = ops.TreeState(np.zeros(500, np.int32), rng.normal(size=500).astype(np.float32),
-                          np.ones(500, np.float32))
-    h = ops.level_histograms(part, state, [0])
+    state = _tree_state(_binned_part(rng), np.zeros(500, np.int32),
+                        rng.normal(size=500).astype(np.float32), np.ones(500, np.float32))
+    h = ops.level_histograms(state, [0])
     total = ops.add(h, h, h)
     np.testing.assert_array_equal(total["count"], 3 * h["count"])
     np.testing.assert_array_equal(ops.add(np.ones(3), np.ones(3)), 2 * np.ones(3))
@@ -116,3 +132,89 @@ def test_quantized_sums_are_exact_in_any_order():
     assert forward == backward == pairwise == exact
     h = ops.quantize(rng.random(10), 0.25, lower=0.0)
     assert h.min() >= 0.0 and h.max() <= 0.25
+
+
+def _random_level(rng, nodes, n_features, n_cuts):
+    size = int(max(nodes)) + 1
+    heap = [np.zeros(size, np.uint8), np.zeros(size, np.int32), np.zeros(size, np.uint8),
+            np.zeros(size, np.uint8)]
+    for node in nodes:
+        heap[0][node] = rng.random() < 0.8
+        heap[1][node] = rng.integers(n_features)
+        heap[2][node] = rng.integers(n_cuts)
+        heap[3][node] = rng.integers(2)
+    return tuple(heap)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
+    """TreeEnd reuses the positions found while growing (rows outside the tree included);
+    the result must be what predicting the tree on the binned rows gives."""
+    from dpxgb_dask.model import Tree
+
+    rng = np.random.default_rng(seed)
+    state = _binned_part(rng, n_rows=3000, objective=Objective("reg:squarederror", (-1, 1)))
+    state.run(ops.Round(seq=1, start_tree=ops.TreeStart(11, (0.0, 0.4), 1.0, "clip", 1.0)))
+    assert np.any(state.positions < 0) and np.any(state.positions == 0)
+    cuts = [np.linspace(-2.5, 2.5, 31) for _ in range(4)]
+    tree = Tree(cuts)
+    nodes, levels = [0], []
+    for depth in range(3):
+        level = _random_level(rng, nodes, 4, 31)
+        levels.append(level)
+        children = []
+        for node in nodes:
+            if level[0][node]:
+                tree.add_split(node, level[1][node], level[2][node], level[3][node])
+                children += [2 * node + 1, 2 * node + 2]
+            else:
+                tree.add_leaf(node, 0.0)
+        nodes = children
+    state.run(ops.Round(seq=2, tree_levels=levels[:-1]))
+    leaf_values = rng.normal(size=2 ** 4)
+    for node in nodes + [n for n in tree.leaves]:
+        tree.add_leaf(node, leaf_values[node])
+    arrays = tree.to_arrays()
+    expected = state.margins.copy()
+    predict_binned(state.X_binned, arrays["feature"], arrays["bin_threshold"],
+                   arrays["missing_left"], arrays["left"], arrays["right"], arrays["value"],
+                   np.zeros(1, np.int32), state.missing_bin, expected, 1)
+    by_heap = np.zeros(2 ** 4)
+    for node, value in tree.leaves.items():
+        by_heap[node] = value
+    state.run(ops.Round(seq=3, end_tree=ops.TreeEnd(levels[-1], by_heap)))
+    np.testing.assert_array_equal(state.margins, np.clip(expected, -1.0, 1.0))
+
+
+def test_a_replayed_round_returns_its_result_without_applying_it_again():
+    rng = np.random.default_rng(4)
+    state = _binned_part(rng)
+    start = ops.Round(seq=1, start_tree=ops.TreeStart(0, (0.0, 2.0), 1.0, "clip", 0.25),
+                      histogram_nodes=np.array([0]))
+    root = state.run(start)
+    split = ops.Round(seq=2, splits=_heap([1], [0], [10], [1]), histogram_nodes=np.array([1, 2]))
+    first = state.run(split)
+    positions = state.positions.copy()
+    again = state.run(split)
+    assert again is first
+    np.testing.assert_array_equal(state.positions, positions)
+    with pytest.raises(ValueError, match="older"):
+        state.run(start)
+    assert root["count"].sum() == 500 * 4
+
+
+def test_leaf_sums_read_off_the_histograms_equal_direct_sums():
+    rng = np.random.default_rng(5)
+    state = _tree_state(_binned_part(rng, n_rows=2000), np.zeros(2000, np.int32),
+                        ops.quantize(rng.normal(size=2000), 1.0).astype(np.float32),
+                        ops.quantize(rng.random(2000), 0.25, lower=0.0).astype(np.float32))
+    state.positions[rng.random(2000) < 0.2] = -1
+    root = ops.level_histograms(state, [0])
+    splits = decisions.LevelSplits(np.array([0]), np.array([True]), np.array([2], np.int32),
+                                   np.array([12], np.int32), np.array([True]))
+    children = decisions.child_totals(root, splits)
+    state.run(ops.Round(seq=1, splits=splits.as_heap_arrays()))
+    direct = ops.node_sums(state, decisions.children(splits))
+    np.testing.assert_array_equal(children, direct)
+    np.testing.assert_array_equal(decisions.node_totals(root), ops.node_sums(state, [1, 2]).sum(
+        axis=0, keepdims=True))

@@ -6,12 +6,15 @@ def apply_splits(X_binned, positions, is_split, split_feature, split_bin, missin
                  missing_bin):
     """New positions (a copy) after the splits; see ``partition.apply_splits``."""
     new = np.array(positions, dtype=np.int32, copy=True)
-    for i, node in enumerate(positions):
-        if node < 0 or node >= len(is_split) or not is_split[node]:
+    for i, position in enumerate(positions):
+        outside = position < 0  # a row outside the tree sits at ~p and stays outside
+        node = -position - 1 if outside else position
+        if node >= len(is_split) or not is_split[node]:
             continue
         b = X_binned[i, split_feature[node]]
         go_left = bool(missing_left[node]) if b == missing_bin else b <= split_bin[node]
-        new[i] = 2 * node + 1 if go_left else 2 * node + 2
+        child = 2 * node + 1 if go_left else 2 * node + 2
+        new[i] = -child - 1 if outside else child
     return new
 
 

@@ -1,0 +1,470 @@
+"""Execution benchmark: dpxgb_dask next to xgboost.dask on one LocalCluster.
+
+Usage::
+
+    python benchmarks/bench_execution.py [--sections 1 2 3 4 5] [--rows 1000000]
+                                         [--scaling 1000000 3000000 10000000] [--repeats 3]
+                                         [--output benchmarks/results/execution.md]
+
+Every section runs on the same LocalCluster (2 worker processes x 1 thread) in one run:
+
+1. Training at ``--rows`` x 50 float32 (``make_classification``, ``n_informative=20``):
+   one dask array with one row block on each worker (persisted before any fit) is given
+   to xgboost.dask (``DaskQuantileDMatrix`` + ``xgboost.dask.train``: hist, depth 6, 20
+   rounds, 64 bins, 1 thread) and to the dpxgb methods random, noisy_histogram and
+   exponential (20 trees, depth 6) and default (its full ε = 1 schedule: 400 trees, depth
+   6). Fit wall time, and the workers' peak RSS during that fit (a sampler thread on every
+   worker polls the RSS every 20 ms; the max over workers is reported). One fit each,
+   after a small warm-up fit of each system.
+2. Time per tree level and fixed time per fit, 30k x 24 NumPy float64 rows,
+   noisy_histogram (20 trees, depth 6), with a profile of the fit's phases; median of
+   ``--repeats`` fits.
+3. The default fit on UCI Adult (ε = 1, public bounds of ``benchmarks/datasets.py``):
+   fit time (median of ``--repeats``) and test AUC. Skipped without ``../shared/data``.
+4. The default fit at 30k x 24 on an embedded cluster (``client=None`` in a fresh process
+   with no Dask client) against the same fit on the running cluster.
+5. Scaling: noisy_histogram (20 trees, depth 6) at each ``--scaling`` row count x 50
+   float32, rows generated on the workers (``dask.array.random``, logistic labels).
+
+All dpxgb fits use public feature bounds ±8 (±8 holds the synthetic features a priori),
+ε = 1 and 64 bins. The tables are printed and written to ``--output``, under the command
+line that produced them (rewritten after every section).
+"""
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+import os
+import shlex
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from distributed import Client, LocalCluster, WorkerPlugin, wait
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dpxgb_dask import train  # noqa: E402
+
+N_FEATURES = 50
+SMALL_ROWS, SMALL_FEATURES = 30_000, 24
+TREES, DEPTH, MAX_BIN, EPSILON = 20, 6, 64, 1.0
+CLUSTER = dict(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+
+#: dpxgb parameter sets per method (those of bench_train.py, plus "random").
+METHOD_PARAMS = {
+    "default": {},
+    "random": {"split_method": "random"},
+    "noisy_histogram": {"split_method": "noisy_histogram", "split_candidates": "uniform"},
+    "exponential": {"split_method": "exponential", "leaf_method": "laplace", "newton": False,
+                    "split_candidates": "uniform", "accountant": "basic"},
+}
+
+SAMPLER_NAME = "bench-peak-rss"
+SAMPLE_SECONDS = 0.02
+
+
+# -- Workers' peak memory --------------------------------------------------------------------
+
+class PeakRSS(WorkerPlugin):
+    """A worker's RSS sampler: ``start`` polls the RSS every 20 ms, ``stop`` returns the peak.
+
+    ``start`` first runs the garbage collector and returns freed heap to the OS
+    (``malloc_trim``), so one fit's leftovers do not raise the next fit's baseline.
+    """
+
+    name = SAMPLER_NAME
+
+    def setup(self, worker):
+        self._stopped = threading.Event()
+        self._thread = None
+        self.peak = 0
+
+    def start(self):
+        import ctypes
+        import gc
+
+        gc.collect()
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+        self.stop()
+        self._stopped = threading.Event()
+        self.peak = _rss()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self):
+        while not self._stopped.wait(SAMPLE_SECONDS):
+            self.peak = max(self.peak, _rss())
+
+    def stop(self):
+        """Stop sampling; return the peak RSS in bytes."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.peak = max(self.peak, _rss())
+        return self.peak
+
+    def teardown(self, worker):
+        self.stop()
+
+
+def _rss():
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def _start_sampler(dask_worker):
+    dask_worker.plugins[SAMPLER_NAME].start()
+
+
+def _stop_sampler(dask_worker):
+    return dask_worker.plugins[SAMPLER_NAME].stop()
+
+
+def measured(client, fit):
+    """Run ``fit()``; return its result, wall seconds and the workers' peak RSS (MiB)."""
+    client.run(_start_sampler)
+    t0 = time.perf_counter()
+    result = fit()
+    seconds = time.perf_counter() - t0
+    peak = max(client.run(_stop_sampler).values())
+    return result, seconds, peak / 2**20
+
+
+# -- Data ------------------------------------------------------------------------------------
+
+def workers_of(client):
+    return sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+
+def classification(n_rows, n_features, dtype=np.float64):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n_rows, n_features=n_features, n_informative=20,
+                               random_state=0)
+    return X.astype(dtype), y.astype(dtype)
+
+
+def scatter_rows(client, X, y):
+    """NumPy (X, y) -> dask arrays whose row block i lives on worker i (``client.scatter``)."""
+    import dask.array as da
+
+    workers = workers_of(client)
+    edges = np.linspace(0, len(y), len(workers) + 1).round().astype(int)
+    spans = list(zip(edges[:-1], edges[1:]))
+    futures = [client.scatter([X[a:b], y[a:b]], workers=[w])
+               for w, (a, b) in zip(workers, spans)]
+    wait([f for pair in futures for f in pair])
+    X_blocks = [da.from_delayed(fx, (b - a, X.shape[1]), dtype=X.dtype)
+                for (fx, _), (a, b) in zip(futures, spans)]
+    y_blocks = [da.from_delayed(fy, (b - a,), dtype=y.dtype)
+                for (_, fy), (a, b) in zip(futures, spans)]
+    return da.concatenate(X_blocks), da.concatenate(y_blocks)
+
+
+def generate_rows(client, n_rows, n_features, seed=0):
+    """Standard-normal float32 X and logistic labels, generated blockwise on the workers:
+    row block i is computed and persisted on worker i; the client never holds the rows."""
+    import dask.array as da
+
+    workers = workers_of(client)
+    rows_per_block = -(-n_rows // len(workers))
+    rng = da.random.default_rng(seed)
+    X = rng.standard_normal((n_rows, n_features), chunks=(rows_per_block, n_features),
+                            dtype=np.float32)
+    weights = np.linspace(-1.0, 1.0, n_features, dtype=np.float32)
+    probability = 1.0 / (1.0 + da.exp(-(X @ weights)))
+    y = (rng.random(n_rows, chunks=rows_per_block) < probability).astype(np.float32)
+    parts = [client.persist([X.blocks[i], y.blocks[i]], workers=[w])
+             for i, w in enumerate(workers)]
+    wait([block for part in parts for block in part])
+    return da.concatenate([p[0] for p in parts]), da.concatenate([p[1] for p in parts])
+
+
+def check_placement(client, X):
+    """Raise unless every worker holds exactly one row block of ``X``."""
+    from distributed import futures_of
+
+    holders = [client.who_has(f)[f.key] for f in futures_of(X)]
+    if sorted(h[0] for h in holders) != workers_of(client) or any(len(h) != 1 for h in holders):
+        raise RuntimeError(f"expected one block per worker, got {holders}")
+
+
+# -- Fits ------------------------------------------------------------------------------------
+
+def dp_params(method, n_features=None, bounds=None, trees=TREES, depth=DEPTH):
+    """A dpxgb fit's parameters; "default" keeps its ε schedule (no trees or depth given)."""
+    if bounds is None:
+        bounds = np.tile([-8.0, 8.0], (n_features, 1))
+    params = {"feature_bounds": bounds, "epsilon": EPSILON, "max_bin": MAX_BIN,
+              **METHOD_PARAMS[method]}
+    if method != "default":
+        params.update(n_estimators=trees, max_depth=depth)
+    return params
+
+
+def default_schedule():
+    """The default's trees at ε = EPSILON, as text (e.g. "400 trees, depth 6")."""
+    from dpxgb_dask.params import resolve_params
+
+    p = resolve_params("binary:logistic", epsilon=EPSILON)
+    return f"{p.n_estimators} trees, depth {p.max_depth}"
+
+
+def fit_dpxgb(client, params, X, y):
+    """Return (booster, timings, wall seconds) of one ``dpxgb_dask.train``."""
+    t0 = time.perf_counter()
+    booster, timings = train(params, X, y, client=client, return_timings=True)
+    return booster, timings, time.perf_counter() - t0
+
+
+def fit_xgboost(client, X, y, rounds=TREES):
+    """xgboost.dask: quantile DMatrix + train (hist, depth 6, 64 bins, 1 thread)."""
+    import xgboost.dask as dxgb
+
+    dtrain = dxgb.DaskQuantileDMatrix(client, X, y, max_bin=MAX_BIN)
+    params = {"tree_method": "hist", "max_depth": DEPTH, "objective": "binary:logistic",
+              "max_bin": MAX_BIN, "nthread": 1}
+    return dxgb.train(client, params, dtrain, num_boost_round=rounds)["booster"]
+
+
+def warm_up(client):
+    """Small fits of both systems (dask and NumPy inputs), not timed."""
+    X, y = classification(2000, N_FEATURES, np.float32)
+    Xd, yd = scatter_rows(client, X, y)
+    fit_xgboost(client, Xd, yd, rounds=2)
+    fit_dpxgb(client, dp_params("noisy_histogram", N_FEATURES, trees=2), Xd, yd)
+    fit_dpxgb(client, dp_params("random", N_FEATURES, trees=2), X, y)
+
+
+# -- Output ----------------------------------------------------------------------------------
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+class Report:
+    """Prints each block of Markdown and rewrites the output file with everything so far."""
+
+    def __init__(self, path, header):
+        self.path = Path(path)
+        self.blocks = [header]
+        print(header, flush=True)
+
+    def add(self, text):
+        self.blocks.append(text)
+        print("\n" + text, flush=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("\n\n".join(self.blocks) + "\n")
+
+
+def median(values):
+    return float(np.median(values))
+
+
+# -- Sections --------------------------------------------------------------------------------
+
+def section_training(client, args, report):
+    """1. xgboost.dask and every dpxgb method on the same persisted dask array."""
+    X, y = scatter_rows(client, *classification(args.rows, N_FEATURES, np.float32))
+    check_placement(client, X)
+    baseline = max(client.run(_rss).values()) / 2**20
+    _, t_ref, m_ref = measured(client, lambda: fit_xgboost(client, X, y))
+    rows = [["xgboost.dask (hist)", f"{t_ref:.1f}", f"{m_ref:.0f}", "1.00", "1.00"]]
+    for method in ["random", "noisy_histogram", "exponential", "default"]:
+        params = dp_params(method, N_FEATURES)
+        _, seconds, peak = measured(client, lambda: train(params, X, y, client=client))
+        label = f"dpxgb default ({default_schedule()})" if method == "default" \
+            else f"dpxgb {method}"
+        rows.append([label, f"{seconds:.1f}", f"{peak:.0f}", f"{seconds / t_ref:.2f}",
+                     f"{peak / m_ref:.2f}"])
+    report.add(
+        f"## 1. Training, {args.rows:,} x {N_FEATURES} float32 (2 workers x 1 thread)\n\n"
+        "Both systems get the same dask array, persisted with one row block per worker. "
+        f"{TREES} trees / rounds of depth {DEPTH} unless stated; one fit each after a "
+        "warm-up fit.\n\n"
+        + table(["system", "fit (s)", "workers' peak RSS (MiB)", "time / xgboost.dask",
+                 "memory / xgboost.dask"], rows)
+        + f"\n\nPeak RSS: the largest resident set size of any worker process during the fit "
+        f"(sampled every {SAMPLE_SECONDS * 1e3:.0f} ms), including the persisted input "
+        f"block and the worker's own footprint: before the fits the largest worker held "
+        f"{baseline:.0f} MiB. xgboost.dask's time includes building its DaskQuantileDMatrix; "
+        "dpxgb's includes loading the blocks into its partition states.")
+
+
+def section_levels(client, args, report):
+    """2. Per-level and fixed per-fit times, and a phase profile, at 30k x 24."""
+    X, y = classification(SMALL_ROWS, SMALL_FEATURES)
+    n_workers = len(workers_of(client))
+    stats = {}
+    for _ in range(args.repeats):
+        _, timings, wall = fit_dpxgb(client, dp_params("noisy_histogram", SMALL_FEATURES), X, y)
+        levels_ms = np.array(timings["level"]) * 1e3
+        phases = timings["phases"]
+        run = {
+            "level median (ms)": np.median(levels_ms),
+            "level p90 (ms)": np.percentile(levels_ms, 90),
+            "tree mean (ms)": np.mean(timings["tree"]) * 1e3,
+            "candidates (s)": phases["candidates"],
+            "binning (s)": phases["binning"],
+            "trees (s)": phases["trees"],
+            "worker compute, all workers (s)": timings["worker_seconds"],
+            "communication + coordinator (s) *":
+                phases["trees"] - timings["worker_seconds"] / n_workers,
+            "fixed per fit (s): wall - sum of trees": wall - sum(timings["tree"]),
+            "fit wall (s)": wall,
+        }
+        for key, value in run.items():
+            stats.setdefault(key, []).append(value)
+    rows = [[key, f"{median(values):.3f}", ", ".join(f"{v:.3f}" for v in values)]
+            for key, values in stats.items()]
+    report.add(
+        f"## 2. Per level and per fit, {SMALL_ROWS:,} x {SMALL_FEATURES} NumPy float64, "
+        f"noisy_histogram ({TREES} trees, depth {DEPTH})\n\n"
+        + table(["quantity", f"median of {args.repeats}", "runs"], rows)
+        + "\n\nPhases are the coordinator's (timings[\"phases\"]); worker compute is the "
+        "compute time the workers report, summed over workers and over the whole fit "
+        "(candidates and binning included). The fixed per-fit time covers everything "
+        "outside the trees: validation, loading the rows, planning, candidates, binning, "
+        "the coordinator's start and the model's return.\n\n"
+        f"\\* An estimate: the trees phase minus worker compute / {n_workers} workers, as if "
+        "the workers computed in parallel and only inside the trees phase.")
+
+
+def section_adult(client, args, report):
+    """3. The default fit (ε = 1) on UCI Adult: fit time and test AUC."""
+    import datasets
+    from sklearn.metrics import roc_auc_score
+
+    if datasets.data_dir() is None:
+        report.add("## 3. Adult\n\nSkipped: ../shared/data (or $DPXGB_DATA) is absent.")
+        return
+    X, y, X_test, y_test, bounds = datasets.load_adult()
+    X, X_test = np.asarray(X, dtype=np.float64), np.asarray(X_test, dtype=np.float64)
+    times, aucs = [], []
+    for _ in range(args.repeats):
+        booster, _, wall = fit_dpxgb(client, dp_params("default", bounds=bounds), X, y)
+        times.append(wall)
+        aucs.append(roc_auc_score(y_test, booster.predict(X_test)))
+    rows = [["fit (s)", f"{median(times):.2f}", ", ".join(f"{t:.2f}" for t in times)],
+            ["test AUC", f"{median(aucs):.4f}", ", ".join(f"{a:.4f}" for a in aucs)]]
+    report.add(
+        f"## 3. Adult, default fit (ε = {EPSILON}: {default_schedule()}), {len(y):,} train / "
+        f"{len(y_test):,} test rows, on the running cluster\n\n"
+        + table(["quantity", f"median of {args.repeats}", "runs"], rows))
+
+
+def _embedded_fits(params, X, y, repeats):
+    """In a fresh process with no Dask client: times of ``train(client=None)`` (which
+    starts and closes its own LocalCluster) and of starting and closing such a cluster."""
+    from distributed import default_client
+
+    try:
+        default_client()
+        raise RuntimeError("this process must have no Dask client")
+    except ValueError:
+        pass
+    warnings.simplefilter("ignore", category=UserWarning)
+    fits, starts = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        train(params, X, y)
+        fits.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        with LocalCluster(**CLUSTER) as cluster, Client(cluster):
+            pass
+        starts.append(time.perf_counter() - t0)
+    return fits, starts
+
+
+def section_embedded(client, args, report):
+    """4. The default fit at 30k x 24 on an embedded cluster against the running one."""
+    X, y = classification(SMALL_ROWS, SMALL_FEATURES)
+    params = dp_params("default", SMALL_FEATURES)
+    existing = [fit_dpxgb(client, params, X, y)[2] for _ in range(args.repeats)]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        fits, starts = pool.submit(_embedded_fits, params, X, y, args.repeats).result()
+    t_existing, t_fit, t_start = median(existing), median(fits), median(starts)
+    rows = [["existing client", f"{t_existing:.2f}", "-", f"{t_existing:.2f}", "1.00"],
+            ["embedded (client=None)", f"{t_fit:.2f}", f"{t_start:.2f}",
+             f"{t_fit - t_start:.2f}", f"{(t_fit - t_start) / t_existing:.2f}"]]
+    report.add(
+        f"## 4. Embedded cluster, default fit (ε = {EPSILON}: {default_schedule()}), "
+        f"{SMALL_ROWS:,} x "
+        f"{SMALL_FEATURES} NumPy float64\n\n"
+        + table(["cluster", "train() (s)", "cluster start + close (s)",
+                 "fit excl. cluster (s)", "ratio to existing"], rows)
+        + f"\n\nMedians of {args.repeats}. The embedded fits run in a fresh process with no "
+        "Dask client, so `train(client=None)` starts and closes its own LocalCluster (2 "
+        "workers x 1 thread); the start + close of the same LocalCluster and Client, timed "
+        "on its own in that process, is subtracted. The remainder still includes the "
+        "embedded workers' cold start (importing dpxgb_dask, registering its plugin), which "
+        "the running cluster paid in its warm-up. The running cluster stays up, idle, "
+        "meanwhile.")
+
+
+def section_scaling(client, args, report):
+    """5. noisy_histogram fit time against the number of rows (generated on the workers)."""
+    params = dp_params("noisy_histogram", N_FEATURES)
+    rows = []
+    for n_rows in args.scaling:
+        X, y = generate_rows(client, n_rows, N_FEATURES)
+        check_placement(client, X)
+        _, seconds, peak = measured(client, lambda: train(params, X, y, client=client))
+        rows.append([f"{n_rows:,}", f"{seconds:.1f}", f"{seconds / (n_rows / 1e6):.2f}",
+                     f"{peak:.0f}"])
+        del X, y
+    report.add(
+        f"## 5. Scaling, noisy_histogram ({TREES} trees, depth {DEPTH}), x {N_FEATURES} "
+        "float32 generated on the workers\n\n"
+        + table(["rows", "fit (s)", "s per million rows", "workers' peak RSS (MiB)"], rows)
+        + "\n\nStandard-normal features, labels drawn from a logistic model of them; one row "
+        "block per worker, persisted before the fit; one fit per size.")
+
+
+SECTIONS = {1: section_training, 2: section_levels, 3: section_adult, 4: section_embedded,
+            5: section_scaling}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", type=int, nargs="+", default=sorted(SECTIONS),
+                        choices=sorted(SECTIONS))
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of section 1")
+    parser.add_argument("--scaling", type=int, nargs="+",
+                        default=[1_000_000, 3_000_000, 10_000_000], help="rows of section 5")
+    parser.add_argument("--repeats", type=int, default=3, help="fits per median (2, 3, 4)")
+    parser.add_argument("--output", default=str(Path(__file__).resolve().parent / "results"
+                                                / "execution.md"))
+    args = parser.parse_args()
+
+    import distributed
+    import xgboost
+
+    warnings.simplefilter("ignore", category=UserWarning)
+    command = "python " + shlex.join(sys.argv)
+    report = Report(args.output, f"Produced by: `{command}`\n\n"
+                    f"distributed {distributed.__version__}, xgboost {xgboost.__version__}, "
+                    f"{os.cpu_count()} cores; one LocalCluster of 2 worker processes x 1 "
+                    f"thread; dpxgb: ε = {EPSILON}, {MAX_BIN} bins, public bounds.")
+    t_start = time.perf_counter()
+    with LocalCluster(**CLUSTER) as cluster, Client(cluster) as client:
+        client.register_plugin(PeakRSS(), name=SAMPLER_NAME)
+        warm_up(client)
+        for section in sorted(set(args.sections)):
+            SECTIONS[section](client, args, report)
+        client.unregister_worker_plugin(SAMPLER_NAME)
+    report.add(f"Total run time: {(time.perf_counter() - t_start) / 60:.1f} min.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+"""The release plan: every DP release of a fit, its budget share, sensitivity, noise and
+ledger event, computed once per fit from public parameters only.
+
+:func:`make_plan` calibrates the plan's scale to the fit's total (ε, δ) under its
+accountant (or takes DP-XGBoost's ε per tree) and returns a :class:`ReleasePlan`; the
+coordinator reads every release's noise parameters and ledger fields from it. Nothing here
+reads data or knows about Dask, so the client computes the plan before (and while) the
+data is loaded, and calibrations of identical public parameters are cached.
+"""
+from dataclasses import dataclass
+import functools
+import json
+import math
+
+import numpy as np
+
+from .privacy.accountants import PLDAccountant, get_accountant
+from .privacy.ledger import Ledger
+from .privacy.sensitivity import dpboost_gain_sensitivity, dpxgboost_gain_sensitivity
+from .privacy.validation import BudgetError
+
+#: log2-magnitude range of the DP bounds estimate: |x| from 2**-20 to 2**44.
+BOUNDS_MIN_EXPONENT = -20
+BOUNDS_N_EXPONENTS = 64
+
+
+def _default_shares(p):
+    shares = {}
+    if p.split_candidates == "dp_sketch":
+        shares["sketch"] = 1.0
+    elif p.split_candidates == "iterative_hessian" and p.iterative_hessian_rounds > 0:
+        shares["sketch"] = 0.1
+    if p.split_method != "random":
+        shares["split"] = 1.0
+    shares["leaf"] = 1.0 if p.split_method != "random" else 0.9
+    if p.init_score == "dp_mean":
+        shares["init"] = 0.05
+    return shares
+
+
+def release_shares(p):
+    """Normalised budget shares of the releases the method makes (dict purpose -> share).
+
+    ``params.budget_shares`` overrides the default weights of the releases it names;
+    releases it omits keep their default weight, and names of releases this method does
+    not make are ignored.
+    """
+    wanted = _default_shares(p)
+    if p.budget_shares:
+        wanted.update({k: float(v) for k, v in p.budget_shares.items() if k in wanted})
+    total = sum(wanted.values())
+    return {k: v / total for k, v in wanted.items()}
+
+
+@dataclass(frozen=True)
+class Release:
+    """Noise parameters of one kind of release (public)."""
+
+    purpose: str
+    mechanism: str
+    sensitivity: float
+    epsilon: float = None
+    noise_multiplier: float = None
+
+
+class ReleasePlan:
+    """Every release of a fit and its noise, as a function of one scale ``s``.
+
+    Built once per fit from public parameters (:func:`make_plan`) and read by the
+    coordinator for each release's noise and ledger event.
+
+    Pure-ε releases with share ``w`` occurring ``m`` times per tree get ε = s·w/m (so s is
+    DP-XGBoost's ε per tree when the shares sum to one, §4.4); Gaussian releases get the
+    noise multiplier z = sqrt(m/w)/s (zCDP ρ = s²w/(2m)). Everything is monotone in s,
+    which :func:`calibrate_scale` finds by bisection on the accountant's ε of
+    :meth:`ledger`, the exact ledger the fit will record.
+
+    Parameters
+    ----------
+    params : TrainParams
+    n_features : int
+    scale : float
+    """
+
+    def __init__(self, params, n_features, scale):
+        self.params = p = params
+        self.n_features = n_features
+        self.scale = float(scale)
+        self.shares = shares = release_shares(p)
+        s = self.scale
+        h_bound = p.hessian_bound if p.newton else 1.0
+        self.ih_rounds = (min(p.iterative_hessian_rounds, p.n_estimators)
+                          if p.split_candidates == "iterative_hessian" else 0)
+        self.releases = {}
+        if "sketch" in shares and p.split_candidates == "dp_sketch":
+            # One row adds its weight (<= 1 after clipping) to one bin of each feature.
+            self.releases["sketch"] = Release("sketch", "laplace", float(n_features),
+                                              epsilon=s * shares["sketch"])
+        if "sketch" in shares and self.ih_rounds:
+            self.releases["sketch"] = Release(
+                "sketch", "gaussian", float(np.sqrt(n_features) * h_bound),
+                noise_multiplier=math.sqrt(self.ih_rounds / shares["sketch"]) / s)
+        if "split" in shares:
+            if p.split_method == "exponential":
+                g = p.gradient_bound
+                sens = (dpboost_gain_sensitivity(g, p.reg_lambda)
+                        if p.gain_sensitivity == "dpboost" else dpxgboost_gain_sensitivity(g))
+                self.releases["split"] = Release("split", "exponential", float(sens),
+                                                 epsilon=s * shares["split"] / p.max_depth)
+            else:
+                sens = float(np.sqrt(n_features * (p.gradient_bound**2 + h_bound**2)))
+                self.releases["split"] = Release(
+                    "split", "gaussian", sens,
+                    noise_multiplier=math.sqrt(p.max_depth / shares["split"]) / s)
+        if p.leaf_method == "gaussian":
+            self.releases["leaf"] = Release(
+                "leaf", "gaussian", 1.0, noise_multiplier=math.sqrt(1.0 / shares["leaf"]) / s)
+        elif p.leaf_method == "laplace":
+            self.releases["leaf"] = Release("leaf", "laplace", 1.0, epsilon=s * shares["leaf"])
+        else:
+            # NoisyAverage: a noisy gradient sum (Δ = g*) and a noisy row count (Δ = 1),
+            # the leaf's ε split (1 - r) / r between them.
+            r = p.leaf_noise_ratio
+            self.releases["leaf"] = Release("leaf_sum", "laplace", p.gradient_bound,
+                                            epsilon=s * shares["leaf"] * (1.0 - r))
+            self.releases["leaf_count"] = Release("leaf_count", "laplace", 1.0,
+                                                  epsilon=s * shares["leaf"] * r)
+        if "init" in shares:
+            # A noisy sum and a noisy count of labels in [-1, 1] (or {0, 1}): Δ = 1 each.
+            self.releases["init"] = Release("init_score", "laplace", 1.0,
+                                            epsilon=s * shares["init"] / 2)
+
+    # ledger events of the plan --------------------------------------------------------------
+
+    def tree_sampling(self, tree):
+        """(sampling_rate, disjoint_group, disjoint_part) of a tree's rows."""
+        p = self.params
+        if p.ensemble_size:
+            return 1.0, f"ensemble:{tree // p.ensemble_size}", tree % p.ensemble_size
+        return p.subsample, None, None
+
+    def event(self, kind, tree=None, depth=None, n_parallel=1, sensitivity=None, epsilon=None):
+        """Keyword arguments of ``Ledger.record`` for one release of kind ``kind``."""
+        r = self.releases[kind]
+        fields = dict(purpose=r.purpose, mechanism=r.mechanism,
+                      sensitivity=r.sensitivity if sensitivity is None else sensitivity)
+        if r.mechanism == "gaussian":
+            fields["noise_multiplier"] = r.noise_multiplier
+        else:
+            fields["epsilon"] = r.epsilon if epsilon is None else epsilon
+        if tree is not None:
+            rate, group, part = self.tree_sampling(tree)
+            fields.update(tree=tree, sampling_rate=rate)
+            if group is not None:
+                fields.update(disjoint_group=group, disjoint_part=part)
+        if depth is not None:
+            fields["depth"] = depth
+        if kind == "split":
+            fields.update(parallel_over=("nodes",), n_parallel=max(1, n_parallel))
+        elif kind in ("leaf", "leaf_count"):
+            fields.update(parallel_over=("leaves",), n_parallel=max(1, n_parallel))
+        elif kind == "sketch":
+            fields.update(parallel_over=("bins",), n_parallel=max(1, n_parallel))
+        elif kind == "init":
+            fields["count"] = 2
+        return fields
+
+    def bounds_event(self):
+        """Ledger fields of the DP feature-bounds estimate."""
+        return bounds_event(self.params, self.n_features)
+
+    def ledger(self):
+        """The ledger of a fit that makes every planned release (the calibration target)."""
+        p = self.params
+        ledger = Ledger()
+        if p.bounds_epsilon is not None and p.feature_bounds is None:
+            ledger.record(**bounds_event(p, self.n_features))
+        if "init" in self.releases:
+            ledger.record(**self.event("init"))
+        if "sketch" in self.releases and not self.ih_rounds:
+            ledger.record(**self.event("sketch", n_parallel=p.n_sketch_bins))
+        n_leaves = 2**p.max_depth
+        for t in range(p.n_estimators):
+            if t < self.ih_rounds:
+                ledger.record(**self.event("sketch", tree=t, n_parallel=p.max_bin + 1))
+            if "split" in self.releases:
+                for d in range(p.max_depth):
+                    ledger.record(**self.event("split", tree=t, depth=d, n_parallel=2**d))
+            ledger.record(**self.event("leaf", tree=t, n_parallel=n_leaves))
+            if "leaf_count" in self.releases:
+                ledger.record(**self.event("leaf_count", tree=t, n_parallel=n_leaves))
+        return ledger
+
+
+def bounds_event(p, n_features):
+    """Ledger fields of the DP feature-bounds estimate (Laplace on log2-magnitude counts)."""
+    return dict(purpose="bounds", mechanism="laplace", sensitivity=float(n_features),
+                epsilon=p.bounds_epsilon, parallel_over=("bins",),
+                n_parallel=2 * BOUNDS_N_EXPONENTS + 1)
+
+
+def calibrate_scale(params, n_features, rtol=1e-3):
+    """The scale s whose schedule spends ``params.epsilon`` under ``params.accountant``.
+
+    ε(s) is increasing and close to a power law in s, so a safeguarded secant search
+    (Illinois) on (log s, log ε) converges in a few accountant calls. For PLD the search
+    uses a coarser discretisation (pessimistic, so its ε is an upper bound of the fine
+    one), and the result is then checked, and if needed shrunk, with the reporting
+    accountant: the returned s never spends more than the target.
+
+    With ``dp_epsilon_per_tree`` (pure-ε methods only) s is that value and nothing is
+    calibrated.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    BudgetError
+        The target cannot be met (e.g. the bounds estimate alone spends it).
+    """
+    p = params
+    if p.dp_epsilon_per_tree is not None:
+        return float(p.dp_epsilon_per_tree)
+    target = p.epsilon
+    if p.bounds_epsilon is not None and p.feature_bounds is None and p.bounds_epsilon >= target:
+        raise BudgetError(f"bounds_epsilon={p.bounds_epsilon} leaves nothing of epsilon={target}")
+    final = get_accountant(p.accountant)
+    search = PLDAccountant(value_discretization_interval=1e-3) if p.accountant == "pld" else final
+
+    def log_excess(s, accountant):
+        eps = accountant.get_epsilon(ReleasePlan(p, n_features, s).ledger(), p.delta)
+        return math.log(eps / target) if eps > 0 else -math.inf
+
+    s = _solve_log(lambda s: log_excess(s, search), rtol)
+    if search is not final:
+        # Refine with the reporting accountant in a narrow bracket around the coarse answer.
+        s = _solve_log(lambda s: log_excess(s, final), rtol, start=s, step=1.05)
+    if log_excess(s, final) > 0.0:
+        raise BudgetError(f"could not calibrate the noise to epsilon={target}")
+    return s
+
+
+def _solve_log(f, rtol, start=1.0, step=8.0):
+    """Largest s with f(s) <= 0 (f increasing in s), to relative precision ``rtol``; the
+    bracket grows from ``start`` by factors of ``step``."""
+    lo, hi = start, start
+    f_lo = f_hi = f(start)
+    while f_lo > 0:
+        hi, f_hi = lo, f_lo
+        lo /= step
+        if lo < 1e-12:
+            raise BudgetError("epsilon is too small for the fixed releases of this plan "
+                              "(e.g. bounds_epsilon)")
+        f_lo = f(lo)
+    while f_hi <= 0:
+        lo, f_lo = hi, f_hi
+        hi *= step
+        if hi > 1e12:
+            raise BudgetError("epsilon cannot be reached by this plan")
+        f_hi = f(hi)
+    x_lo, x_hi = math.log(lo), math.log(hi)
+    side = 0
+    for _ in range(100):
+        if x_hi - x_lo < rtol:
+            break
+        if math.isfinite(f_lo) and math.isfinite(f_hi) and f_hi != f_lo:
+            x = x_hi - f_hi * (x_hi - x_lo) / (f_hi - f_lo)
+            x = min(max(x, x_lo + 0.1 * rtol), x_hi - 0.1 * rtol)
+        else:
+            x = 0.5 * (x_lo + x_hi)
+        fx = f(math.exp(x))
+        if fx <= 0:
+            x_lo, f_lo = x, fx
+            if side == -1:
+                f_hi /= 2.0  # Illinois: halve the stale end so the bracket shrinks from both
+            side = -1
+        else:
+            x_hi, f_hi = x, fx
+            if side == 1:
+                f_lo /= 2.0
+            side = 1
+        if abs(fx) < 0.25 * rtol and fx <= 0:
+            return math.exp(x)
+    return math.exp(x_lo)
+
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_scale(params_json, n_features):
+    from .params import TrainParams
+
+    fields = json.loads(params_json)
+    fields.pop("seeded")
+    if isinstance(fields.get("label_bounds"), list):
+        fields["label_bounds"] = tuple(fields["label_bounds"])
+    return calibrate_scale(TrainParams(**fields), n_features)
+
+
+def make_plan(params, n_features):
+    """The calibrated :class:`ReleasePlan` of a fit (public parameters only).
+
+    The scale depends only on public parameters, so identical calibrations in one process
+    (repeated fits, cross-validation) are computed once.
+
+    Parameters
+    ----------
+    params : TrainParams
+    n_features : int
+
+    Returns
+    -------
+    ReleasePlan
+
+    Raises
+    ------
+    BudgetError
+        The target ε cannot be met by this plan.
+    """
+    public = params.to_dict()
+    if public["feature_bounds"] is not None:
+        public["feature_bounds"] = "public"  # only their presence shapes the plan
+    key = json.dumps(public, sort_keys=True, default=str)
+    return ReleasePlan(params, n_features, _cached_scale(key, int(n_features)))

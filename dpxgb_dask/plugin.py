@@ -1,0 +1,68 @@
+"""The Dask plugins of dpxgb: ``dpxgb_call`` on every worker, ``dpxgb_fit`` on the scheduler.
+
+The worker handler and the fits' states are in ``worker.py``; the coordinator that the
+scheduler handler runs is ``training.coordinate``. This module only plugs them into
+``distributed`` (and is the one place of the package that imports its plugin classes).
+Both plugins are registered once per cluster by the first fit and stay, like an installed
+library: they hold nothing between fits. Starting a fit through a handler (rather than
+``Client.run_on_scheduler``) keeps the scheduler's event log as it was.
+"""
+import asyncio
+import pickle
+
+from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+
+from .worker import PLUGIN_NAME, forget_worker, handle_call, sweep_forever
+
+
+class DPXGBWorkerPlugin(WorkerPlugin):
+    """Installs the ``dpxgb_call`` handler and the lease sweeper on a worker.
+
+    Registered once per cluster by the first fit (``idempotent``: later registrations are
+    no-ops, so a running fit never loses its state to a re-registration). It stays
+    registered after the fit, like an installed library: it holds no data between fits.
+    """
+
+    idempotent = True
+    name = PLUGIN_NAME
+
+    def setup(self, worker):
+        address = worker.address
+
+        async def call(comm=None, **kwargs):
+            return await handle_call(address, **kwargs)
+
+        worker.handlers["dpxgb_call"] = call
+        self._sweeper = asyncio.ensure_future(sweep_forever(address))
+
+    def teardown(self, worker):
+        worker.handlers.pop("dpxgb_call", None)
+        if getattr(self, "_sweeper", None) is not None:
+            self._sweeper.cancel()
+        forget_worker(worker.address)
+
+
+class DPXGBSchedulerPlugin(SchedulerPlugin):
+    """Installs the ``dpxgb_fit`` handler on the scheduler: it runs one fit's coordinator
+    (``training.coordinate``) and replies ``{"payload": pickled result}`` or
+    ``{"error": pickled exception}`` (``worker.unpack_reply``)."""
+
+    idempotent = True
+    name = PLUGIN_NAME
+
+    async def start(self, scheduler):
+        self._scheduler = scheduler
+        self.running = {}  # fit id -> client id, while its coordinator runs
+        scheduler.handlers["dpxgb_fit"] = self.fit
+
+    async def close(self):
+        self._scheduler.handlers.pop("dpxgb_fit", None)
+
+    async def fit(self, comm=None, payload=None):
+        from .training import coordinate
+
+        try:
+            result = await coordinate(self._scheduler, **pickle.loads(payload))
+        except Exception as exc:
+            return {"error": pickle.dumps(exc)}
+        return {"payload": pickle.dumps(result, protocol=5)}

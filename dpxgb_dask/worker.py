@@ -1,0 +1,215 @@
+"""The worker side of a fit: partition states held by a worker plugin, reached over RPC.
+
+:class:`~dpxgb_dask.plugin.DPXGBWorkerPlugin` registers one handler, ``dpxgb_call``, on every worker. The
+coordinator (in the scheduler process) calls it over the scheduler's RPC connection pool
+for every message of a fit; the client calls it through the scheduler's ``broadcast``
+only to load NumPy and pandas rows. A call names the fit, proves it belongs to it with the
+fit's capability (a 256-bit secret of the fitting client and its coordinator; the worker
+keeps only its SHA-256), and names an action:
+
+``load``        validate rows and labels sent with the call and keep them as a partition
+``aggregate``   exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
+``prepare``     bin the rows and set the initial margins
+``round``       one :class:`~dpxgb_dask.ops.Round` on every local partition of the fit
+``touch``       keep the fit alive (see ``LEASE_SECONDS``)
+``drop``        forget the fit
+
+(The plugin class itself is in ``plugin.py``, which imports ``distributed``: this module
+does not, so that the package imports without it.)
+
+Results are summed over the worker's partitions before they leave it. Nothing of a fit
+is stored under a Dask key, a dataset or an event: its rows and exact aggregates live in
+this module's registry, inside the worker process, until the fit ends, fails, its client
+dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
+"""
+import asyncio
+import hashlib
+import hmac
+import pickle
+import threading
+import time
+
+from . import ops
+
+#: A fit's state is dropped when no call has touched it for this long: a client that died
+#: before its coordinator started, or a coordinator that died with its scheduler, cannot
+#: say so. Both keep their fits alive with a ``touch`` every ``KEEPALIVE_SECONDS``.
+LEASE_SECONDS = 4.0
+KEEPALIVE_SECONDS = 1.0
+#: How often a worker looks for expired fits.
+SWEEP_SECONDS = 1.0
+PLUGIN_NAME = "dpxgb"
+
+
+def capability_digest(capability):
+    """SHA-256 of a fit's capability: what workers store to check calls."""
+    return hashlib.sha256(capability).hexdigest()
+
+
+class _FitOnWorker:
+    """The partitions of one fit on one worker."""
+
+    def __init__(self, digest):
+        self.digest = digest
+        self.states = {}            # partition index -> PartitionState
+        self.touched = time.monotonic()
+        self.lock = threading.Lock()
+
+
+#: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
+#: in one process (``LocalCluster(processes=False)``) keep their fits apart.
+_REGISTRY = {}
+_REGISTRY_LOCK = threading.RLock()
+
+
+def _fits_of(worker_address):
+    with _REGISTRY_LOCK:
+        return _REGISTRY.setdefault(worker_address, {})
+
+
+def _fit(worker_address, fit_id, digest, create=False):
+    fits = _fits_of(worker_address)
+    with _REGISTRY_LOCK:
+        fit = fits.get(fit_id)
+        if fit is None:
+            if not create:
+                raise KeyError(f"fit {fit_id} is not on worker {worker_address} (dropped, "
+                               "or the worker restarted)")
+            fit = fits[fit_id] = _FitOnWorker(digest)
+    if not hmac.compare_digest(fit.digest, digest):
+        raise PermissionError("the call does not carry this fit's capability")
+    fit.touched = time.monotonic()
+    return fit
+
+
+def add_partition(worker_address, fit_id, digest, index, state):
+    """Keep ``state`` as partition ``index`` of the fit on this worker.
+
+    Parameters
+    ----------
+    digest : str
+        :func:`capability_digest` of the fit's capability (loads may come from a task,
+        whose arguments the scheduler keeps: they carry the digest, never the secret).
+    """
+    fit = _fit(worker_address, fit_id, digest, create=True)
+    with fit.lock:
+        fit.states[int(index)] = state
+
+
+def load_task(X, y, fit_id, digest, index, objective, n_threads):
+    """Dask task: load one block of a dask collection into the fit's state on the worker
+    that runs it, and return only that worker's address (no rows, no counts)."""
+    from distributed import get_worker
+
+    address = get_worker().address
+    add_partition(address, fit_id, digest, index,
+                  ops.load_partition(X, y, objective, index, n_threads))
+    return address
+
+
+def drop_fit(worker_address, fit_id):
+    """Forget a fit (no capability needed: dropping reveals nothing)."""
+    with _REGISTRY_LOCK:
+        return _fits_of(worker_address).pop(fit_id, None) is not None
+
+
+def fits_on(worker_address):
+    """Ids of the fits this worker holds (public: for cleanup checks)."""
+    with _REGISTRY_LOCK:
+        return sorted(_fits_of(worker_address))
+
+
+def _sweep(worker_address):
+    now = time.monotonic()
+    with _REGISTRY_LOCK:
+        fits = _fits_of(worker_address)
+        for fit_id in [f for f, fit in fits.items() if now - fit.touched > LEASE_SECONDS]:
+            del fits[fit_id]
+
+
+def _sum(results):
+    results = [r for r in results if r is not None]
+    return ops.add(*results) if results else None
+
+
+def execute(worker_address, fit_id, capability, action, args):
+    """Run one action of a fit on this worker's partitions (CPU work, in a thread).
+
+    Returns
+    -------
+    object
+        ``aggregate`` with ``per_partition``: dict index -> result; otherwise the sum over
+        the local partitions (None when the operation returns nothing).
+    """
+    digest = capability_digest(capability)
+    if action == "load":
+        index, X, y, objective, n_threads = args
+        add_partition(worker_address, fit_id, digest, index,
+                      ops.load_partition(X, y, objective, index, n_threads))
+        return None
+    fit = _fit(worker_address, fit_id, digest)
+    if action == "touch":
+        return None
+    try:
+        with fit.lock:
+            return _execute(fit, action, args)
+    finally:
+        fit.touched = time.monotonic()  # a long computation must not expire its own fit
+
+
+def _execute(fit, action, args):
+    states = [fit.states[i] for i in sorted(fit.states)]
+    if action == "aggregate":
+        name, per_partition, extra = args
+        results = {s.index: ops.aggregate(s, name, *extra) for s in states}
+        return results if per_partition else _sum(list(results.values()))
+    if action == "prepare":
+        for s in states:
+            s.prepare(args)
+        return None
+    if action == "round":
+        return _sum([s.run(args) for s in states])
+    raise ValueError(f"unknown action {action!r}")
+
+
+async def sweep_forever(worker_address):
+    """Drop the fits of a worker whose lease expired, every ``SWEEP_SECONDS``."""
+    while True:
+        await asyncio.sleep(SWEEP_SECONDS)
+        _sweep(worker_address)
+
+
+async def handle_call(worker_address, fit=None, capability=None, action=None, payload=None):
+    """The ``dpxgb_call`` handler of a worker: ``payload`` is the argument of ``action``
+    (pickled bytes, or an object the comm already deserialised).
+
+    Returns
+    -------
+    dict
+        ``{"payload": pickled result, "seconds": compute time}`` (the time stays with the
+        coordinator, in the cluster), or ``{"error": pickled exception}`` (see
+        :func:`unpack_reply`).
+    """
+    if action == "drop":
+        return {"payload": pickle.dumps(drop_fit(worker_address, fit)), "seconds": 0.0}
+    args = pickle.loads(payload) if isinstance(payload, bytes) else payload
+    start = time.perf_counter()
+    try:
+        result = await asyncio.to_thread(execute, worker_address, fit, capability, action, args)
+    except Exception as exc:  # returned, not raised: the comm would lose its type
+        return {"error": pickle.dumps(exc)}
+    return {"payload": pickle.dumps(result, protocol=5), "seconds": time.perf_counter() - start}
+
+
+def unpack_reply(reply):
+    """The result of a ``dpxgb_call`` reply, or the worker's exception raised here with its
+    own type (errors may name arguments, never data values: see ``ops.make_part``)."""
+    if "error" in reply:
+        raise pickle.loads(reply["error"])
+    return pickle.loads(reply["payload"])
+
+
+def forget_worker(worker_address):
+    """Drop every fit of a worker (its plugin is torn down)."""
+    with _REGISTRY_LOCK:
+        _REGISTRY.pop(worker_address, None)

@@ -1,0 +1,177 @@
+"""What a fit leaves behind, and how it ends: client death, twenty fits in a row, two
+clients at once, a restart in the middle of a fit."""
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dpxgb_dask import train
+from dpxgb_dask.worker import fits_on
+
+LONG = {"split_method": "noisy_histogram", "n_estimators": 300, "max_depth": 6,
+        "epsilon": 1.0}
+
+
+def _running(client):
+    """Fits whose coordinator runs on the scheduler."""
+    def running(dask_scheduler=None):
+        plugin = dask_scheduler.plugins.get("dpxgb")
+        return list(plugin.running) if plugin is not None else []
+
+    return client.run_on_scheduler(running)
+
+
+def _fits(client):
+    return {w: f for w, f in client.run(lambda dask_worker: fits_on(dask_worker.address)).items()
+            if f}
+
+
+def _wait_for(predicate, timeout):
+    """Seconds until ``predicate()`` held, or None after ``timeout``."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if predicate():
+            return time.monotonic() - start
+        time.sleep(0.05)
+    return None
+
+
+def _scheduler_snapshot(dask_scheduler=None):
+    def not_ours(event):  # this very run_on_scheduler call logs a "run-function" event
+        return not (isinstance(event[1], dict) and event[1].get("action") == "run-function")
+
+    return {
+        "clients": sorted(dask_scheduler.clients),
+        "topics": {k: sum(map(not_ours, v)) for k, v in dask_scheduler.get_events().items()},
+        "tasks": len(dask_scheduler.tasks),
+        "datasets": len(dask_scheduler.extensions["publish"].datasets),
+    }
+
+
+def test_a_dead_client_stops_its_fit_and_leaves_nothing(cluster, client, tmp_path,
+                                                         classification_data):
+    X, y, bounds = classification_data
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "bounds.npy", bounds)
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from distributed import Client
+        from dpxgb_dask import train
+        X, y, bounds = (np.load(f) for f in ("X.npy", "y.npy", "bounds.npy"))
+        with Client({cluster.scheduler_address!r}) as client:
+            train(dict({LONG!r}, feature_bounds=bounds), X, y, client=client)
+    """)
+    before = client.run_on_scheduler(_scheduler_snapshot)
+    # Started outside the checkout: its uncompiled sources must not shadow the package.
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path)
+    try:
+        assert _wait_for(lambda: _running(client), 60) is not None, "the fit never started"
+        time.sleep(0.5)  # mid-fit
+        assert child.poll() is None, "the fit ended before the client was killed"
+        child.kill()
+        child.wait()
+        killed = time.monotonic()
+        gone = _wait_for(lambda: not _fits(client), 5.0)
+        assert gone is not None, "workers still hold the fit 5 s after its client died"
+        clean = _wait_for(lambda: client.run_on_scheduler(_scheduler_snapshot)["clients"]
+                          == before["clients"], 5.0 - (time.monotonic() - killed))
+        assert clean is not None
+    finally:
+        child.kill()
+    after = client.run_on_scheduler(_scheduler_snapshot)
+    assert after["tasks"] == 0 and after["datasets"] == 0
+
+
+def _workers_rss(client):
+    import gc
+
+    def rss(dask_worker=None):
+        import psutil
+
+        gc.collect()
+        return psutil.Process().memory_info().rss
+
+    return client.run(rss)
+
+
+def test_twenty_fits_leave_the_scheduler_and_workers_as_they_found_them(client, seed,
+                                                                         classification_data):
+    X, y, bounds = classification_data
+    params = {"feature_bounds": bounds, "random_state": seed, "n_estimators": 4,
+              "max_depth": 3, "split_method": "noisy_histogram"}
+    for _ in range(3):  # warm up: imports, the worker plugin (registered once per cluster)
+        train(params, X, y, client=client)
+    before = client.run_on_scheduler(_scheduler_snapshot)
+    rss_before = _workers_rss(client)
+    for i in range(20):
+        train(dict(params, random_state=seed + i), X, y, client=client, verbose=i % 2 == 0)
+    assert client.run_on_scheduler(_scheduler_snapshot) == before
+    assert not _fits(client)
+    rss_after = _workers_rss(client)
+    for worker, rss in rss_after.items():
+        assert rss <= 1.05 * rss_before[worker], (worker, rss_before[worker], rss)
+
+
+def test_two_clients_at_once_each_get_the_model_they_get_alone(cluster, client, seed,
+                                                              classification_data):
+    from distributed import Client
+
+    X, y, bounds = classification_data
+    jobs = {
+        "a": ({"feature_bounds": bounds, "random_state": seed, "n_estimators": 30,
+               "max_depth": 3, "split_method": "noisy_histogram"}, X, y),
+        "b": ({"feature_bounds": bounds, "random_state": seed + 1, "n_estimators": 40,
+               "max_depth": 4}, X[::-1], y[::-1]),
+    }
+    alone = {name: train(*job, client=client) for name, job in jobs.items()}
+    together, errors = {}, []
+
+    def run(name):
+        try:
+            with Client(cluster.scheduler_address) as own:
+                together[name] = train(*jobs[name], client=own)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    for name in jobs:
+        assert together[name] == alone[name]
+        assert together[name].to_dict() == alone[name].to_dict()
+
+
+@pytest.mark.slow
+def test_a_restart_during_a_fit_ends_it_with_an_error_that_says_so(client, seed,
+                                                                  classification_data):
+    X, y, bounds = classification_data
+    outcome = {}
+
+    def fit():
+        start = time.monotonic()
+        try:
+            train(dict(LONG, feature_bounds=bounds, random_state=seed), X, y, client=client)
+            outcome["error"] = None
+        except Exception as exc:
+            outcome["error"] = exc
+        outcome["end"] = time.monotonic()
+
+    thread = threading.Thread(target=fit)
+    thread.start()
+    assert _wait_for(lambda: _running(client), 60) is not None
+    restarted = time.monotonic()
+    client.restart()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert outcome["error"] is not None
+    assert outcome["end"] - restarted < 10.0
+    assert "restart" in str(outcome["error"]) or "lost" in str(outcome["error"])
+    assert not _fits(client)
