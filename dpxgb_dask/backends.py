@@ -13,6 +13,7 @@ round, all workers at once.
 """
 import asyncio
 import pickle
+import time
 from typing import Protocol
 
 from . import ops
@@ -81,10 +82,25 @@ class LocalBackend:
 
 #: How often a call in flight checks that its worker is still in the cluster.
 WORKER_CHECK_SECONDS = 0.25
+#: How long a recovery waits for the scheduler to see a failed worker leave.
+LEAVE_SECONDS = 10.0
+
+
+#: Worker losses one fit recovers from before it gives up.
+MAX_RECOVERIES = 3
 
 
 class WorkerLost(RuntimeError):
-    """A worker that holds partitions of the fit left the cluster during the fit."""
+    """A worker that holds partitions of the fit left the cluster during the fit.
+
+    Attributes
+    ----------
+    address : str
+    """
+
+    def __init__(self, message, address=None):
+        super().__init__(message)
+        self.address = address
 
 
 class DaskBackend:
@@ -99,15 +115,33 @@ class DaskBackend:
         The fit's secret; every call carries it (see ``worker.py``).
     placement : dict of str -> list of int
         Worker address -> indices of the partitions it holds.
+    sources : dict of int -> tuple, optional
+        Where a lost partition is rebuilt from (``data.load_partitions``).
+
+    Notes
+    -----
+    Faults: the backend keeps the fit's log (the ``Prepare`` and every ``Round``: public
+    messages only). When a worker is lost, each of its partitions is loaded again on a
+    live worker (from its replica, or by re-running its load task on the blocks' graph),
+    the log is replayed on it, and the interrupted call is repeated on every partition:
+    the others answer a repeated round from their cache, so the exact totals, and hence
+    the releases and the model, are the ones of an undisturbed fit, and nothing is
+    released twice. A fit that loses every worker at once (a restart) ends with
+    :class:`WorkerLost`.
     """
 
-    def __init__(self, scheduler, fit_id, capability, placement):
+    def __init__(self, scheduler, fit_id, capability, placement, sources=None):
         self._scheduler = scheduler
         self._fit_id = fit_id
         self._capability = capability
         self._placement = {w: sorted(p) for w, p in placement.items() if p}
+        self._sources = dict(sources or {})
+        self._prepare = None
+        self._rounds = []
+        self._pending_round = False
         self.bytes_gathered = 0
         self.worker_seconds = 0.0
+        self.recoveries = 0
 
     @property
     def n_partitions(self):
@@ -120,7 +154,8 @@ class DaskBackend:
     async def _call(self, address, action, args):
         if address not in self._scheduler.workers:
             raise WorkerLost(f"worker {address} holding partitions "
-                             f"{self._placement[address]} of the fit left the cluster")
+                             f"{self._placement[address]} of the fit left the cluster",
+                             address)
         call = asyncio.ensure_future(self._scheduler.rpc(address).dpxgb_call(
             fit=self._fit_id, capability=self._capability, action=action,
             payload=pickle.dumps(args, protocol=5)))
@@ -133,23 +168,90 @@ class DaskBackend:
                     call.cancel()
                     raise WorkerLost(f"worker {address} holding partitions "
                                      f"{self._placement[address]} of the fit left the "
-                                     "cluster during the fit")
+                                     "cluster during the fit", address)
             reply = call.result()
         except OSError as exc:  # CommClosedError is an OSError
             raise WorkerLost(f"worker {address} holding partitions "
-                             f"{self._placement[address]} of the fit was lost: {exc}") from None
+                             f"{self._placement[address]} of the fit was lost: {exc}",
+                             address) from None
         try:
             result = unpack_reply(reply)
+        except ConnectionError as exc:
+            raise WorkerLost(f"worker {address} holding partitions "
+                             f"{self._placement[address]} of the fit was lost: {exc}",
+                             address) from None
         except KeyError:
             raise WorkerLost(f"worker {address} no longer holds partitions "
                              f"{self._placement[address]} of the fit (it restarted, or the "
-                             "cluster was restarted)") from None
+                             "cluster was restarted)", address) from None
         self.bytes_gathered += len(reply["payload"])
         self.worker_seconds += reply["seconds"]
         return result
 
     async def _all(self, action, args):
-        return await asyncio.gather(*(self._call(w, action, args) for w in self.workers))
+        """One call to every worker holding partitions; worker losses are recovered from
+        (see the class notes) and the call repeated."""
+        for attempt in range(MAX_RECOVERIES + 1):
+            outcomes = await asyncio.gather(*(self._call(w, action, args) for w in self.workers),
+                                            return_exceptions=True)
+            lost = [o for o in outcomes if isinstance(o, WorkerLost)]
+            errors = [o for o in outcomes if isinstance(o, BaseException) and o not in lost]
+            if errors:
+                raise errors[0]
+            if not lost:
+                return outcomes
+            if attempt == MAX_RECOVERIES:
+                raise lost[0]
+            await self._recover(lost)
+
+    async def _recover(self, lost):
+        """Rebuild the partitions of the lost workers on live ones (see the class notes)."""
+        gone = {e.address for e in lost}
+        deadline = time.monotonic() + LEAVE_SECONDS
+        while any(a in self._scheduler.workers for a in gone) and time.monotonic() < deadline:
+            await asyncio.sleep(WORKER_CHECK_SECONDS)  # let the scheduler see them leave
+        gone = {a for a in self._placement if a not in self._scheduler.workers}
+        if not gone:
+            raise lost[0]
+        if gone == set(self._placement):
+            raise WorkerLost(f"every worker holding the fit's partitions left the cluster "
+                             f"({sorted(gone)}): was the cluster restarted? The fit "
+                             "cannot go on", sorted(gone)[0])
+        self.recoveries += 1
+        for address in sorted(gone):
+            for index in self._placement.pop(address):
+                target = await self._reload(index)
+                await self._call(target, "restore", (index, self._prepare, self._rounds[:-1]
+                                                     if self._pending_round else self._rounds))
+                self._placement.setdefault(target, []).append(index)
+        for indices in self._placement.values():
+            indices.sort()
+
+    async def _reload(self, index):
+        """Load partition ``index`` again on a live worker; return that worker."""
+        source = self._sources.get(index)
+        if source is None:
+            raise WorkerLost(f"partition {index} of the fit was lost with its worker and "
+                             "has no copy to be rebuilt from (a one-worker cluster)")
+        if source[0] == "replica":
+            holder = source[1]
+            if holder not in self._scheduler.workers:
+                raise WorkerLost(f"partition {index} and its replica were both lost", holder)
+            return holder
+        from distributed import Client
+
+        from .worker import capability_digest
+
+        _, x_block, y_block, objective, n_threads = source
+        async with Client(self._scheduler.address, asynchronous=True,
+                          name="dpxgb-recovery") as client:
+            future = client.compute(load_task_delayed(x_block, y_block, self._fit_id,
+                                                      capability_digest(self._capability),
+                                                      index, objective, n_threads))
+            try:
+                return await future
+            finally:
+                await client.cancel([future], force=True)
 
     async def collect(self, name, *args):
         out = {}
@@ -161,14 +263,23 @@ class DaskBackend:
         return _sum(await self._all("aggregate", (name, False, args)))
 
     async def prepare(self, spec):
+        self._prepare, self._rounds = spec, []
+        self._pending_round = False
         await self._all("prepare", spec)
 
     async def round(self, step):
-        return _sum(await self._all("round", step))
+        self._rounds.append(step)
+        self._pending_round = True
+        try:
+            return _sum(await self._all("round", step))
+        finally:
+            self._pending_round = False
 
     async def touch(self):
-        """Keep the fit's lease on every worker (``worker.LEASE_SECONDS``)."""
-        await self._all("touch", None)
+        """Keep the fit's lease on every worker (``worker.LEASE_SECONDS``); a worker that
+        fails to answer is left to the next real call."""
+        await asyncio.gather(*(self._call(w, "touch", None) for w in self.workers),
+                             return_exceptions=True)
 
     async def close(self):
         """Drop the fit on every worker it may have touched (also on failure)."""
@@ -184,3 +295,13 @@ class DaskBackend:
 def _sum(results):
     results = [r for r in results if r is not None]
     return ops.add(*results) if results else None
+
+
+def load_task_delayed(x_block, y_block, fit_id, digest, index, objective, n_threads):
+    """The delayed load task of one dask partition (``worker.load_task``)."""
+    import dask
+
+    from .worker import load_task
+
+    return dask.delayed(load_task, pure=False)(x_block, y_block, fit_id, digest, index,
+                                               objective, n_threads)

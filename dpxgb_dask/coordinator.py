@@ -23,6 +23,7 @@ One fit::
                Data-independent (random) splits: the whole tree is drawn first and one
                round returns every leaf's sums -> ONE release of all leaves.
 """
+import asyncio
 import math
 import time
 import warnings
@@ -80,6 +81,15 @@ class Coordinator:
         words = self._stream(purpose, tree=tree).uint64(2)
         return int(words[0]) | (int(words[1]) << 64)
 
+    async def _cpu(self, fn, *args):
+        """Run a release (the exact noise samplers are CPU work) off the event loop: in the
+        scheduler process, the loop also serves the cluster."""
+        start = time.perf_counter()
+        try:
+            return await asyncio.to_thread(fn, *args)
+        finally:
+            self.timings["release"] += time.perf_counter() - start
+
     async def _round(self, **fields):
         self._seq += 1
         return await self.backend.round(ops.Round(seq=self._seq, **fields))
@@ -120,7 +130,7 @@ class Coordinator:
                                                   p.gradient_rule, h_bound))
             if t < self.plan.ih_rounds:
                 root = await self._round(**first, histogram_nodes=np.array([0]))
-                cuts = self._refresh_candidates(t, root, cuts, bounds)
+                cuts = await self._cpu(self._refresh_candidates, t, root, cuts, bounds)
                 n_cuts = np.array([len(c) for c in cuts])
                 first = dict(rebin_cuts=cuts)
             tree, values, last_splits = await self._grow_tree(t, cuts, n_cuts, first)
@@ -292,7 +302,7 @@ class Coordinator:
                 exact = await self._round(**first, splits=last_splits, histogram_nodes=open_nodes)
                 first = {}
                 self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
-                splits = self._release_splits(t, d, open_nodes, exact, n_cuts)
+                splits = await self._cpu(self._release_splits, t, d, open_nodes, exact, n_cuts)
                 closed = ~splits.is_split
                 closed_nodes.extend(open_nodes[closed].tolist())
                 closed_sums.append(decisions.node_totals(exact[closed]))
@@ -319,7 +329,7 @@ class Coordinator:
             sums = np.concatenate(closed_sums + [child_sums])
         order = np.argsort(leaves)
         leaves, sums = leaves[order], sums[order]
-        values = self._release_leaves(t, sums)
+        values = await self._cpu(self._release_leaves, t, sums)
         del sums
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values

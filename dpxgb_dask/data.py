@@ -18,7 +18,8 @@ import numbers
 
 import numpy as np
 
-from .worker import capability_digest, load_task, unpack_reply
+from .backends import load_task_delayed
+from .worker import capability_digest, unpack_reply
 
 #: How long a fit waits for the first worker of a cluster that is still starting.
 WAIT_FOR_WORKERS_SECONDS = 60
@@ -129,8 +130,12 @@ def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=No
 
     Returns
     -------
-    dict of str -> list of int
+    placement : dict of str -> list of int
         Worker address -> indices of the partitions it holds.
+    sources : dict of int -> tuple
+        Where each partition is rebuilt from if its worker is lost: ``("replica",
+        worker address)`` (NumPy, pandas: a copy loaded on another worker), or
+        ``("blocks", x_block, y_block, objective, n_threads)`` (dask: the blocks' graph).
 
     Raises
     ------
@@ -167,12 +172,21 @@ def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_thr
         raise ValueError(f"n_partitions must be a positive integer, got {n_partitions!r}")
     placement = {}
     messages = []
+    sources = {}
     for i, (a, b) in enumerate(_row_chunks(len(X_values), n_chunks)):
         worker = workers[i % len(workers)]
         placement.setdefault(worker, []).append(i)
-        args = (i, X_values[a:b], y_values[a:b], objective, n_threads)
-        messages.append((worker, {"op": "dpxgb_call", "fit": fit_id, "capability": capability,
-                                  "action": "load", "payload": to_serialize(args)}))
+        # A second copy of the rows on the next worker, from which the partition is rebuilt
+        # if its worker is lost (the client may be gone, or far away, by then).
+        holders = [(worker, False)]
+        if len(workers) > 1:
+            sources[i] = ("replica", workers[(i + 1) % len(workers)])
+            holders.append((sources[i][1], True))
+        for holder, replica in holders:
+            args = (i, X_values[a:b], y_values[a:b], objective, n_threads, replica)
+            messages.append((holder, {"op": "dpxgb_call", "fit": fit_id,
+                                      "capability": capability, "action": "load",
+                                      "payload": to_serialize(args)}))
 
     async def push():
         return await asyncio.gather(*(client.scheduler.broadcast(msg=msg, workers=[worker])
@@ -181,12 +195,10 @@ def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_thr
     for replies in client.sync(push):
         for reply in replies.values():
             unpack_reply(reply)
-    return placement
+    return placement, sources
 
 
 def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
-    import dask
-
     if not (_is_dask_collection(X) and _is_dask_collection(y)):
         raise ValueError("X and y must both be dask collections, or neither")
     if hasattr(X, "chunks"):  # dask array
@@ -204,9 +216,8 @@ def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
     if len(x_blocks) != len(y_blocks):
         raise ValueError(f"X and y must have the same row partitions, got {len(x_blocks)} "
                          f"and {len(y_blocks)} partitions")
-    load = dask.delayed(load_task, pure=False)
     digest = capability_digest(capability)
-    futures = client.compute([load(xb, yb, fit_id, digest, i, objective, n_threads)
+    futures = client.compute([load_task_delayed(xb, yb, fit_id, digest, i, objective, n_threads)
                               for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))])
     try:
         addresses = client.gather(futures)  # raises the first worker error (its own type)
@@ -215,4 +226,7 @@ def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
     placement = {}
     for i, address in enumerate(addresses):
         placement.setdefault(address, []).append(i)
-    return placement
+    # A lost partition is loaded again from its blocks' graph (recomputed by Dask).
+    sources = {i: ("blocks", xb, yb, objective, n_threads)
+               for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))}
+    return placement, sources

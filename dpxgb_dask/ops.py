@@ -23,7 +23,6 @@ from ._core import empty_histograms, pack_cuts
 from ._core.binning import bin_features
 from ._core.histogram import build_node_histograms, subtract_histograms
 from ._core.partition import apply_splits, rows_of_nodes
-from .objective import Objective
 
 
 @dataclass
@@ -156,38 +155,6 @@ def log2_magnitude_histogram(part, n_exponents, min_exponent):
     valid = ~np.isnan(X)
     for f in range(X.shape[1]):
         out[f] = np.bincount(idx[valid[:, f], f], minlength=n_bins)
-    return out
-
-
-def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
-    """Per-feature equal-width histograms of row weights over the public bounds.
-
-    Values are clipped to ``feature_bounds`` first, so every non-missing row adds
-    ``hessian`` to exactly one of the ``n_fine_bins`` bins of each feature. This is the
-    input of the DP sketch (DP-XGBoost, section 4.1): the noisy bins become weighted points
-    of the weighted quantile sketch.
-
-    Parameters
-    ----------
-    part : RawPart
-    feature_bounds : ndarray of float64, shape (n_features, 2)
-    n_fine_bins : int
-    hessian : float
-        Weight of every row (the hessian at the initial score; constant per objective).
-
-    Returns
-    -------
-    ndarray of float64, shape (n_features, n_fine_bins)
-    """
-    X = part.X
-    lo, hi = feature_bounds[:, 0], feature_bounds[:, 1]
-    out = np.zeros((X.shape[1], n_fine_bins))
-    scaled = (np.clip(X, lo, hi) - lo) / (hi - lo) * n_fine_bins
-    bins = np.minimum(np.floor(scaled), n_fine_bins - 1)
-    for f in range(X.shape[1]):
-        col = bins[:, f]
-        col = col[~np.isnan(col)].astype(np.int64)
-        out[f] = np.bincount(col, minlength=n_fine_bins) * hessian
     return out
 
 
@@ -461,6 +428,23 @@ class PartitionState:
         self.gradients = np.zeros(self.n_rows, dtype=np.float32)
         self.hessians = np.zeros(self.n_rows, dtype=np.float32)
         self._seq = -1
+
+    def replay(self, prepare, rounds):
+        """Bring a freshly loaded partition to the state of its lost original: prepare it
+        and apply every round so far (all deterministic: the same public messages give
+        the same state, and exact sums make every later result equal).
+
+        Parameters
+        ----------
+        prepare : Prepare or None
+            None when the fit had not prepared its partitions yet.
+        rounds : list of Round
+        """
+        if prepare is None:
+            return
+        self.prepare(prepare)
+        for step in rounds:
+            self.run(step)
 
     def run(self, step):
         """Apply one :class:`Round`; return its exact result (histograms, sums or None).

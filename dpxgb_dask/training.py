@@ -90,8 +90,8 @@ def _send_to_client(scheduler, client_id, topic, event):
         comm.send({"op": "event", "topic": topic, "event": (time.time(), event)})
 
 
-async def coordinate(dask_scheduler, fit_id, capability, placement, params, plan, n_features,
-                     feature_names, client_id, topic, with_timings):
+async def coordinate(dask_scheduler, fit_id, capability, placement, sources, params, plan,
+                     n_features, feature_names, client_id, topic, with_timings):
     """Run one fit's coordinator inside the scheduler process (the ``dpxgb_fit`` handler of
     ``plugin.DPXGBSchedulerPlugin``).
 
@@ -105,7 +105,7 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, params, plan
         only when asked (wall-clock times grow with the rows of each node: a coarse side
         channel, which is why they are not sent by default).
     """
-    backend = DaskBackend(dask_scheduler, fit_id, capability, placement)
+    backend = DaskBackend(dask_scheduler, fit_id, capability, placement, sources)
 
     def publish(event):
         if topic is not None:
@@ -136,7 +136,8 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, params, plan
     result = {"model": booster.to_dict()}
     if with_timings:
         result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
-                                 worker_seconds=backend.worker_seconds)
+                                 worker_seconds=backend.worker_seconds,
+                                 recoveries=backend.recoveries)
     return result
 
 
@@ -303,8 +304,8 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         capability = os.urandom(32)
         coordinated = False
         try:
-            placement = data.load_partitions(c, X, y, objective, fit_id, capability,
-                                             n_partitions, p.n_threads)
+            placement, sources = data.load_partitions(c, X, y, objective, fit_id, capability,
+                                                      n_partitions, p.n_threads)
             while True:  # keep the loaded partitions alive while the plan is calibrated
                 try:
                     plan = planning.result(timeout=KEEPALIVE_SECONDS)
@@ -314,7 +315,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
             with _progress(c, verbose) as topic:
                 coordinated = True
                 request = dict(fit_id=fit_id, capability=capability, placement=placement,
-                               params=p, plan=plan, n_features=n_features,
+                               sources=sources, params=p, plan=plan, n_features=n_features,
                                feature_names=feature_names, client_id=c.id, topic=topic,
                                with_timings=return_timings)
                 result = unpack_reply(c.sync(c.scheduler.dpxgb_fit,

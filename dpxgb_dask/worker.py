@@ -8,6 +8,9 @@ fit's capability (a 256-bit secret of the fitting client and its coordinator; th
 keeps only its SHA-256), and names an action:
 
 ``load``        validate rows and labels sent with the call and keep them as a partition
+                (or as the replica of a partition held by another worker)
+``restore``     rebuild a lost partition here, from its replica (or from a block a load
+                task just put here) and the log of the fit's messages so far
 ``aggregate``   exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
 ``prepare``     bin the rows and set the initial margins
 ``round``       one :class:`~dpxgb_dask.ops.Round` on every local partition of the fit
@@ -52,6 +55,7 @@ class _FitOnWorker:
     def __init__(self, digest):
         self.digest = digest
         self.states = {}            # partition index -> PartitionState
+        self.replicas = {}          # partition index -> PartitionState, not prepared
         self.touched = time.monotonic()
         self.lock = threading.Lock()
 
@@ -143,9 +147,14 @@ def execute(worker_address, fit_id, capability, action, args):
     """
     digest = capability_digest(capability)
     if action == "load":
-        index, X, y, objective, n_threads = args
-        add_partition(worker_address, fit_id, digest, index,
-                      ops.load_partition(X, y, objective, index, n_threads))
+        index, X, y, objective, n_threads, replica = args
+        state = ops.load_partition(X, y, objective, index, n_threads)
+        if replica:
+            fit = _fit(worker_address, fit_id, digest, create=True)
+            with fit.lock:
+                fit.replicas[int(index)] = state
+        else:
+            add_partition(worker_address, fit_id, digest, index, state)
         return None
     fit = _fit(worker_address, fit_id, digest)
     if action == "touch":
@@ -169,6 +178,12 @@ def _execute(fit, action, args):
         return None
     if action == "round":
         return _sum([s.run(args) for s in states])
+    if action == "restore":
+        index, prepare, rounds = args
+        state = fit.states.get(index) or fit.replicas.pop(index)
+        state.replay(prepare, rounds)
+        fit.states[index] = state
+        return None
     raise ValueError(f"unknown action {action!r}")
 
 
@@ -204,6 +219,9 @@ async def handle_call(worker_address, fit=None, capability=None, action=None, pa
 def unpack_reply(reply):
     """The result of a ``dpxgb_call`` reply, or the worker's exception raised here with its
     own type (errors may name arguments, never data values: see ``ops.make_part``)."""
+    if not isinstance(reply, dict) or not ({"error", "payload"} & set(reply)):
+        raise ConnectionError(f"no dpxgb reply (got {type(reply).__name__}): the connection "
+                              "closed, or the worker is starting and has no dpxgb handler yet")
     if "error" in reply:
         raise pickle.loads(reply["error"])
     return pickle.loads(reply["payload"])

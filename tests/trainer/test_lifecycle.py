@@ -156,7 +156,6 @@ def test_a_restart_during_a_fit_ends_it_with_an_error_that_says_so(client, seed,
     outcome = {}
 
     def fit():
-        start = time.monotonic()
         try:
             train(dict(LONG, feature_bounds=bounds, random_state=seed), X, y, client=client)
             outcome["error"] = None
@@ -173,5 +172,57 @@ def test_a_restart_during_a_fit_ends_it_with_an_error_that_says_so(client, seed,
     assert not thread.is_alive()
     assert outcome["error"] is not None
     assert outcome["end"] - restarted < 10.0
-    assert "restart" in str(outcome["error"]) or "lost" in str(outcome["error"])
+    import traceback
+    assert "restart" in str(outcome["error"]) or "lost" in str(outcome["error"]), \
+        "".join(traceback.format_exception(outcome["error"]))
     assert not _fits(client)
+
+
+def _inputs(kind, X, y):
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    if kind == "numpy":
+        return X, y
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])])
+    if kind == "pandas":
+        return frame, pd.Series(y)
+    if kind == "dask_array":
+        return da.from_array(X, chunks=(1000, X.shape[1])), da.from_array(y, chunks=1000)
+    return dd.from_pandas(frame, npartitions=3), dd.from_pandas(pd.Series(y), npartitions=3)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "pandas", "dask_array", "dask_frame"])
+def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_data, kind):
+    """The fit finishes after a worker is killed, with the very model (and ledger) of an
+    undisturbed fit: the lost partitions are rebuilt and the interrupted round replayed."""
+    import os
+    import signal
+
+    X, y, bounds = classification_data
+    params = {"feature_bounds": bounds, "random_state": seed, "n_estimators": 150,
+              "max_depth": 4, "split_method": "noisy_histogram"}
+    undisturbed = train(params, *_inputs(kind, X, y), client=client)
+    outcome = {}
+
+    def fit():
+        try:
+            outcome["model"], outcome["timings"] = train(
+                params, *_inputs(kind, X, y), client=client, return_timings=True)
+        except Exception as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=fit)
+    thread.start()
+    assert _wait_for(lambda: _running(client), 60) is not None
+    time.sleep(0.3)
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[0]
+    os.kill(pids[victim], signal.SIGKILL)
+    thread.join(120)
+    client.wait_for_workers(2, timeout=60)
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["timings"]["recoveries"] == 1, "the kill did not land mid-fit"
+    assert outcome["model"].to_dict() == undisturbed.to_dict()
+    assert _wait_for(lambda: not _fits(client), 5.0) is not None
