@@ -18,9 +18,15 @@ from common cimport X_DTYPE_C, X_BINNED_DTYPE_C
 
 ctypedef Py_ssize_t cnp_intp_t
 
+# Raw features as they come (float32 rows are binned without a float64 copy; a float32
+# value converts to float64 exactly, so both give the same bins).
+ctypedef fused X_IN_DTYPE_C:
+    float
+    double
+
 
 def bin_features(
-    const X_DTYPE_C[:, :] X,                  # IN (n_samples, n_features), any memory order
+    const X_IN_DTYPE_C[:, :] X,               # IN (n_samples, n_features), any memory order
     const X_DTYPE_C[::1] cut_values,          # IN all features' cuts, concatenated
     const cnp_intp_t[::1] cut_offsets,        # IN (n_features + 1,) cuts of f: [off[f], off[f+1])
     X_BINNED_DTYPE_C missing_bin,             # IN bin index for NaN
@@ -31,7 +37,7 @@ def bin_features(
 
     Parameters
     ----------
-    X : ndarray of float64, shape (n_samples, n_features)
+    X : ndarray of float32 or float64, shape (n_samples, n_features)
     cut_values : ndarray of float64, shape (total_cuts,)
         Sorted, strictly increasing cut points of feature ``f`` in
         ``cut_values[cut_offsets[f]:cut_offsets[f + 1]]``.
@@ -52,7 +58,7 @@ def bin_features(
 
 
 cdef void _bin_one_feature(
-    const X_DTYPE_C[:, :] X,                  # IN
+    const X_IN_DTYPE_C[:, :] X,               # IN
     Py_ssize_t f,                             # IN
     const X_DTYPE_C[::1] cut_values,          # IN
     Py_ssize_t start,                         # IN first cut of f

@@ -31,7 +31,8 @@ class RawPart:
 
     Attributes
     ----------
-    X : ndarray of float64, shape (n_rows, n_features); NaN marks missing values
+    X : ndarray of float32 or float64, shape (n_rows, n_features); NaN marks missing values
+        (float32 rows are kept as they are: no float64 copy of a partition).
     y : ndarray of float64, shape (n_rows,)
     """
 
@@ -95,7 +96,9 @@ def make_part(X, y, objective, label_bounds=None):
         (binary:logistic) or outside ``label_bounds``, infinite feature values.
     """
     try:
-        X = np.array(X, dtype=np.float64, order="C", copy=True)
+        X = np.asarray(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"X must hold numbers only: {exc}") from None
     try:
@@ -144,7 +147,7 @@ def log2_magnitude_histogram(part, n_exponents, min_exponent):
     -------
     ndarray of float64, shape (n_features, 2 * n_exponents + 1)
     """
-    X = part.X
+    X = part.X.astype(np.float64, copy=False)  # log2 in float64 whatever the input dtype
     n_bins = 2 * n_exponents + 1
     out = np.zeros((X.shape[1], n_bins))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -203,11 +206,11 @@ def clipped_label_sum(part, objective):
 
 
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1):
-    """Clip rows to the public bounds and bin them with the (DP or public) cut points.
+    """Bin rows, clipped to the public bounds, with the (DP or public) cut points.
 
     Parameters
     ----------
-    X : ndarray of float64, shape (n_rows, n_features)
+    X : ndarray of float32 or float64, shape (n_rows, n_features)
     feature_bounds : ndarray of float64, shape (n_features, 2)
     cuts : list of ndarray of float64
         At most ``missing_bin - 1`` cuts per feature (so bins ``0..missing_bin - 1``).
@@ -221,7 +224,12 @@ def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1):
     if max((len(c) for c in cuts), default=0) >= missing_bin:
         raise ValueError(f"at most {missing_bin - 1} cuts per feature fit before the missing "
                          f"bin {missing_bin}")
-    X = np.clip(X, feature_bounds[:, 0], feature_bounds[:, 1])
+    for (lo, hi), c in zip(feature_bounds, cuts):
+        if len(c) and not (lo < c[0] and c[-1] < hi):
+            raise ValueError("cut points must lie strictly inside the feature bounds")
+    # Every cut lies strictly inside (lo, hi), so a value below lo gets bin 0 and a value
+    # above hi the last bin: binning the raw value is binning it clipped to the bounds,
+    # without a clipped copy of the partition.
     values, offsets = pack_cuts(cuts)
     X_binned = np.empty(X.shape, dtype=np.uint8, order="F")
     bin_features(X, values, offsets, missing_bin, X_binned, n_threads)

@@ -34,6 +34,18 @@ def test_matches_naive_twin(n_samples, order, random_cuts):
     assert _bin(X, cuts).flags.f_contiguous
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_float32_rows_bin_as_their_exact_float64_values(order, random_cuts):
+    rng = np.random.default_rng(11)
+    cuts = random_cuts(rng, 5, max_cuts=40)
+    X = rng.normal(size=(400, 5)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[:5, 0] = np.float32(cuts[0][0]) if len(cuts[0]) else 0.0  # ties with a cut
+    X = np.asarray(X, order=order)
+    expected = naive.bin_features(X.astype(np.float64), cuts, MISSING_BIN)
+    np.testing.assert_array_equal(_bin(X, cuts), expected)
+
+
 def test_all_missing_feature_and_feature_without_cuts():
     X = np.array([[np.nan, 1.0], [np.nan, -3.0], [np.nan, np.nan]])
     out = _bin(X, [np.array([0.0, 1.0]), np.array([])])

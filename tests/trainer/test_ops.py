@@ -218,3 +218,24 @@ def test_leaf_sums_read_off_the_histograms_equal_direct_sums():
     np.testing.assert_array_equal(children, direct)
     np.testing.assert_array_equal(decisions.node_totals(root), ops.node_sums(state, [1, 2]).sum(
         axis=0, keepdims=True))
+
+
+def test_float32_partitions_are_kept_without_a_copy_and_bin_like_float64():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(1000, 3)).astype(np.float32)
+    y = (rng.random(1000) < 0.5).astype(float)
+    bounds = np.tile([-2.0, 2.0], (3, 1))  # values beyond the bounds: binned as if clipped
+    cuts = decisions.uniform_cuts(bounds, 16)
+    states = []
+    for rows in (X, X.astype(np.float64)):
+        state = ops.load_partition(rows, y, Objective("binary:logistic"), 0)
+        state.prepare(ops.Prepare(bounds, cuts, 16, 0.0, {0: 0}))
+        states.append(state)
+    assert np.shares_memory(states[0].raw.X, X)
+    np.testing.assert_array_equal(states[0].X_binned, states[1].X_binned)
+    clipped = np.clip(X.astype(np.float64), -2.0, 2.0)
+    expected = np.stack([np.searchsorted(c, clipped[:, f], side="left")
+                         for f, c in enumerate(cuts)], axis=1)
+    np.testing.assert_array_equal(states[0].X_binned, expected)
+    with pytest.raises(ValueError, match="strictly inside"):
+        ops.bin_rows(X, bounds, [np.array([-2.0, 0.0])] * 3, 16)
