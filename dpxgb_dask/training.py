@@ -31,7 +31,7 @@ from .objective import Objective
 from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
 from .plan import make_plan
 from .privacy.validation import PrivacyLeakWarning, warn_if_large_epsilon
-from .worker import KEEPALIVE_SECONDS, PLUGIN_NAME, unpack_reply
+from .worker import KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, unpack_reply
 
 #: How often the coordinator checks that its client is still connected.
 CLIENT_CHECK_SECONDS = 0.5
@@ -39,6 +39,10 @@ CLIENT_CHECK_SECONDS = 0.5
 
 class ClientLeftError(RuntimeError):
     """The client of a fit left the scheduler: the fit stopped and dropped its state."""
+
+
+class SchedulerLostError(ConnectionError):
+    """The scheduler went away during a fit (the fit ended)."""
 
 
 @contextmanager
@@ -318,8 +322,15 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
                                sources=sources, params=p, plan=plan, n_features=n_features,
                                feature_names=feature_names, client_id=c.id, topic=topic,
                                with_timings=return_timings)
-                result = unpack_reply(c.sync(c.scheduler.dpxgb_fit,
-                                             payload=pickle.dumps(request, protocol=5)))
+                try:
+                    reply = c.sync(c.scheduler.dpxgb_fit,
+                                   payload=pickle.dumps(request, protocol=5))
+                except OSError as exc:  # CommClosedError is an OSError
+                    raise SchedulerLostError(
+                        f"the connection to the scheduler {c.scheduler.address} was lost "
+                        f"during the fit ({type(exc).__name__}); the fit ended, and its "
+                        f"workers drop its state within {LEASE_SECONDS:g} s") from exc
+                result = unpack_reply(reply)
         finally:
             if not coordinated:
                 _drop_fit(c, fit_id)

@@ -226,3 +226,48 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     assert outcome["timings"]["recoveries"] == 1, "the kill did not land mid-fit"
     assert outcome["model"].to_dict() == undisturbed.to_dict()
     assert _wait_for(lambda: not _fits(client), 5.0) is not None
+
+
+@pytest.mark.slow
+def test_a_lost_scheduler_ends_the_fit_with_an_error_that_says_so(tmp_path, monkeypatch,
+                                                                 classification_data):
+    import os
+    import signal
+
+    from distributed import Client
+    from distributed.deploy.subprocess import SubprocessCluster
+
+    from dpxgb_dask.training import SchedulerLostError
+
+    X, y, bounds = classification_data
+    monkeypatch.chdir(tmp_path)  # subprocesses must not import the checkout's sources
+    cluster = SubprocessCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
+    client = Client(cluster)
+    outcome = {}
+    try:
+        client.wait_for_workers(2, timeout=60)
+
+        def fit():
+            try:
+                train(dict(LONG, feature_bounds=bounds), X, y, client=client)
+            except Exception as exc:
+                outcome["error"] = exc
+            outcome["end"] = time.monotonic()
+
+        thread = threading.Thread(target=fit)
+        thread.start()
+        assert _wait_for(lambda: _running(client), 60) is not None
+        pid = client.run_on_scheduler(os.getpid)
+        killed = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        thread.join(30)
+        assert not thread.is_alive()
+        assert isinstance(outcome.get("error"), SchedulerLostError), outcome
+        assert "scheduler" in str(outcome["error"])
+        assert outcome["end"] - killed < 10.0
+    finally:
+        client.close(timeout=5)
+        try:
+            cluster.close(timeout=10)
+        except Exception:
+            pass  # the scheduler is gone already
