@@ -11,7 +11,7 @@ from cython.parallel import prange
 
 import numpy as np
 
-from common cimport X_BINNED_DTYPE_C, INDEX_DTYPE_C
+from common cimport X_BINNED_DTYPE_C, INDEX_DTYPE_C, G_H_DTYPE_C, Y_DTYPE_C
 
 
 def apply_splits(
@@ -81,6 +81,97 @@ def apply_splits(
             positions[i] = <INDEX_DTYPE_C>(-child - 1)
         else:
             positions[i] = <INDEX_DTYPE_C>child
+
+
+def route_to_leaves(
+    const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
+    INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,) heap node id per row
+    const unsigned char[::1] is_split,         # IN (n_node_ids,) 1 where the node splits
+    const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
+    const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) bin <= split_bin goes left
+    const unsigned char[::1] missing_left,     # IN (n_node_ids,) 1: missing goes left
+    X_BINNED_DTYPE_C missing_bin,              # IN
+    int n_threads,                             # IN
+):
+    """Move every row down a whole tree: :func:`apply_splits` repeated until no row's node
+    splits, in one pass over the rows (the decisions of every level, heap-indexed).
+
+    Parameters and conventions as in :func:`apply_splits` (rows outside the tree, ``~p``,
+    are routed too and stay outside).
+    """
+    cdef Py_ssize_t n_samples = X_binned.shape[0]
+    cdef Py_ssize_t n_features = X_binned.shape[1]
+    cdef Py_ssize_t n_node_ids = is_split.shape[0]
+    cdef Py_ssize_t i, node
+    cdef X_BINNED_DTYPE_C b
+    cdef bint go_left, outside
+    if positions.shape[0] != n_samples:
+        raise ValueError(f"positions has {positions.shape[0]} entries, X_binned has "
+                         f"{n_samples} rows")
+    if not (split_feature.shape[0] == split_bin.shape[0] == missing_left.shape[0]
+            == n_node_ids):
+        raise ValueError("is_split, split_feature, split_bin and missing_left must have the "
+                         "same length")
+    for node in range(n_node_ids):
+        if is_split[node] and not (0 <= split_feature[node] < n_features):
+            raise ValueError(f"split_feature[{node}] = {split_feature[node]} is outside "
+                             f"[0, {n_features})")
+    for i in prange(n_samples, schedule="static", nogil=True, num_threads=n_threads):
+        node = positions[i]
+        outside = node < 0
+        if outside:
+            node = -node - 1
+        while node < n_node_ids and is_split[node]:
+            b = X_binned[i, split_feature[node]]
+            if b == missing_bin:
+                go_left = missing_left[node] != 0
+            else:
+                go_left = b <= split_bin[node]
+            if go_left:
+                node = 2 * node + 1
+            else:
+                node = 2 * node + 2
+        if outside:
+            positions[i] = <INDEX_DTYPE_C>(-node - 1)
+        else:
+            positions[i] = <INDEX_DTYPE_C>node
+
+
+def node_sums(
+    const INDEX_DTYPE_C[::1] positions,        # IN (n_samples,) heap node id per row
+    const G_H_DTYPE_C[::1] gradients,          # IN (n_samples,)
+    const G_H_DTYPE_C[::1] hessians,           # IN (n_samples,)
+    const INDEX_DTYPE_C[::1] slot_of_node,     # IN (n_node_ids,) slot, or -1 to skip
+    Y_DTYPE_C[:, ::1] out,                     # OUT (n_slots, 3) G, H, count; overwritten
+):
+    """Exact (sum of gradients, sum of hessians, row count) of the rows in selected nodes.
+
+    Rows outside the tree (negative positions) and rows at unselected nodes are skipped.
+    float64 sums of float32 values on the quantisation grid are exact in any order.
+    """
+    cdef Py_ssize_t n_samples = positions.shape[0]
+    cdef Py_ssize_t n_node_ids = slot_of_node.shape[0]
+    cdef Py_ssize_t i, slot
+    cdef INDEX_DTYPE_C node
+    if gradients.shape[0] != n_samples or hessians.shape[0] != n_samples:
+        raise ValueError("positions, gradients and hessians must have the same length")
+    if out.shape[1] != 3:
+        raise ValueError("out must have 3 columns")
+    for slot in range(out.shape[0]):
+        out[slot, 0] = 0.0
+        out[slot, 1] = 0.0
+        out[slot, 2] = 0.0
+    with nogil:
+        for i in range(n_samples):
+            node = positions[i]
+            if node < 0 or node >= n_node_ids:
+                continue
+            slot = slot_of_node[node]
+            if slot < 0:
+                continue
+            out[slot, 0] += gradients[i]
+            out[slot, 1] += hessians[i]
+            out[slot, 2] += 1.0
 
 
 def rows_of_nodes(

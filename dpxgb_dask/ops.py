@@ -22,7 +22,8 @@ import numpy as np
 from ._core import empty_histograms, pack_cuts
 from ._core.binning import bin_features
 from ._core.histogram import build_node_histograms, subtract_histograms
-from ._core.partition import apply_splits, rows_of_nodes
+from ._core.partition import apply_splits, route_to_leaves, rows_of_nodes
+from ._core.partition import node_sums as node_sums_kernel
 
 
 @dataclass
@@ -474,9 +475,10 @@ class PartitionState:
             self._histograms = self._histogram_nodes = None
         if step.splits is not None:
             self._apply(step.splits)
-        if step.tree_levels is not None:
-            for level in step.tree_levels:
-                self._apply(level)
+        if step.tree_levels is not None and step.tree_levels:
+            is_split, feature, split_bin, missing_left = merge_levels(step.tree_levels)
+            route_to_leaves(self.X_binned, self.positions, is_split, feature, split_bin,
+                            missing_left, self.missing_bin, self.n_threads)
         result = None
         if step.histogram_nodes is not None:
             nodes = np.asarray(step.histogram_nodes, dtype=np.int64)
@@ -626,20 +628,32 @@ def node_sums(state, nodes):
     out = np.zeros((nodes.shape[0], 3))
     if nodes.size == 0:
         return out
-    n_node_ids = int(nodes.max()) + 1
-    slot = np.full(n_node_ids, -1, dtype=np.int64)
-    slot[nodes] = np.arange(nodes.shape[0])
-    pos = state.positions
-    keep = (pos >= 0) & (pos < n_node_ids)
-    s = slot[pos[keep]]
-    sel = s >= 0
-    s = s[sel]
-    out[:, 0] = np.bincount(s, weights=state.gradients[keep][sel].astype(np.float64),
-                            minlength=nodes.shape[0])
-    out[:, 1] = np.bincount(s, weights=state.hessians[keep][sel].astype(np.float64),
-                            minlength=nodes.shape[0])
-    out[:, 2] = np.bincount(s, minlength=nodes.shape[0])
+    slot = np.full(int(nodes.max()) + 1, -1, dtype=np.int32)
+    slot[nodes] = np.arange(nodes.shape[0], dtype=np.int32)
+    node_sums_kernel(state.positions, state.gradients, state.hessians, slot, out)
     return out
+
+
+def merge_levels(levels):
+    """The heap-indexed decisions of several levels of one tree as one set of arrays
+    (levels hold different node ids), for ``partition.route_to_leaves``.
+
+    Parameters
+    ----------
+    levels : list of tuple of ndarray
+        ``(is_split, feature, split_bin, missing_left)`` of each level.
+
+    Returns
+    -------
+    tuple of ndarray
+    """
+    size = max(level[0].shape[0] for level in levels)
+    merged = [np.zeros(size, dtype=a.dtype) for a in levels[0]]
+    for level in levels:
+        where = np.flatnonzero(level[0])
+        for out, values in zip(merged, level):
+            out[where] = values[where]
+    return tuple(merged)
 
 
 def feature_min_max(part):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from dpxgb_dask._core.naive import partition as naive
-from dpxgb_dask._core.partition import apply_splits, rows_of_nodes
+from dpxgb_dask._core.partition import apply_splits, node_sums, route_to_leaves, rows_of_nodes
 
 MISSING_BIN = 255
 
@@ -105,3 +105,31 @@ def test_all_missing_feature_routes_every_row_by_the_default_direction():
         np.testing.assert_array_equal(pos, naive.apply_splits(X_binned, positions, *args,
                                                               MISSING_BIN))
         assert np.all(pos == child)
+
+
+@pytest.mark.parametrize("n_samples", [0, 1, 2000])
+def test_route_to_leaves_matches_repeated_apply_splits(n_samples):
+    rng = np.random.default_rng(n_samples + 3)
+    n_features, n_node_ids = 4, 63
+    X_binned = np.asfortranarray(rng.integers(0, 41, size=(n_samples, n_features)).astype(np.uint8))
+    X_binned[rng.random(X_binned.shape) < 0.1] = MISSING_BIN
+    positions = rng.integers(-3, 3, size=n_samples).astype(np.int32)
+    d = _decisions(rng, n_node_ids, n_features)
+    expected = naive.route_to_leaves(X_binned, positions, missing_bin=MISSING_BIN, **d)
+    route_to_leaves(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
+                    d["missing_left"], MISSING_BIN, 2)
+    np.testing.assert_array_equal(positions, expected)
+
+
+@pytest.mark.parametrize("n_samples", [0, 1, 3000])
+def test_node_sums_match_naive_twin_exactly(n_samples):
+    rng = np.random.default_rng(n_samples + 5)
+    positions = rng.integers(-5, 40, size=n_samples).astype(np.int32)
+    gradients = (np.round(rng.normal(size=n_samples) * 2**10) / 2**10).astype(np.float32)
+    hessians = rng.random(n_samples).astype(np.float32)
+    slot_of_node = np.full(31, -1, dtype=np.int32)
+    slot_of_node[[3, 7, 8, 30]] = [0, 1, 2, 3]
+    out = np.full((4, 3), np.nan)
+    node_sums(positions, gradients, hessians, slot_of_node, out)
+    np.testing.assert_array_equal(out, naive.node_sums(positions, gradients, hessians,
+                                                       slot_of_node))

@@ -26,3 +26,25 @@ def rows_of_nodes(positions, slot_of_node):
             rows.append(i)
             slots.append(slot_of_node[node])
     return np.array(rows, dtype=np.int32), np.array(slots, dtype=np.int32)
+
+
+def route_to_leaves(X_binned, positions, is_split, split_feature, split_bin, missing_left,
+                    missing_bin):
+    """``apply_splits`` repeated until no row moves; see ``partition.route_to_leaves``."""
+    current = np.array(positions, dtype=np.int32, copy=True)
+    while True:
+        moved = apply_splits(X_binned, current, is_split, split_feature, split_bin,
+                             missing_left, missing_bin)
+        if np.array_equal(moved, current):
+            return current
+        current = moved
+
+
+def node_sums(positions, gradients, hessians, slot_of_node):
+    """(G, H, count) per selected slot, row by row; see ``partition.node_sums``."""
+    n_slots = int(max(slot_of_node.max(initial=-1) + 1, 0))
+    out = np.zeros((n_slots, 3))
+    for i, node in enumerate(positions):
+        if 0 <= node < len(slot_of_node) and slot_of_node[node] >= 0:
+            out[slot_of_node[node]] += (float(gradients[i]), float(hessians[i]), 1.0)
+    return out
