@@ -53,7 +53,7 @@ SMALL_ROWS, SMALL_FEATURES = 30_000, 24
 TREES, DEPTH, MAX_BIN, EPSILON = 20, 6, 64, 1.0
 CLUSTER = dict(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
 
-#: dpxgb parameter sets per method (those of bench_train.py, plus "random").
+#: dpxgb parameter sets per method.
 METHOD_PARAMS = {
     "default": {},
     "random": {"split_method": "random"},
