@@ -44,43 +44,8 @@ def apply_splits(
     missing_bin : int
     n_threads : int
     """
-    cdef Py_ssize_t n_samples = X_binned.shape[0]
-    cdef Py_ssize_t n_features = X_binned.shape[1]
-    cdef Py_ssize_t n_node_ids = is_split.shape[0]
-    cdef Py_ssize_t i, node, child
-    cdef X_BINNED_DTYPE_C b
-    cdef bint go_left, outside
-    if positions.shape[0] != n_samples:
-        raise ValueError(f"positions has {positions.shape[0]} entries, X_binned has "
-                         f"{n_samples} rows")
-    if not (split_feature.shape[0] == split_bin.shape[0] == missing_left.shape[0]
-            == n_node_ids):
-        raise ValueError("is_split, split_feature, split_bin and missing_left must have the "
-                         "same length")
-    for node in range(n_node_ids):
-        if is_split[node] and not (0 <= split_feature[node] < n_features):
-            raise ValueError(f"split_feature[{node}] = {split_feature[node]} is outside "
-                             f"[0, {n_features})")
-    for i in prange(n_samples, schedule="static", nogil=True, num_threads=n_threads):
-        node = positions[i]
-        outside = node < 0
-        if outside:
-            node = -node - 1
-        if node >= n_node_ids or not is_split[node]:
-            continue
-        b = X_binned[i, split_feature[node]]
-        if b == missing_bin:
-            go_left = missing_left[node] != 0
-        else:
-            go_left = b <= split_bin[node]
-        if go_left:
-            child = 2 * node + 1
-        else:
-            child = 2 * node + 2
-        if outside:
-            positions[i] = <INDEX_DTYPE_C>(-child - 1)
-        else:
-            positions[i] = <INDEX_DTYPE_C>child
+    _route(X_binned, positions, is_split, split_feature, split_bin, missing_left,
+           missing_bin, n_threads, False)
 
 
 def route_to_leaves(
@@ -99,6 +64,21 @@ def route_to_leaves(
     Parameters and conventions as in :func:`apply_splits` (rows outside the tree, ``~p``,
     are routed too and stay outside).
     """
+    _route(X_binned, positions, is_split, split_feature, split_bin, missing_left,
+           missing_bin, n_threads, True)
+
+
+cdef _route(
+    const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
+    INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,)
+    const unsigned char[::1] is_split,         # IN (n_node_ids,)
+    const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
+    const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,)
+    const unsigned char[::1] missing_left,     # IN (n_node_ids,)
+    X_BINNED_DTYPE_C missing_bin,              # IN
+    int n_threads,                             # IN
+    bint to_leaves,                            # IN one step, or down to the leaves
+):
     cdef Py_ssize_t n_samples = X_binned.shape[0]
     cdef Py_ssize_t n_features = X_binned.shape[1]
     cdef Py_ssize_t n_node_ids = is_split.shape[0]
@@ -131,6 +111,8 @@ def route_to_leaves(
                 node = 2 * node + 1
             else:
                 node = 2 * node + 2
+            if not to_leaves:
+                break
         if outside:
             positions[i] = <INDEX_DTYPE_C>(-node - 1)
         else:
