@@ -5,6 +5,7 @@ import sys
 import textwrap
 import threading
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -23,6 +24,23 @@ def _running(client):
         return list(plugin.running) if plugin is not None else []
 
     return client.run_on_scheduler(running)
+
+
+def _fit_in_background(*args, **kwargs):
+    """Start ``train(*args, **kwargs)`` in a thread; the outcome dict gets "result" or
+    "error", then "end" (a ``time.monotonic()``)."""
+    outcome = {}
+
+    def fit():
+        try:
+            outcome["result"] = train(*args, **kwargs)
+        except Exception as exc:
+            outcome["error"] = exc
+        outcome["end"] = time.monotonic()
+
+    thread = threading.Thread(target=fit)
+    thread.start()
+    return thread, outcome
 
 
 def _fits(client):
@@ -153,26 +171,15 @@ def test_two_clients_at_once_each_get_the_model_they_get_alone(cluster, client, 
 def test_a_restart_during_a_fit_ends_it_with_an_error_that_says_so(client, seed,
                                                                   classification_data):
     X, y, bounds = classification_data
-    outcome = {}
-
-    def fit():
-        try:
-            train(dict(LONG, feature_bounds=bounds, random_state=seed), X, y, client=client)
-            outcome["error"] = None
-        except Exception as exc:
-            outcome["error"] = exc
-        outcome["end"] = time.monotonic()
-
-    thread = threading.Thread(target=fit)
-    thread.start()
+    thread, outcome = _fit_in_background(dict(LONG, feature_bounds=bounds, random_state=seed),
+                                         X, y, client=client)
     assert _wait_for(lambda: _running(client), 60) is not None
     restarted = time.monotonic()
     client.restart()
     thread.join(30)
     assert not thread.is_alive()
-    assert outcome["error"] is not None
+    assert outcome.get("error") is not None
     assert outcome["end"] - restarted < 10.0
-    import traceback
     assert "restart" in str(outcome["error"]) or "lost" in str(outcome["error"]), \
         "".join(traceback.format_exception(outcome["error"]))
     assert not _fits(client)
@@ -204,17 +211,8 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     params = {"feature_bounds": bounds, "random_state": seed, "n_estimators": 150,
               "max_depth": 4, "split_method": "noisy_histogram"}
     undisturbed = train(params, *_inputs(kind, X, y), client=client)
-    outcome = {}
-
-    def fit():
-        try:
-            outcome["model"], outcome["timings"] = train(
-                params, *_inputs(kind, X, y), client=client, return_timings=True)
-        except Exception as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=fit)
-    thread.start()
+    thread, outcome = _fit_in_background(params, *_inputs(kind, X, y), client=client,
+                                         return_timings=True)
     assert _wait_for(lambda: _running(client), 60) is not None
     time.sleep(0.3)
     pids = client.run(os.getpid)
@@ -223,8 +221,9 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     thread.join(120)
     client.wait_for_workers(2, timeout=60)
     assert "error" not in outcome, outcome.get("error")
-    assert outcome["timings"]["recoveries"] == 1, "the kill did not land mid-fit"
-    assert outcome["model"].to_dict() == undisturbed.to_dict()
+    model, timings = outcome["result"]
+    assert timings["recoveries"] == 1, "the kill did not land mid-fit"
+    assert model.to_dict() == undisturbed.to_dict()
     assert _wait_for(lambda: not _fits(client), 5.0) is not None
 
 
@@ -243,19 +242,10 @@ def test_a_lost_scheduler_ends_the_fit_with_an_error_that_says_so(tmp_path, monk
     monkeypatch.chdir(tmp_path)  # subprocesses must not import the checkout's sources
     cluster = SubprocessCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
     client = Client(cluster)
-    outcome = {}
     try:
         client.wait_for_workers(2, timeout=60)
-
-        def fit():
-            try:
-                train(dict(LONG, feature_bounds=bounds), X, y, client=client)
-            except Exception as exc:
-                outcome["error"] = exc
-            outcome["end"] = time.monotonic()
-
-        thread = threading.Thread(target=fit)
-        thread.start()
+        thread, outcome = _fit_in_background(dict(LONG, feature_bounds=bounds), X, y,
+                                             client=client)
         assert _wait_for(lambda: _running(client), 60) is not None
         pid = client.run_on_scheduler(os.getpid)
         killed = time.monotonic()
