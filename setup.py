@@ -1,4 +1,5 @@
-"""Build the Cython kernels in ``_core/`` as the extension modules ``dpxgb_dask._core.<name>``.
+"""Build the Cython extensions: the kernels in ``_core/`` as ``dpxgb_dask._core.<name>``, and
+the exact noise samplers ``dpxgb_dask/privacy/_samplers.pyx`` as ``dpxgb_dask.privacy._samplers``.
 
 Environment variables
 ---------------------
@@ -24,6 +25,7 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).resolve().parent
 CORE_DIR = "_core"
+PRIVACY_DIR = os.path.join("dpxgb_dask", "privacy")
 
 
 def _compiler_supports_openmp():
@@ -80,6 +82,17 @@ def _extensions():
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 extra_compile_args=compile_args,
                 extra_link_args=link_args,
+            )
+        )
+    for pyx in sorted(glob(os.path.join(PRIVACY_DIR, "*.pyx"))):
+        # single-threaded: the samplers consume one stream in order
+        extensions.append(
+            Extension(
+                f"dpxgb_dask.privacy.{Path(pyx).stem}",
+                [pyx],
+                include_dirs=[np.get_include()],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                extra_compile_args=["-O3"],
             )
         )
     debug_bounds = bool(os.environ.get("DPXGB_DEBUG_BOUNDS"))

@@ -1,5 +1,5 @@
 """Exact integer samplers (Canonne, Kamath & Steinke 2020), an exact base-2 exponential-mechanism
-sampler, and a (non-exact) Gumbel sampler, vectorised.
+sampler, and a (non-exact) Gumbel sampler.
 
 The Laplace and Gaussian mechanisms of this package add *integer* noise on a fixed-point
 grid. The samplers below draw that noise exactly, from uniform integers only, with no
@@ -8,6 +8,16 @@ every Bernoulli trial compares an exactly uniform integer with a numerator. This
 attack of Mironov (2012, "On significance of the least significant bits for differential
 privacy"), which reads the input back from the pattern of floating-point values a textbook
 ``x + laplace()`` can and cannot produce.
+
+Implementation
+--------------
+The functions below check their arguments and run the compiled samplers of
+``_samplers.pyx``: CKS Algorithms 1-3 as C loops over the elements still running. Their
+NumPy twins in :mod:`~dpxgb_dask.privacy.naive_samplers` make the same requests to the
+stream in the same order, so for one stream key both return the same integers (the tests
+compare them). A release of 64 discrete Gaussian values takes about 0.4 ms instead of
+3.4 ms; at 50,000 values the SHAKE-256 stream itself (about 80 bytes per value) is half of
+the 28 ms.
 
 Exponential mechanism: exact sampling (no δ)
 ---------------------------------------------
@@ -42,9 +52,9 @@ CCS 2020 (base-2 weights to make the exponential mechanism exactly implementable
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from . import _samplers
 
 
 __all__ = [
@@ -58,62 +68,13 @@ __all__ = [
 ]
 
 _INT64_SAFE = 1 << 62
-# |a| below this keeps a*a below 2**63, the int64 limit
-_SQUARE_SAFE = 3_037_000_499
 
 
-def _bernoulli_exp_neg_unit(num, den, stream, k0=1, times_ln2=False):
-    """Bernoulli(exp(-num/den)) for int64 array 0 <= num <= den, scalar den (CKS Algorithm 1).
-
-    K = 1; repeat { A ~ Bernoulli(γ/K); if A == 0 stop; K += 1 }; return [K is odd].
-    P(K odd) = Σ_k (-γ)^k / k! = exp(-γ). ``k0`` resumes the loop at K = k0 (the caller
-    has already decided rounds 1..k0-1). All elements still running share the same K, so
-    each round is one vectorised comparison against a single bound. With ``times_ln2``
-    γ is (num/den)·ln 2 and each coin is Bernoulli(num/(den K)) AND Bernoulli(ln 2).
-    """
-    k = np.full(num.size, k0, dtype=np.int64)
-    active = np.arange(num.size)
-    kk = k0
-    while active.size:
-        if den * kk < _INT64_SAFE:
-            a = stream.uniform_below(den * kk, active.size) < num[active]
-        else:
-            # Bernoulli(num/(den K)) = Bernoulli(num/den) AND Bernoulli(1/K), independent
-            a = (stream.uniform_below(den, active.size) < num[active]) & (
-                stream.uniform_below(kk, active.size) == 0
-            )
-        if times_ln2:
-            idx = np.flatnonzero(a)
-            a[idx] = bernoulli_ln2(idx.size, stream)
-        active = active[a]
-        kk += 1
-        k[active] = kk
-    return (k & 1) == 1
-
-
-# For γ = 1 the loop above reaches K >= k with probability exactly 1/(k-1)!. One uniform
-# integer U on [0, 12!) decides all rounds up to K = 13 at once: K reaches k iff
-# U < 12!/(k-1)!, thresholds that are nested and exact because (k-1)! divides 12!.
-# U = 0 (probability 1/12!) means K reached 13 and the loop resumes there.
-_E1_LAST = 12
-_E1_FACT = math.factorial(_E1_LAST)
-_E1_THRESHOLDS_ASCENDING = np.array(
-    [_E1_FACT // math.factorial(j) for j in range(_E1_LAST, -1, -1)], dtype=np.int64
-)
-
-
-def _bernoulli_exp_minus_one(size, stream):
-    """Exact Bernoulli(exp(-1)) trials, ndarray of bool of shape (size,)."""
-    u = stream.uniform_below(_E1_FACT, size)
-    # K = number of thresholds 12!/(k-1)! (k = 1..13) strictly above u
-    k = (_E1_LAST + 1) - np.searchsorted(_E1_THRESHOLDS_ASCENDING, u, side="right")
-    out = (k & 1) == 1
-    tail = np.flatnonzero(k == _E1_LAST + 1)
-    if tail.size:
-        out[tail] = _bernoulli_exp_neg_unit(
-            np.ones(tail.size, dtype=np.int64), 1, stream, k0=_E1_LAST + 1
-        )
-    return out
+def _check_size(size):
+    size = int(size)
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    return size
 
 
 def bernoulli_exp_neg(numerator, denominator, stream):
@@ -142,30 +103,7 @@ def bernoulli_exp_neg(numerator, denominator, stream):
         raise ValueError(f"denominator must be an integer in [1, 2**62), got {denominator!r}")
     if num.size and num.min() < 0:
         raise ValueError("numerator must be >= 0")
-    whole = num // den
-    frac = num - whole * den
-    out = np.ones(num.size, dtype=bool)
-    active = np.flatnonzero(whole > 0)
-    while active.size:
-        ok = _bernoulli_exp_minus_one(active.size, stream)
-        out[active[~ok]] = False
-        whole[active] -= 1
-        active = active[ok & (whole[active] > 0)]
-    idx = np.flatnonzero(out & (frac > 0))
-    if idx.size:
-        out[idx] = _bernoulli_exp_neg_unit(frac[idx], den, stream)
-    return out
-
-
-def _geometric_exp_neg_one(size, stream):
-    """V with P(V = v) = (1 - e^-1) e^-v: count successes of Bernoulli(e^-1) before a failure."""
-    v = np.zeros(size, dtype=np.int64)
-    active = np.arange(size)
-    while active.size:
-        ok = _bernoulli_exp_minus_one(active.size, stream)
-        v[active[ok]] += 1
-        active = active[ok]
-    return v
+    return _samplers.bernoulli_exp_neg(num, den, stream)
 
 
 def discrete_laplace(scale, size, stream):
@@ -196,34 +134,7 @@ def discrete_laplace(scale, size, stream):
     t = int(scale)
     if not 1 <= t <= (1 << 50):
         raise ValueError(f"scale must be an integer in [1, 2**50], got {scale!r}")
-    size = int(size)
-    out = np.empty(size, dtype=np.int64)
-    pending = np.arange(size)
-    while pending.size:
-        n = pending.size
-        u = stream.uniform_below(t, n)
-        keep = bernoulli_exp_neg(u, t, stream)
-        u = u[keep]
-        x = u + t * _geometric_exp_neg_one(u.size, stream)
-        negative = stream.random_bits(u.size)
-        good = ~(negative & (x == 0))
-        accepted = np.zeros(n, dtype=bool)
-        accepted[np.flatnonzero(keep)[good]] = True
-        out[pending[accepted]] = np.where(negative, -x, x)[good]
-        pending = pending[~accepted]
-    return out
-
-
-def _bernoulli_exp_neg_big(a, den, stream):
-    """Scalar exact Bernoulli(exp(-a*a/den)) with Python integers, for |a| too large for int64."""
-    a2 = int(a) * int(a)
-    whole, frac = divmod(a2, int(den))
-    for _ in range(whole):
-        if not _bernoulli_exp_minus_one(1, stream)[0]:
-            return False
-    if frac == 0:
-        return True
-    return bool(_bernoulli_exp_neg_unit(np.array([frac], np.int64), int(den), stream)[0])
+    return _samplers.discrete_laplace(t, _check_size(size), stream)
 
 
 def discrete_gaussian(scale, mean_shift, size, stream):
@@ -263,22 +174,7 @@ def discrete_gaussian(scale, mean_shift, size, stream):
             "scale <= 64*mean_shift (a proposal much wider than sigma would almost never be accepted), "
             f"got scale={scale!r}, mean_shift={mean_shift!r}"
         )
-    den = 2 * t * m
-    size = int(size)
-    out = np.empty(size, dtype=np.int64)
-    pending = np.arange(size)
-    while pending.size:
-        y = discrete_laplace(t, pending.size, stream)
-        a = np.abs(y) - m
-        accept = np.zeros(pending.size, dtype=bool)
-        small = np.abs(a) < _SQUARE_SAFE
-        idx = np.flatnonzero(small)
-        accept[idx] = bernoulli_exp_neg(a[idx] * a[idx], den, stream)
-        for i in np.flatnonzero(~small):
-            accept[i] = _bernoulli_exp_neg_big(a[i], den, stream)
-        out[pending[accept]] = y[accept]
-        pending = pending[~accept]
-    return out
+    return _samplers.discrete_gaussian(t, m, _check_size(size), stream)
 
 
 def gumbel(size, stream):
@@ -327,16 +223,7 @@ def bernoulli_ln2(size, stream):
     -------
     ndarray of bool, shape (size,)
     """
-    size = int(size)
-    k = np.ones(size, dtype=np.int64)
-    active = np.arange(size)
-    while active.size:
-        heads = stream.random_bits(active.size)
-        active = active[~heads]
-        k[active] += 1
-    if size == 0:
-        return np.zeros(0, dtype=bool)
-    return stream.uniform_below(k) == 0
+    return _samplers.bernoulli_ln2(_check_size(size), stream)
 
 
 def bernoulli_exp2_neg(numerator, log2_denominator, stream):
@@ -365,11 +252,7 @@ def bernoulli_exp2_neg(numerator, log2_denominator, stream):
     den = 1 << q
     if num.size and (num.min() < 0 or num.max() >= den):
         raise ValueError("numerator must be in [0, 2**log2_denominator)")
-    out = np.ones(num.size, dtype=bool)
-    idx = np.flatnonzero(num > 0)
-    if idx.size:
-        out[idx] = _bernoulli_exp_neg_unit(num[idx], den, stream, times_ln2=True)
-    return out
+    return _samplers.bernoulli_exp2_neg(num, den, stream)
 
 
 def _all_heads(n_flips, stream):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpxgb_dask.privacy import NoiseSource
+from dpxgb_dask.privacy import NoiseSource, naive_samplers, samplers
 from dpxgb_dask.privacy.samplers import (
     bernoulli_exp2_neg,
     bernoulli_exp_neg,
@@ -138,21 +138,23 @@ def test_discrete_gaussian_large_scale_ks():
 
 def test_discrete_gaussian_overflow_path_is_exact(monkeypatch):
     # with sigma = 2**30 about 2% of the discrete Laplace proposals have (|Y| - m)**2 beyond
-    # int64 and take the exact Python-integer branch; the output must still be Gaussian
-    import dpxgb_dask.privacy.samplers as samplers
-
+    # int64 and take the exact Python-integer branch; the output must still be Gaussian,
+    # and the compiled sampler's branch must match the NumPy twin's draw for draw
     calls = []
-    original = samplers._bernoulli_exp_neg_big
+    original = naive_samplers._bernoulli_exp_neg_big
 
     def counting(a, den, s):
         calls.append(a)
         return original(a, den, s)
 
-    monkeypatch.setattr(samplers, "_bernoulli_exp_neg_big", counting)
+    monkeypatch.setattr(naive_samplers, "_bernoulli_exp_neg_big", counting)
     t = m = 2**30
-    y = discrete_gaussian(t, m, 20_000, stream("dg-big"))
+    twin_stream, compiled_stream = stream("dg-big"), stream("dg-big")
+    y = naive_samplers.discrete_gaussian(t, m, 20_000, twin_stream)
     assert len(calls) > 50
     assert stats.kstest(y / 2.0**30, stats.norm.cdf).pvalue > ALPHA
+    np.testing.assert_array_equal(discrete_gaussian(t, m, 20_000, compiled_stream), y)
+    assert compiled_stream.blocks_drawn == twin_stream.blocks_drawn
 
 
 def test_discrete_gaussian_validates():
@@ -240,3 +242,66 @@ def test_samplers_reproduce_from_seed():
     c = discrete_gaussian(8, 8, 1000, stream("rep2"))
     d = discrete_gaussian(8, 8, 1000, stream("rep2"))
     np.testing.assert_array_equal(c, d)
+
+
+# -- the compiled samplers against their NumPy twins: same integers, same stream position --
+
+def _twin_streams(name, index):
+    return stream(name, index), stream(name, index)
+
+
+def _assert_same_draws(name, index, call):
+    twin_stream, compiled_stream = _twin_streams(name, index)
+    expected = call(naive_samplers, twin_stream)
+    got = call(samplers, compiled_stream)
+    np.testing.assert_array_equal(got, expected)
+    assert got.dtype == expected.dtype
+    assert compiled_stream.blocks_drawn == twin_stream.blocks_drawn
+
+
+SIZES = [0, 1, 7, 300]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("t,m", [(1, 1), (3, 4), (12, 1), (100, 2), (2**22 + 1, 2**22),
+                                 (2**29, 2**28), (2**30, 2**30)])
+def test_compiled_discrete_gaussian_equals_twin(t, m, size):
+    _assert_same_draws("twin-dg", t + size, lambda mod, s: mod.discrete_gaussian(t, m, size, s))
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("t", [1, 2, 7, 2**20 + 3, 2**40, 2**50])
+def test_compiled_discrete_laplace_equals_twin(t, size):
+    _assert_same_draws("twin-dl", t + size, lambda mod, s: mod.discrete_laplace(t, size, s))
+
+
+@pytest.mark.parametrize("den", [1, 3, 2**20 + 7, 2**32 + 1, 2**61 + 1, 2**62 - 1])
+def test_compiled_bernoulli_exp_neg_equals_twin(den):
+    # up to 4·den: the exp(-1) rounds of the integer part; den near 2**62 takes the split
+    # Bernoulli(num/den) AND Bernoulli(1/K) branch of CKS Algorithm 1
+    rng = np.random.default_rng(den % 1000)
+    num = rng.integers(0, min(4 * den, 2**62), 500, dtype=np.int64)
+    num[:5] = [0, den, min(2 * den, 2**62), 1, den - 1]
+    _assert_same_draws("twin-be", den % 1000, lambda mod, s: mod.bernoulli_exp_neg(num, den, s))
+
+
+@pytest.mark.parametrize("q", [0, 1, 5, 30, 56])
+def test_compiled_bernoulli_exp2_neg_equals_twin(q):
+    rng = np.random.default_rng(q)
+    num = rng.integers(0, 2**q, 500, dtype=np.int64)
+    num[:2] = [0, 2**q - 1]
+    _assert_same_draws("twin-e2", q, lambda mod, s: mod.bernoulli_exp2_neg(num, q, s))
+
+
+@pytest.mark.parametrize("size", SIZES + [5000])
+def test_compiled_bernoulli_ln2_equals_twin(size):
+    _assert_same_draws("twin-ln2", size, lambda mod, s: mod.bernoulli_ln2(size, s))
+
+
+def test_compiled_samplers_validate_size():
+    with pytest.raises(ValueError, match="size"):
+        discrete_gaussian(3, 4, -1, stream("x"))
+    with pytest.raises(ValueError, match="size"):
+        discrete_laplace(3, -1, stream("x"))
+    with pytest.raises(ValueError, match="size"):
+        bernoulli_ln2(-1, stream("x"))
