@@ -40,6 +40,13 @@ from .privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from .privacy.randomness import NoiseSource
 
 
+#: Releases of at most this many values run on the event loop (about 1 ms of sampling).
+INLINE_RELEASE_VALUES = 4096
+#: Event-loop turns that let a round's messages reach the workers before the coordinator
+#: draws the next random tree (the calls go out through a few nested coroutines).
+_YIELDS_TO_SEND = 4
+
+
 class DPBoundsWarning(UserWarning):
     """The DP feature-bounds estimate fell back to a public default for some features."""
 
@@ -81,11 +88,14 @@ class Coordinator:
         words = self._stream(purpose, tree=tree).uint64(2)
         return int(words[0]) | (int(words[1]) << 64)
 
-    async def _cpu(self, fn, *args):
-        """Run a release (the exact noise samplers are CPU work) off the event loop: in the
-        scheduler process, the loop also serves the cluster."""
+    async def _cpu(self, fn, *args, n_values):
+        """Run a release of ``n_values`` noisy values (a public size): a large one in a
+        thread, because in the scheduler process the event loop also serves the cluster;
+        a small one on the loop, where it costs less than the hop to a thread."""
         start = time.perf_counter()
         try:
+            if n_values <= INLINE_RELEASE_VALUES:
+                return fn(*args)
             return await asyncio.to_thread(fn, *args)
         finally:
             self.timings["release"] += time.perf_counter() - start
@@ -119,6 +129,7 @@ class Coordinator:
         n_cuts = np.array([len(c) for c in cuts])
         h_bound = p.hessian_bound if p.newton else 1.0
         tree_end = None  # the previous tree, applied to the margins in the next round
+        drawn = None     # the next random tree's structure, drawn while a round was out
         t_trees = time.perf_counter()
         for t in range(p.n_estimators):
             t0 = time.perf_counter()
@@ -130,10 +141,14 @@ class Coordinator:
                                                   p.gradient_rule, h_bound))
             if t < self.plan.ih_rounds:
                 root = await self._round(**first, histogram_nodes=np.array([0]))
-                cuts = await self._cpu(self._refresh_candidates, t, root, cuts, bounds)
+                cuts = await self._cpu(self._refresh_candidates, t, root, cuts, bounds,
+                                       n_values=root.size)
                 n_cuts = np.array([len(c) for c in cuts])
                 first = dict(rebin_cuts=cuts)
-            tree, values, last_splits = await self._grow_tree(t, cuts, n_cuts, first)
+            # the cuts, hence the next structure, are fixed once the refreshes are over
+            draw_next = t + 1 < p.n_estimators and t + 1 >= self.plan.ih_rounds
+            tree, values, last_splits, drawn = await self._grow_tree(
+                t, cuts, n_cuts, first, drawn, draw_next)
             shrink = p.learning_rate / batch_len
             values = values * shrink
             for node in tree.leaves:
@@ -268,9 +283,13 @@ class Coordinator:
             return self._key128("subsample", tree=t), (0.0, p.subsample)
         return 0, (0.0, 2.0)
 
-    async def _grow_tree(self, t, cuts, n_cuts, first):
+    async def _grow_tree(self, t, cuts, n_cuts, first, drawn=None, draw_next=False):
         """Grow tree ``t``; ``first`` holds the fields of its first round (the previous
         tree's end, this tree's start, a re-binning).
+
+        With random splits the whole structure is drawn before any row is read (``drawn``:
+        drawn already while the previous tree's round was out), and ``draw_next`` draws
+        tree ``t + 1`` while this tree's round is out.
 
         Returns
         -------
@@ -280,6 +299,78 @@ class Coordinator:
             Leaf values by heap id (0 elsewhere), before shrinkage.
         last_splits : tuple of ndarray or None
             The last level's decisions, not yet applied to the rows (data-dependent trees).
+        next_drawn : tuple or None
+            Tree ``t + 1``'s structure when ``draw_next``.
+        """
+        next_drawn = None
+        if self.params.split_method == "random":
+            tree, levels, leaves = drawn if drawn is not None else \
+                self._random_tree(t, cuts, n_cuts)
+            out = asyncio.ensure_future(self._round(**first, tree_levels=levels,
+                                                    leaf_nodes=leaves))
+            for _ in range(_YIELDS_TO_SEND):
+                await asyncio.sleep(0)
+            if draw_next:
+                next_drawn = self._random_tree(t + 1, cuts, n_cuts)
+            sums = await out
+            last_splits = None
+        else:
+            tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
+        order = np.argsort(leaves)
+        leaves, sums = leaves[order], sums[order]
+        values = await self._cpu(self._release_leaves, t, sums, n_values=2 * sums.size)
+        del sums
+        by_heap = np.zeros(int(leaves.max()) + 1)
+        by_heap[leaves] = values
+        for node, value in zip(leaves, values):
+            tree.add_leaf(node, value)
+        return tree, by_heap, last_splits, next_drawn
+
+    def _random_tree(self, t, cuts, n_cuts):
+        """Draw tree ``t``'s totally random structure (data independent: no privacy spent).
+
+        Returns
+        -------
+        tree : Tree
+            Splits only.
+        levels : list of tuple of ndarray
+            Each level's decisions, heap-indexed (``LevelSplits.as_heap_arrays``).
+        leaves : ndarray of int64
+            Heap ids of the leaves.
+        """
+        p = self.params
+        tree = Tree(cuts)
+        open_nodes = np.array([0], dtype=np.int64)
+        ranges = np.zeros((1, self.n_features, 2), dtype=np.int64)
+        ranges[0, :, 1] = n_cuts
+        closed_nodes, levels = [], []
+        for d in range(p.max_depth):
+            if open_nodes.size == 0:
+                break
+            t_level = time.perf_counter()
+            splits = decisions.random_splits(open_nodes, ranges, n_cuts, p.feature_selection,
+                                             t, self._stream("split", tree=t, depth=d))
+            levels.append(splits.as_heap_arrays())
+            self._add_splits(tree, open_nodes, splits)
+            ranges = decisions.child_ranges(ranges, splits)
+            closed_nodes.extend(open_nodes[~splits.is_split].tolist())
+            open_nodes = decisions.children(splits)
+            self.timings["level"].append(time.perf_counter() - t_level)
+        leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
+        return tree, levels, leaves
+
+    async def _grow_levels(self, t, cuts, n_cuts, first):
+        """Grow tree ``t`` level by level from noisy statistics: one round and one release
+        per level.
+
+        Returns
+        -------
+        tree : Tree
+            Splits only.
+        leaves : ndarray of int64
+        sums : ndarray of HISTOGRAM_DTYPE, shape (n_leaves,)
+            The leaves' exact sums (read off their levels' histograms), for the release.
+        last_splits : tuple of ndarray or None
         """
         p = self.params
         tree = Tree(cuts)
@@ -287,55 +378,38 @@ class Coordinator:
         ranges = np.zeros((1, self.n_features, 2), dtype=np.int64)
         ranges[0, :, 1] = n_cuts
         closed_nodes, closed_sums = [], []
-        levels = []
-        last_splits = None
+        last_splits = child_sums = None
         for d in range(p.max_depth):
             if open_nodes.size == 0:
                 break
             t_level = time.perf_counter()
-            if p.split_method == "random":
-                splits = decisions.random_splits(open_nodes, ranges, n_cuts, p.feature_selection,
-                                                 t, self._stream("split", tree=t, depth=d))
-                levels.append(splits.as_heap_arrays())
-            else:
-                bytes_before = self.backend.bytes_gathered
-                exact = await self._round(**first, splits=last_splits, histogram_nodes=open_nodes)
-                first = {}
-                self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
-                splits = await self._cpu(self._release_splits, t, d, open_nodes, exact, n_cuts)
-                closed = ~splits.is_split
-                closed_nodes.extend(open_nodes[closed].tolist())
-                closed_sums.append(decisions.node_totals(exact[closed]))
-                child_sums = decisions.child_totals(exact, splits)
-                del exact
-                last_splits = splits.as_heap_arrays()
-            for i, node in enumerate(open_nodes):
-                if splits.is_split[i]:
-                    tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
-                                   splits.missing_left[i])
+            bytes_before = self.backend.bytes_gathered
+            exact = await self._round(**first, splits=last_splits, histogram_nodes=open_nodes)
+            first = {}
+            self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
+            splits = await self._cpu(self._release_splits, t, d, open_nodes, exact, n_cuts,
+                                     n_values=2 * exact.size)
+            closed = ~splits.is_split
+            closed_nodes.extend(open_nodes[closed].tolist())
+            closed_sums.append(decisions.node_totals(exact[closed]))
+            child_sums = decisions.child_totals(exact, splits)
+            del exact
+            last_splits = splits.as_heap_arrays()
+            self._add_splits(tree, open_nodes, splits)
             ranges = decisions.child_ranges(ranges, splits)
-            if p.split_method == "random":
-                closed_nodes.extend(open_nodes[~splits.is_split].tolist())
             open_nodes = decisions.children(splits)
             self.timings["level"].append(time.perf_counter() - t_level)
             self._publish({"event": "level", "tree": t, "depth": d,
                            "n_nodes": int(splits.is_split.size)})
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
-        if p.split_method == "random":
-            # The whole tree is known before any row is read: one round for all its leaves.
-            sums = await self._round(**first, tree_levels=levels, leaf_nodes=leaves)
-        else:
-            # The leaves' exact sums are read off the histograms of their levels.
-            sums = np.concatenate(closed_sums + [child_sums])
-        order = np.argsort(leaves)
-        leaves, sums = leaves[order], sums[order]
-        values = await self._cpu(self._release_leaves, t, sums)
-        del sums
-        by_heap = np.zeros(int(leaves.max()) + 1)
-        by_heap[leaves] = values
-        for node, value in zip(leaves, values):
-            tree.add_leaf(node, value)
-        return tree, by_heap, last_splits
+        return tree, leaves, np.concatenate(closed_sums + [child_sums]), last_splits
+
+    @staticmethod
+    def _add_splits(tree, nodes, splits):
+        for i, node in enumerate(nodes):
+            if splits.is_split[i]:
+                tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
+                               splits.missing_left[i])
 
     def _release_splits(self, t, d, nodes, exact, n_cuts):
         p = self.params

@@ -274,16 +274,14 @@ def child_ranges(node_ranges, splits):
     ndarray of int64, shape (2 * n_split, n_features, 2)
         Ranges of children ``2p+1, 2p+2`` for the split nodes ``p`` in order.
     """
-    out = []
-    for i in np.flatnonzero(splits.is_split):
-        f, t = splits.feature[i], splits.bin_threshold[i]
-        left = node_ranges[i].copy()
-        right = node_ranges[i].copy()
-        left[f, 1] = min(left[f, 1], t)
-        right[f, 0] = max(right[f, 0], t + 1)
-        out.extend([left, right])
-    n_features = node_ranges.shape[1]
-    return np.array(out, dtype=np.int64).reshape(-1, n_features, 2)
+    split = np.flatnonzero(splits.is_split)
+    f = np.asarray(splits.feature)[split]
+    t = np.asarray(splits.bin_threshold, dtype=np.int64)[split]
+    both = np.repeat(node_ranges[split].astype(np.int64)[:, None], 2, axis=1)
+    rows = np.arange(split.size)
+    both[rows, 0, f, 1] = np.minimum(both[rows, 0, f, 1], t)
+    both[rows, 1, f, 0] = np.maximum(both[rows, 1, f, 0], t + 1)
+    return both.reshape(-1, node_ranges.shape[1], 2)
 
 
 def children(splits):

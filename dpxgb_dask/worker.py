@@ -41,6 +41,11 @@ LEASE_SECONDS = 4.0
 KEEPALIVE_SECONDS = 1.0
 #: How often a worker looks for expired fits.
 SWEEP_SECONDS = 1.0
+#: A call on a fit holding at most this many feature values (rows x features) on the
+#: worker runs on the worker's event loop (a round then blocks it for a few ms at most);
+#: larger ones run in a thread. The hop to a thread and back costs about 2 ms per call
+#: (measured on the Adult default fit: 10.4 ms per tree with threads, 5.8 ms inline).
+INLINE_CELLS = 1 << 22
 PLUGIN_NAME = "dpxgb"
 
 
@@ -131,13 +136,29 @@ def _sweep(worker_address):
             del fits[fit_id]
 
 
+def _runs_inline(worker_address, fit_id, action, args):
+    """Whether a call is small enough to run on the event loop (see ``INLINE_CELLS``).
+
+    Decided from shapes only: the rows the call brings (``load``) or the rows the fit
+    holds here; a call for an unknown fit is cheap (it fails at once).
+    """
+    if action == "load":
+        return args[1].size <= INLINE_CELLS
+    fit = _fits_of(worker_address).get(fit_id)
+    if fit is None:
+        return True
+    states = list(fit.states.values()) + list(fit.replicas.values())
+    return sum(s.raw.X.size for s in states) <= INLINE_CELLS
+
+
 def _sum(results):
     results = [r for r in results if r is not None]
     return ops.add(*results) if results else None
 
 
 def execute(worker_address, fit_id, capability, action, args):
-    """Run one action of a fit on this worker's partitions (CPU work, in a thread).
+    """Run one action of a fit on this worker's partitions (CPU work: in a thread, or on
+    the event loop for small fits, see ``INLINE_CELLS``).
 
     Returns
     -------
@@ -210,7 +231,11 @@ async def handle_call(worker_address, fit=None, capability=None, action=None, pa
     args = pickle.loads(payload) if isinstance(payload, bytes) else payload
     start = time.perf_counter()
     try:
-        result = await asyncio.to_thread(execute, worker_address, fit, capability, action, args)
+        if _runs_inline(worker_address, fit, action, args):
+            result = execute(worker_address, fit, capability, action, args)
+        else:
+            result = await asyncio.to_thread(execute, worker_address, fit, capability,
+                                             action, args)
     except Exception as exc:  # returned, not raised: the comm would lose its type
         return {"error": pickle.dumps(exc)}
     return {"payload": pickle.dumps(result, protocol=5), "seconds": time.perf_counter() - start}

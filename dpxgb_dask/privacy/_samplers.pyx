@@ -505,7 +505,26 @@ cdef int _gaussian(_Words w, int64_t t, int64_t m, Py_ssize_t size, int64_t* out
     return 0
 
 
-# -- entry points (arguments validated by dpxgb_dask.privacy.samplers) -----------------------
+# -- entry points (arguments validated by dpxgb_dask.privacy.samplers and .randomness) ------
+
+def uniform_below(uint64_t bound, Py_ssize_t size, stream):
+    """``size`` uniform integers on [0, bound), 1 <= bound < 2**63, ndarray of int64."""
+    out = np.empty(size, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    if size:
+        _Words(stream).below(bound, size, &o[0])
+    return out
+
+
+def uniform_below_each(const int64_t[::1] bound, stream):
+    """One uniform integer on [0, bound[i]) per bound (each >= 1), ndarray of int64."""
+    cdef Py_ssize_t n = bound.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    if n:
+        _Words(stream).below_each(&bound[0], n, &o[0])
+    return out
+
 
 def bernoulli_exp_neg(const int64_t[::1] numerator, int64_t denominator, stream):
     """Bernoulli(exp(-numerator/denominator)), ndarray of bool, shape (numerator.size,)."""

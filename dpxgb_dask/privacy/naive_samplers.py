@@ -18,6 +18,51 @@ _INT64_SAFE = 1 << 62
 _SQUARE_SAFE = 3_037_000_499
 
 
+def uniform_below(stream, bound, size=None):
+    """Twin of :meth:`dpxgb_dask.privacy.randomness.RandomStream.uniform_below`."""
+    if size is not None and np.ndim(bound) == 0:
+        bound, size = int(bound), int(size)
+        if bound < 2**32:
+            # 32-bit words halve the hashing work for the small bounds that dominate
+            words, dtype = _words32, np.uint32
+        else:
+            words, dtype = _words64, np.uint64
+        mask = dtype((1 << (bound - 1).bit_length()) - 1)
+        b = dtype(bound)
+        out = words(stream, size) & mask
+        bad = np.flatnonzero(out >= b)
+        while bad.size:
+            redraw = words(stream, bad.size) & mask
+            out[bad] = redraw
+            bad = bad[redraw >= b]
+        return out.astype(np.int64)
+    bound = np.ascontiguousarray(np.asarray(bound, dtype=np.int64)).ravel()
+    b = bound.view(np.uint64)
+    # mask = 2**ceil(log2(bound)) - 1, computed with integer bit smearing
+    mask = b - np.uint64(1)
+    for shift in (1, 2, 4, 8, 16, 32):
+        mask |= mask >> np.uint64(shift)
+    out = _words64(stream, bound.size) & mask
+    bad = np.flatnonzero(out >= b)
+    while bad.size:
+        redraw = _words64(stream, bad.size) & mask[bad]
+        out[bad] = redraw
+        bad = bad[redraw >= b[bad]]
+    return out.view(np.int64)
+
+
+def _words32(stream, size):
+    if size == 0:
+        return np.zeros(0, dtype=np.uint32)
+    return np.frombuffer(stream.random_bytes(4 * size), dtype="<u4")
+
+
+def _words64(stream, size):
+    if size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    return np.frombuffer(stream.random_bytes(8 * size), dtype="<u8")
+
+
 def _bernoulli_exp_neg_unit(num, den, stream, k0=1, times_ln2=False):
     """Bernoulli(exp(-num/den)) for int64 array 0 <= num <= den (CKS Algorithm 1), K from k0;
     with ``times_ln2`` the exponent is (num/den)·ln 2."""
@@ -26,11 +71,11 @@ def _bernoulli_exp_neg_unit(num, den, stream, k0=1, times_ln2=False):
     kk = k0
     while active.size:
         if den * kk < _INT64_SAFE:
-            a = stream.uniform_below(den * kk, active.size) < num[active]
+            a = uniform_below(stream, den * kk, active.size) < num[active]
         else:
             # Bernoulli(num/(den K)) = Bernoulli(num/den) AND Bernoulli(1/K), independent
-            a = (stream.uniform_below(den, active.size) < num[active]) & (
-                stream.uniform_below(kk, active.size) == 0
+            a = (uniform_below(stream, den, active.size) < num[active]) & (
+                uniform_below(stream, kk, active.size) == 0
             )
         if times_ln2:
             idx = np.flatnonzero(a)
@@ -50,7 +95,7 @@ _E1_THRESHOLDS_ASCENDING = np.array(
 
 def _bernoulli_exp_minus_one(size, stream):
     """Bernoulli(exp(-1)): K reaches k iff U < 12!/(k-1)!, U uniform on [0, 12!)."""
-    u = stream.uniform_below(_E1_FACT, size)
+    u = uniform_below(stream, _E1_FACT, size)
     k = (_E1_LAST + 1) - np.searchsorted(_E1_THRESHOLDS_ASCENDING, u, side="right")
     out = (k & 1) == 1
     tail = np.flatnonzero(k == _E1_LAST + 1)
@@ -99,7 +144,7 @@ def discrete_laplace(scale, size, stream):
     pending = np.arange(size)
     while pending.size:
         n = pending.size
-        u = stream.uniform_below(t, n)
+        u = uniform_below(stream, t, n)
         keep = bernoulli_exp_neg(u, t, stream)
         u = u[keep]
         x = u + t * _geometric_exp_neg_one(u.size, stream)
@@ -157,7 +202,7 @@ def bernoulli_ln2(size, stream):
         k[active] += 1
     if size == 0:
         return np.zeros(0, dtype=bool)
-    return stream.uniform_below(k) == 0
+    return uniform_below(stream, k) == 0
 
 
 def bernoulli_exp2_neg(numerator, log2_denominator, stream):

@@ -55,6 +55,7 @@ import warnings
 
 import numpy as np
 
+from . import _samplers
 from .validation import PrivacyLeakWarning
 
 __all__ = ["NoiseSource", "RandomStream", "as_stream"]
@@ -297,51 +298,22 @@ class RandomStream:
 
         Notes
         -----
-        Draws 64 random bits, keeps the lowest ``ceil(log2(bound))`` and rejects values
-        >= bound; every accepted value has probability exactly 1/bound and the expected
-        number of rounds is below 2.
+        Draws 64 random bits (32 for a scalar bound below 2**32), keeps the lowest
+        ``ceil(log2(bound))`` and rejects values >= bound; every accepted value has
+        probability exactly 1/bound and the expected number of rounds is below 2. Compiled
+        (``_samplers.pyx``); the NumPy twin is ``naive_samplers.uniform_below``.
         """
         if size is not None and np.ndim(bound) == 0:
-            return self._uniform_below_scalar(int(bound), int(size))
+            bound, size = int(bound), int(size)
+            if not 1 <= bound < _MAX_UNIFORM_BOUND:
+                raise ValueError(f"bound must be in [1, 2**63), got {bound}")
+            if size < 0:
+                raise ValueError(f"size must be >= 0, got {size}")
+            return _samplers.uniform_below(bound, size, self)
         bound = np.ascontiguousarray(np.asarray(bound, dtype=np.int64)).ravel()
         if bound.size and (bound.min() < 1):
             raise ValueError("bound must be >= 1 for every draw")
-        b = bound.view(np.uint64)
-        # mask = 2**ceil(log2(bound)) - 1, computed with integer bit smearing
-        mask = b - np.uint64(1)
-        for shift in (1, 2, 4, 8, 16, 32):
-            mask |= mask >> np.uint64(shift)
-        out = self._raw(bound.size) & mask
-        bad = np.flatnonzero(out >= b)
-        while bad.size:
-            redraw = self._raw(bad.size) & mask[bad]
-            out[bad] = redraw
-            bad = bad[redraw >= b[bad]]
-        return out.view(np.int64)
-
-    def _uniform_below_scalar(self, bound, size):
-        if not 1 <= bound < _MAX_UNIFORM_BOUND:
-            raise ValueError(f"bound must be in [1, 2**63), got {bound}")
-        n_bits = (bound - 1).bit_length()
-        if bound < 2**32:
-            # 32-bit words halve the hashing work for the small bounds that dominate
-            raw, dtype = self._raw32, np.uint32
-        else:
-            raw, dtype = self._raw, np.uint64
-        mask = dtype((1 << n_bits) - 1)
-        b = dtype(bound)
-        out = raw(size) & mask
-        bad = np.flatnonzero(out >= b)
-        while bad.size:
-            redraw = raw(bad.size) & mask
-            out[bad] = redraw
-            bad = bad[redraw >= b]
-        return out.astype(np.int64)
-
-    def _raw32(self, size):
-        if size == 0:
-            return np.zeros(0, dtype=np.uint32)
-        return np.frombuffer(self.random_bytes(4 * size), dtype="<u4")
+        return _samplers.uniform_below_each(bound, self)
 
     def bernoulli(self, numerator, denominator):
         """Exact Bernoulli(numerator / denominator) draws.

@@ -305,3 +305,26 @@ def test_compiled_samplers_validate_size():
         discrete_laplace(3, -1, stream("x"))
     with pytest.raises(ValueError, match="size"):
         bernoulli_ln2(-1, stream("x"))
+
+
+@pytest.mark.parametrize("bound", [1, 2, 3, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1,
+                                   2**62 + 12345, 2**63 - 1])
+@pytest.mark.parametrize("size", SIZES)
+def test_compiled_uniform_below_equals_twin(bound, size):
+    twin_stream, compiled_stream = _twin_streams("twin-ub", bound % 997 + size)
+    expected = naive_samplers.uniform_below(twin_stream, bound, size)
+    got = compiled_stream.uniform_below(bound, size)
+    np.testing.assert_array_equal(got, expected)
+    assert compiled_stream.blocks_drawn == twin_stream.blocks_drawn
+
+
+def test_compiled_uniform_below_each_equals_twin():
+    rng = np.random.default_rng(3)
+    bounds = np.concatenate([rng.integers(1, 2**63 - 1, 300, dtype=np.int64),
+                             rng.integers(1, 40, 300), [1, 2, 2**63 - 1]]).astype(np.int64)
+    twin_stream, compiled_stream = _twin_streams("twin-ube", 0)
+    expected = naive_samplers.uniform_below(twin_stream, bounds)
+    got = compiled_stream.uniform_below(bounds)
+    np.testing.assert_array_equal(got, expected)
+    assert np.all((got >= 0) & (got < bounds))
+    assert compiled_stream.blocks_drawn == twin_stream.blocks_drawn
