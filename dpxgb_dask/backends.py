@@ -151,14 +151,16 @@ class DaskBackend:
     def workers(self):
         return sorted(self._placement)
 
-    async def _call(self, address, action, args):
+    async def _call(self, address, action, payload):
+        """One call to one worker; ``payload`` is the action's argument, pickled (once for
+        a message that goes to every worker)."""
         if address not in self._scheduler.workers:
             raise WorkerLost(f"worker {address} holding partitions "
                              f"{self._placement[address]} of the fit left the cluster",
                              address)
         call = asyncio.ensure_future(self._scheduler.rpc(address).dpxgb_call(
             fit=self._fit_id, capability=self._capability, action=action,
-            payload=pickle.dumps(args, protocol=5)))
+            payload=payload))
         try:
             while not call.done():
                 # A worker that leaves (killed, restarted) is noticed by the scheduler at
@@ -192,8 +194,9 @@ class DaskBackend:
         """One call to every worker holding partitions; worker losses are recovered from
         (see the class notes) and the call repeated."""
         for attempt in range(MAX_RECOVERIES + 1):
-            outcomes = await asyncio.gather(*(self._call(w, action, args) for w in self.workers),
-                                            return_exceptions=True)
+            payload = _pickled(args)
+            outcomes = await asyncio.gather(*(self._call(w, action, payload)
+                                              for w in self.workers), return_exceptions=True)
             lost = [o for o in outcomes if isinstance(o, WorkerLost)]
             errors = [o for o in outcomes if isinstance(o, BaseException) and o not in lost]
             if errors:
@@ -221,8 +224,8 @@ class DaskBackend:
         for address in sorted(gone):
             for index in self._placement.pop(address):
                 target = await self._reload(index)
-                await self._call(target, "restore", (index, self._prepare, self._rounds[:-1]
-                                                     if self._pending_round else self._rounds))
+                log = self._rounds[:-1] if self._pending_round else self._rounds
+                await self._call(target, "restore", _pickled((index, self._prepare, log)))
                 self._placement.setdefault(target, []).append(index)
         for indices in self._placement.values():
             indices.sort()
@@ -278,7 +281,7 @@ class DaskBackend:
     async def touch(self):
         """Keep the fit's lease on every worker (``worker.LEASE_SECONDS``); a worker that
         fails to answer is left to the next real call."""
-        await asyncio.gather(*(self._call(w, "touch", None) for w in self.workers),
+        await asyncio.gather(*(self._call(w, "touch", _pickled(None)) for w in self.workers),
                              return_exceptions=True)
 
     async def close(self):
@@ -290,6 +293,10 @@ class DaskBackend:
         await asyncio.wait_for(
             self._scheduler.rpc(address).dpxgb_call(fit=self._fit_id, action="drop"),
             WORKER_CHECK_SECONDS * 20)
+
+
+def _pickled(args):
+    return pickle.dumps(args, protocol=5)
 
 
 def _sum(results):

@@ -503,21 +503,21 @@ class PartitionState:
         Gradients are taken at ``margins`` (the start of the batch); rows outside the tree
         get position ``~0 = -1`` and zero gradient and hessian.
         """
-        n = self.n_rows
-        g, h = self.objective.gradients(self.y, self.margins)
-        lo, hi = spec.sample_interval
-        if lo <= 0.0 and hi > 1.0:
-            in_tree = np.ones(n, dtype=bool)
-        else:
-            u = row_uniforms(spec.sample_key, self.row_offset, n)
-            in_tree = (u >= lo) & (u < hi)
-        if spec.gradient_rule == "filter":
-            in_tree &= np.abs(g) <= spec.gradient_bound
-        g = quantize(g, spec.gradient_bound)
-        h = quantize(h, spec.hessian_bound, lower=0.0)
-        self.positions = np.where(in_tree, 0, -1).astype(np.int32)
-        self.gradients = np.where(in_tree, g, 0.0).astype(np.float32)
-        self.hessians = np.where(in_tree, h, 0.0).astype(np.float32)
+        for rows in _row_chunks(self.n_rows):
+            g, h = self.objective.gradients(self.y[rows], self.margins[rows])
+            lo, hi = spec.sample_interval
+            if lo <= 0.0 and hi > 1.0:
+                in_tree = np.ones(g.size, dtype=bool)
+            else:
+                u = row_uniforms(spec.sample_key, self.row_offset + rows.start, g.size)
+                in_tree = (u >= lo) & (u < hi)
+            if spec.gradient_rule == "filter":
+                in_tree &= np.abs(g) <= spec.gradient_bound
+            g = quantize(g, spec.gradient_bound)
+            h = quantize(h, spec.hessian_bound, lower=0.0)
+            self.positions[rows] = np.where(in_tree, 0, -1)
+            self.gradients[rows] = np.where(in_tree, g, 0.0)
+            self.hessians[rows] = np.where(in_tree, h, 0.0)
         self._histograms = self._histogram_nodes = None
 
     def _end_tree(self, end):
@@ -525,15 +525,30 @@ class PartitionState:
         while the tree grew, not a second walk), clip regression margins."""
         if end.splits is not None:
             self._apply(end.splits)
-        leaf = np.where(self.positions >= 0, self.positions, ~self.positions)
         if self.pending is self.margins and not end.batch_end:
             self.pending = self.margins.copy()
-        self.pending += end.values[leaf]
         clip = self.objective.margin_clip
-        if clip is not None:
-            np.clip(self.pending, clip[0], clip[1], out=self.pending)
+        for rows in _row_chunks(self.n_rows):
+            position = self.positions[rows]
+            pending = self.pending[rows]
+            pending += end.values[np.where(position >= 0, position, ~position)]
+            if clip is not None:
+                np.clip(pending, clip[0], clip[1], out=pending)
         if end.batch_end:
             self.margins = self.pending
+
+
+#: Rows per chunk of the per-tree row updates. Dask's nanny starts workers with
+#: MALLOC_TRIM_THRESHOLD_=65536, which pins glibc's mmap threshold at 128 kB: every
+#: larger temporary array is a fresh mmap, page-faulted and unmapped again. Chunks of
+#: 8192 rows keep the temporaries (at most 64 kB) on the heap: on 500k rows, starting a
+#: tree took 64 ms that way (17 ms with the default allocator) and takes 20 ms in chunks.
+#: Elementwise NumPy gives the same values chunked or not.
+ROW_CHUNK = 8192
+
+
+def _row_chunks(n_rows):
+    return [slice(start, min(start + ROW_CHUNK, n_rows)) for start in range(0, n_rows, ROW_CHUNK)]
 
 
 def load_partition(X, y, objective, index, n_threads=1):
