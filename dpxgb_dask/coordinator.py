@@ -104,6 +104,14 @@ class Coordinator:
         self._seq += 1
         return await self.backend.round(ops.Round(seq=self._seq, **fields))
 
+    async def _send_round(self, **fields):
+        """Send a round; return the future of its result once its messages are out, so
+        that the coordinator can work while the workers do."""
+        out = asyncio.ensure_future(self._round(**fields))
+        for _ in range(_YIELDS_TO_SEND):
+            await asyncio.sleep(0)
+        return out
+
     def _phase(self, name, since):
         self.timings["phases"][name] = self.timings["phases"].get(name, 0.0) + \
             time.perf_counter() - since
@@ -306,10 +314,7 @@ class Coordinator:
         if self.params.split_method == "random":
             tree, levels, leaves = drawn if drawn is not None else \
                 self._random_tree(t, cuts, n_cuts)
-            out = asyncio.ensure_future(self._round(**first, tree_levels=levels,
-                                                    leaf_nodes=leaves))
-            for _ in range(_YIELDS_TO_SEND):
-                await asyncio.sleep(0)
+            out = await self._send_round(**first, tree_levels=levels, leaf_nodes=leaves)
             if draw_next:
                 next_drawn = self._random_tree(t + 1, cuts, n_cuts)
             sums = await out
@@ -384,11 +389,20 @@ class Coordinator:
                 break
             t_level = time.perf_counter()
             bytes_before = self.backend.bytes_gathered
-            exact = await self._round(**first, splits=last_splits, histogram_nodes=open_nodes)
+            out = await self._send_round(**first, splits=last_splits,
+                                         histogram_nodes=open_nodes)
             first = {}
+            noise = None
+            if p.split_method == "noisy_histogram":
+                # The noise depends only on its streams and the (public) number of values:
+                # drawn while the workers build the histograms.
+                size = open_nodes.size * self.n_features * (p.max_bin + 1)
+                noise = await self._cpu(self._histogram_noise, t, d, size, n_values=2 * size)
+            exact = await out
             self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
+            # with the noise drawn, what is left of the release is cheap post-processing
             splits = await self._cpu(self._release_splits, t, d, open_nodes, exact, n_cuts,
-                                     n_values=2 * exact.size)
+                                     noise, n_values=0 if noise is not None else 2 * exact.size)
             closed = ~splits.is_split
             closed_nodes.extend(open_nodes[closed].tolist())
             closed_sums.append(decisions.node_totals(exact[closed]))
@@ -411,7 +425,16 @@ class Coordinator:
                 tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
                                splits.missing_left[i])
 
-    def _release_splits(self, t, d, nodes, exact, n_cuts):
+    def _histogram_noise(self, t, d, size):
+        """The noise of level d's (G, H) histogram release (see ``_release_splits``)."""
+        p = self.params
+        fields = self.plan.event("split", tree=t, depth=d)
+        mechanism = decisions.histogram_mechanism(self.n_features, p.newton, p.gradient_bound,
+                                                  p.hessian_bound, fields["noise_multiplier"])
+        return (mechanism.draw_noise(size, self._stream("split/grad", tree=t, depth=d)),
+                mechanism.draw_noise(size, self._stream("split/hess", tree=t, depth=d)))
+
+    def _release_splits(self, t, d, nodes, exact, n_cuts, noise=None):
         p = self.params
         fields = self.plan.event("split", tree=t, depth=d, n_parallel=len(nodes))
         if p.split_method == "exponential":
@@ -419,10 +442,11 @@ class Coordinator:
                 nodes, exact, n_cuts, p.reg_lambda, p.newton, fields["sensitivity"],
                 fields["epsilon"], self._stream("split", tree=t, depth=d))
         else:
+            if noise is None:
+                noise = self._histogram_noise(t, d, exact.size)
             splits, _, _, _ = decisions.noisy_histogram_splits(
                 nodes, exact, n_cuts, p.reg_lambda, p.newton, p.gradient_bound, p.hessian_bound,
-                fields["noise_multiplier"], self._stream("split/grad", tree=t, depth=d),
-                self._stream("split/hess", tree=t, depth=d))
+                fields["noise_multiplier"], None, None, noise)
         self.ledger.record(**fields)
         return splits
 

@@ -179,8 +179,23 @@ def exponential_splits(nodes, histograms, n_cuts, reg_lambda, newton, gain_sensi
     return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split), mechanism
 
 
+def histogram_mechanism(n_features, newton, gradient_bound, hessian_bound, noise_multiplier):
+    """The Gaussian mechanism of one level's (G, H) histograms (see
+    :func:`noisy_histogram_splits`): L2 sensitivity ``sqrt(F (g*² + h*²))`` over the 2F
+    coordinates one row touches, one σ for G and H alike.
+
+    Returns
+    -------
+    GaussianMechanism
+    """
+    h_bound = hessian_bound if newton else 1.0
+    sensitivity = float(np.sqrt(n_features * (gradient_bound**2 + h_bound**2)))
+    return GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
+                             coords_per_row=2 * n_features)
+
+
 def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradient_bound,
-                           hessian_bound, noise_multiplier, rng_g, rng_h):
+                           hessian_bound, noise_multiplier, rng_g, rng_h, noise=None):
     """Greedy split on Gaussian-noised gradient histograms (Maddock et al. §4.3.1, "Hist").
 
     The level's (G, H) histograms of every node and feature are released at once with
@@ -188,6 +203,20 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     L2 sensitivity of the whole release is ``sqrt(F (g*² + h*²))`` (the nodes hold
     disjoint rows). The split maximising the gain computed on the noisy sums is taken:
     post-processing.
+
+    Parameters
+    ----------
+    nodes : ndarray of int64, shape (n_nodes,)
+    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+        Exact sums of the level.
+    n_cuts : ndarray of int, shape (n_features,)
+    reg_lambda, gradient_bound, hessian_bound, noise_multiplier : float
+    newton : bool
+    rng_g, rng_h : RandomStream
+        Streams of the G and H releases.
+    noise : tuple of two ndarray of int64, shape (n_nodes * n_features * n_bins,), optional
+        Their noise drawn beforehand (:meth:`GaussianMechanism.draw_noise` with the
+        mechanism of :func:`histogram_mechanism` and the same streams).
 
     Returns
     -------
@@ -200,14 +229,11 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     sum_g = histograms["sum_gradients"]
     sum_h = histograms["sum_hessians"] if newton else histograms["count"].astype(np.float64)
     n_nodes, n_features, n_bins = sum_g.shape
-    h_bound = hessian_bound if newton else 1.0
-    sensitivity = float(np.sqrt(n_features * (gradient_bound**2 + h_bound**2)))
-    # One row moves one bin of each feature in G and in H: 2F coordinates of the pair.
-    mechanism = GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
-                                  coords_per_row=2 * n_features)
-    # Split the mechanism's σ over the two coordinates: one σ for G and H alike (spherical).
-    noisy_g = mechanism.release(sum_g, rng_g)
-    noisy_h = mechanism.release(sum_h, rng_h)
+    mechanism = histogram_mechanism(n_features, newton, gradient_bound, hessian_bound,
+                                    noise_multiplier)
+    noise_g, noise_h = noise if noise is not None else (None, None)
+    noisy_g = mechanism.release(sum_g, rng_g, noise=noise_g)
+    noisy_h = mechanism.release(sum_h, rng_h, noise=noise_h)
     gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), reg_lambda)
     mask = np.broadcast_to(candidate_mask(n_cuts, n_bins)[None, :, :, None], gains.shape)
     flat = np.where(mask, gains, -np.inf).reshape(n_nodes, -1)

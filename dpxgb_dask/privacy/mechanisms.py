@@ -171,7 +171,7 @@ class _GridMechanism:
     def _accounted_sensitivity(self):
         return self._current("_accounted_sensitivity")["accounted"]
 
-    def release(self, values, rng=None):
+    def release(self, values, rng=None, noise=None):
         """Add the mechanism's discrete noise to ``values`` on its grid.
 
         The values are rounded to the grid (an integer query), integer noise is drawn from
@@ -185,17 +185,42 @@ class _GridMechanism:
             entries beyond ±2**61 grid steps are clipped.
         rng : RandomStream or None
             Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
+        noise : ndarray of int64, optional
+            The release's noise drawn beforehand by :meth:`draw_noise` (``rng`` is then
+            unused): the noise depends only on the stream and the number of values, so
+            it can be drawn while the values are being computed, with the same result.
 
         Returns
         -------
         ndarray of float64, same shape as ``values``
             Noisy values, multiples of :attr:`resolution`.
         """
-        stream = as_stream(rng)
         params = self._activate(_release_coords(self.coords_per_row, values))
         k = _to_grid(values, self.resolution)
-        noise = self._integer_noise(params, k.size, stream)
+        if noise is None:
+            noise = self._integer_noise(params, k.size, as_stream(rng))
+        elif np.shape(noise) != (k.size,):
+            raise ValueError(f"noise must have shape ({k.size},) for {k.size} values, "
+                             f"got {np.shape(noise)}")
         return (k + noise.reshape(k.shape)).astype(np.float64) * self.resolution
+
+    def draw_noise(self, size, rng=None):
+        """The integer noise of a release of ``size`` values, for :meth:`release`.
+
+        Parameters
+        ----------
+        size : int
+            Number of values the release will have (public).
+        rng : RandomStream or None
+
+        Returns
+        -------
+        ndarray of int64, shape (size,)
+            In grid steps.
+        """
+        params = self._activate(self.coords_per_row if self.coords_per_row is not None
+                                else max(1, int(size)))
+        return self._integer_noise(params, int(size), as_stream(rng))
 
     __call__ = release
 

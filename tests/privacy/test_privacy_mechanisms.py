@@ -304,3 +304,19 @@ def test_one_million_draws_per_call_fast_enough():
     exponential_mechanism(np.zeros((32, 32768)), 3.0, 1.0, rng=stream("speed-e"))
     t_exp = time.perf_counter() - t0
     assert t_lap < 1.0 and t_gauss < 2.0 and t_exp < 1.0, (t_lap, t_gauss, t_exp)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: GaussianMechanism(3.0, noise_multiplier=0.8, coords_per_row=6),
+    lambda: GaussianMechanism(3.0, noise_multiplier=0.8),
+    lambda: LaplaceMechanism(2.0, 0.5, coords_per_row=4),
+])
+def test_noise_drawn_beforehand_gives_the_same_release(make):
+    # the coordinator draws a level's noise while the workers compute its histograms
+    values = np.random.default_rng(0).normal(size=(3, 4, 5)) * 100
+    direct = make().release(values, stream("early-noise"))
+    mechanism = make()
+    noise = mechanism.draw_noise(values.size, stream("early-noise"))
+    np.testing.assert_array_equal(mechanism.release(values, noise=noise), direct)
+    with pytest.raises(ValueError, match="noise must have shape"):
+        mechanism.release(values, noise=noise[:-1])
