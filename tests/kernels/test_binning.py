@@ -89,3 +89,22 @@ def test_pack_cuts_rejects_unsorted_or_nonfinite():
         pack_cuts([np.array([0.0, np.nan])])
     values, offsets = pack_cuts([])
     assert values.size == 0 and offsets.tolist() == [0]
+
+
+@pytest.mark.parametrize("n_cuts", [1, 2, 3, 7, 8, 31, 32, 127, 128, 254])
+def test_every_cut_count_against_searchsorted(n_cuts):
+    # the search takes bit_length(n_cuts) fixed steps over cuts padded with +inf to
+    # 2**k - 1 entries: check the padding edges, ties with cuts, infinities and NaN, over
+    # several row blocks (700 rows: 256 + 256 + 188)
+    rng = np.random.default_rng(n_cuts)
+    cuts = np.sort(rng.choice(np.arange(-400, 400) / 8.0, n_cuts, replace=False))
+    X = rng.choice(np.concatenate([cuts, cuts + 1 / 16, cuts - 1 / 16,
+                                   [-np.inf, np.inf, np.nan, -1e300, 1e300]]), (700, 3))
+    out = _bin(X, [cuts] * 3, missing_bin=255)
+    expected = np.where(np.isnan(X), 255, np.searchsorted(cuts, X, side="left"))
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_more_cuts_than_bins_is_refused():
+    with pytest.raises(ValueError, match="at most 255"):
+        _bin(np.zeros((3, 1)), [np.arange(256.0)], missing_bin=255)
