@@ -206,7 +206,7 @@ def clipped_label_sum(part, objective):
     return np.array([scaled.sum(), float(part.n_rows)])
 
 
-def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1):
+def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
     """Bin rows, clipped to the public bounds, with the (DP or public) cut points.
 
     Parameters
@@ -217,6 +217,9 @@ def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1):
         At most ``missing_bin - 1`` cuts per feature (so bins ``0..missing_bin - 1``).
     missing_bin : int in [1, 255]
     n_threads : int
+    out : ndarray of uint8, shape (n_rows, n_features), Fortran-ordered, optional
+        Overwritten with the bins (a re-binning reuses the partition's array rather than
+        page in a new one).
 
     Returns
     -------
@@ -232,7 +235,7 @@ def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1):
     # above hi the last bin: binning the raw value is binning it clipped to the bounds,
     # without a clipped copy of the partition.
     values, offsets = pack_cuts(cuts)
-    X_binned = np.empty(X.shape, dtype=np.uint8, order="F")
+    X_binned = np.empty(X.shape, dtype=np.uint8, order="F") if out is None else out
     bin_features(X, values, offsets, missing_bin, X_binned, n_threads)
     return X_binned
 
@@ -471,7 +474,7 @@ class PartitionState:
             self._start_tree(step.start_tree)
         if step.rebin_cuts is not None:
             self.X_binned = bin_rows(self.raw.X, self.feature_bounds, step.rebin_cuts,
-                                     self.missing_bin, self.n_threads)
+                                     self.missing_bin, self.n_threads, out=self.X_binned)
             self._histograms = self._histogram_nodes = None
         if step.splits is not None:
             self._apply(step.splits)
