@@ -319,8 +319,7 @@ def section_levels(client, args, report):
             "trees (s)": phases["trees"],
             "worker compute, all workers (s)": timings["worker_seconds"],
             "DP releases in the coordinator (s)": timings["release"],
-            "communication + rest of coordinator (s) *":
-                phases["trees"] - timings["worker_seconds"] / n_workers - timings["release"],
+            "trees minus DP releases (s) *": phases["trees"] - timings["release"],
             "fixed per fit (s): wall - sum of trees": wall - sum(timings["tree"]),
             "fit wall (s)": wall,
         }
@@ -337,10 +336,11 @@ def section_levels(client, args, report):
         "(candidates and binning included). The fixed per-fit time covers everything "
         "outside the trees: validation, loading the rows, planning, candidates, binning, "
         "the coordinator's start and the model's return.\n\n"
-        f"\\* An estimate: the trees phase minus the releases and worker compute / "
-        f"{n_workers} workers, as if the workers computed in parallel and only inside the "
-        "trees phase. The releases are the exact discrete noise samplers "
-        "(privacy/samplers.py) running in the scheduler process.")
+        "\\* What the trees phase spends outside the DP releases: the rounds on the "
+        f"{n_workers} workers, the messages and the coordinator's own work. The releases are "
+        "mostly the exact discrete noise samplers (privacy/_samplers.pyx) in the scheduler "
+        "process; a level's histogram noise is drawn while the workers build its "
+        "histograms, so releases and worker compute overlap.")
 
 
 def section_adult(client, args, report):

@@ -344,10 +344,7 @@ class Coordinator:
             Heap ids of the leaves.
         """
         p = self.params
-        tree = Tree(cuts)
-        open_nodes = np.array([0], dtype=np.int64)
-        ranges = np.zeros((1, self.n_features, 2), dtype=np.int64)
-        ranges[0, :, 1] = n_cuts
+        tree, open_nodes, ranges = self._root(cuts, n_cuts)
         closed_nodes, levels = [], []
         for d in range(p.max_depth):
             if open_nodes.size == 0:
@@ -378,10 +375,7 @@ class Coordinator:
         last_splits : tuple of ndarray or None
         """
         p = self.params
-        tree = Tree(cuts)
-        open_nodes = np.array([0], dtype=np.int64)
-        ranges = np.zeros((1, self.n_features, 2), dtype=np.int64)
-        ranges[0, :, 1] = n_cuts
+        tree, open_nodes, ranges = self._root(cuts, n_cuts)
         closed_nodes, closed_sums = [], []
         last_splits = child_sums = None
         for d in range(p.max_depth):
@@ -417,6 +411,12 @@ class Coordinator:
                            "n_nodes": int(splits.is_split.size)})
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
         return tree, leaves, np.concatenate(closed_sums + [child_sums]), last_splits
+
+    def _root(self, cuts, n_cuts):
+        """An empty tree, its open root and the root's reachable bin ranges (every bin)."""
+        ranges = np.zeros((1, self.n_features, 2), dtype=np.int64)
+        ranges[0, :, 1] = n_cuts
+        return Tree(cuts), np.array([0], dtype=np.int64), ranges
 
     @staticmethod
     def _add_splits(tree, nodes, splits):
