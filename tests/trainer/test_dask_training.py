@@ -75,16 +75,15 @@ def test_numpy_pandas_and_dask_inputs_give_the_same_model(client, seed, classifi
     assert from_pandas.feature_names == [f"c{i}" for i in range(6)]
 
 
-def _set_inline_cells(value):
-    from dpxgb_dask import worker
-
-    previous, worker.INLINE_CELLS = worker.INLINE_CELLS, value
-    return previous
-
-
 def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, seed,
                                                                      classification_data):
     # small fits run on the workers' event loops; large ones (here: every one) in a thread
+    def _set_inline_cells(value):  # nested: pickled by value, the workers cannot import tests
+        from dpxgb_dask import worker
+
+        previous, worker.INLINE_CELLS = worker.INLINE_CELLS, value
+        return previous
+
     X, y, bounds = classification_data
     params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}
     inline = train(params, X, y, client=client)
