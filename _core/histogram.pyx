@@ -36,18 +36,18 @@ def build_root_histogram(
     cdef Py_ssize_t n_samples = X_binned.shape[0]
     cdef Py_ssize_t n_features = X_binned.shape[1]
     cdef Py_ssize_t n_bins = histogram.shape[1]
-    cdef Py_ssize_t f
+    cdef Py_ssize_t f, n_bad = 0
     _check_shapes(X_binned.shape[0], gradients.shape[0], hessians.shape[0],
                   n_features, histogram.shape[0])
     if n_features == 0 or n_bins == 0:
         return
-    _check_bins_fit(X_binned, n_bins, n_threads)
     for f in prange(n_features, schedule="static", nogil=True, num_threads=n_threads):
-        _root_histogram_one_feature(
+        n_bad += _root_histogram_one_feature(
             &X_binned[0, f] if n_samples > 0 else NULL, n_samples,
             &gradients[0] if n_samples > 0 else NULL,
             &hessians[0] if n_samples > 0 else NULL,
             &histogram[f, 0], n_bins)
+    _refuse_bad_bins(n_bad, n_bins)
 
 
 def build_node_histograms(
@@ -97,7 +97,7 @@ def build_node_histograms(
             raise ValueError(f"sample_slots[{k}] = {slot} is outside [0, {n_slots})")
     if n_slots * n_features * n_bins == 0:
         return
-    _check_bins_fit(X_binned, n_bins, n_threads)
+    cdef Py_ssize_t n_bad = 0
     # Gather gradients and hessians once in row order, so the per-feature loops read them
     # contiguously.
     ordered_gradients = np.empty(n_selected, dtype=np.float32)
@@ -108,7 +108,7 @@ def build_node_histograms(
         ordered_g[k] = gradients[sample_indices[k]]
         ordered_h[k] = hessians[sample_indices[k]]
     for f in prange(n_features, schedule="static", nogil=True, num_threads=n_threads):
-        _node_histograms_one_feature(
+        n_bad += _node_histograms_one_feature(
             &X_binned[0, f] if X_binned.shape[0] > 0 else NULL,
             &sample_indices[0] if n_selected > 0 else NULL,
             &sample_slots[0] if n_selected > 0 else NULL,
@@ -116,6 +116,7 @@ def build_node_histograms(
             &ordered_g[0] if n_selected > 0 else NULL,
             &ordered_h[0] if n_selected > 0 else NULL,
             &histograms[0, 0, 0], f, n_slots, n_features, n_bins)
+    _refuse_bad_bins(n_bad, n_bins)
 
 
 def subtract_histograms(
@@ -167,26 +168,16 @@ cdef _check_shapes(Py_ssize_t n_x, Py_ssize_t n_g, Py_ssize_t n_h,
                          f"{n_features}")
 
 
-cdef _check_bins_fit(const X_BINNED_DTYPE_C[::1, :] X_binned, Py_ssize_t n_bins,
-                     int n_threads):
-    """Refuse bins that would index past the histogram (free when n_bins covers uint8)."""
-    if n_bins >= 256:
-        return
-    cdef Py_ssize_t n_samples = X_binned.shape[0]
-    cdef Py_ssize_t n_features = X_binned.shape[1]
-    cdef Py_ssize_t f, i
-    cdef int n_bad = 0
-    for f in prange(n_features, schedule="static", nogil=True, num_threads=n_threads):
-        for i in range(n_samples):
-            if X_binned[i, f] >= n_bins:
-                n_bad += 1
-                break
+cdef _refuse_bad_bins(Py_ssize_t n_bad, Py_ssize_t n_bins):
+    """Bins at or past ``n_bins`` were skipped by the loops (they would index past the
+    histogram): refuse the input. Checked in the loops, on the rows counted, rather than
+    by a scan of the whole matrix before every level."""
     if n_bad:
         raise ValueError(f"X_binned holds bin indices >= n_bins = {n_bins}, the histogram's "
                          "last dimension; build the histogram with more bins")
 
 
-cdef void _root_histogram_one_feature(
+cdef Py_ssize_t _root_histogram_one_feature(
     const X_BINNED_DTYPE_C* column,     # IN (n_samples,) bins of one feature
     Py_ssize_t n_samples,               # IN
     const G_H_DTYPE_C* gradients,       # IN (n_samples,)
@@ -194,7 +185,8 @@ cdef void _root_histogram_one_feature(
     hist_struct* hist,                  # OUT (n_bins,)
     Py_ssize_t n_bins,                  # IN
 ) noexcept nogil:
-    cdef Py_ssize_t i
+    """Returns the number of bins >= n_bins met (those rows are skipped)."""
+    cdef Py_ssize_t i, n_bad = 0
     cdef Py_ssize_t unrolled_end = n_samples - n_samples % 4
     cdef unsigned int b0, b1, b2, b3
     memset(hist, 0, n_bins * sizeof(hist_struct))
@@ -205,6 +197,9 @@ cdef void _root_histogram_one_feature(
         b1 = column[i + 1]
         b2 = column[i + 2]
         b3 = column[i + 3]
+        if b0 >= n_bins or b1 >= n_bins or b2 >= n_bins or b3 >= n_bins:
+            n_bad += 1
+            continue
         hist[b0].sum_gradients += gradients[i]
         hist[b0].sum_hessians += hessians[i]
         hist[b0].count += 1
@@ -219,12 +214,16 @@ cdef void _root_histogram_one_feature(
         hist[b3].count += 1
     for i in range(unrolled_end, n_samples):
         b0 = column[i]
+        if b0 >= n_bins:
+            n_bad += 1
+            continue
         hist[b0].sum_gradients += gradients[i]
         hist[b0].sum_hessians += hessians[i]
         hist[b0].count += 1
+    return n_bad
 
 
-cdef void _node_histograms_one_feature(
+cdef Py_ssize_t _node_histograms_one_feature(
     const X_BINNED_DTYPE_C* column,     # IN (n_samples,) bins of feature f
     const INDEX_DTYPE_C* sample_indices,  # IN (n_selected,)
     const INDEX_DTYPE_C* sample_slots,    # IN (n_selected,)
@@ -237,13 +236,20 @@ cdef void _node_histograms_one_feature(
     Py_ssize_t n_features,              # IN
     Py_ssize_t n_bins,                  # IN
 ) noexcept nogil:
-    cdef Py_ssize_t k, slot
+    """Returns the number of bins >= n_bins met (those rows are skipped)."""
+    cdef Py_ssize_t k, slot, n_bad = 0
     cdef Py_ssize_t slot_stride = n_features * n_bins
+    cdef unsigned int b
     cdef hist_struct* cell
     for slot in range(n_slots):
         memset(histograms + slot * slot_stride + f * n_bins, 0, n_bins * sizeof(hist_struct))
     for k in range(n_selected):
-        cell = histograms + sample_slots[k] * slot_stride + f * n_bins + column[sample_indices[k]]
+        b = column[sample_indices[k]]
+        if b >= n_bins:
+            n_bad += 1
+            continue
+        cell = histograms + sample_slots[k] * slot_stride + f * n_bins + b
         cell.sum_gradients += ordered_g[k]
         cell.sum_hessians += ordered_h[k]
         cell.count += 1
+    return n_bad
