@@ -6,17 +6,19 @@ Public API: :class:`DPXGBClassifier`, :class:`DPXGBRegressor` (scikit-learn esti
 """
 import importlib
 
+# Eager: cheap, and importing it registers the typed warnings' filters, which a user's own
+# filters set after ``import dpxgb_dask`` must be able to override.
+from .privacy.validation import BudgetError, LargeEpsilonWarning, PrivacyLeakWarning
+
 __version__ = "0.1.0.dev0"
 
-#: Public name -> module that defines it. Imported on first use (PEP 562): a worker
-#: process imports only what its calls need (the partition state and the kernels), not
-#: scikit-learn, pandas and the accountants, which took 1.5 s on each fresh worker.
+#: Public name -> module that defines it. Imported on first use (PEP 562), like the
+#: submodules: a worker process imports only what its calls need (the partition state
+#: and the kernels), not scikit-learn, pandas and the accountants, which took 1.5 s on
+#: each fresh worker.
 _EXPORTS = {
     "Booster": ".model",
     "load_model": ".model",
-    "BudgetError": ".privacy.validation",
-    "LargeEpsilonWarning": ".privacy.validation",
-    "PrivacyLeakWarning": ".privacy.validation",
     "DPXGBClassifier": ".sklearn",
     "DPXGBRegressor": ".sklearn",
     "train": ".training",
@@ -36,8 +38,13 @@ __all__ = [
 
 def __getattr__(name):
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if module is None:  # a submodule, as an eager import would have bound it
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

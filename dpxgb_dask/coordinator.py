@@ -104,13 +104,26 @@ class Coordinator:
         self._seq += 1
         return await self.backend.round(ops.Round(seq=self._seq, **fields))
 
-    async def _send_round(self, **fields):
-        """Send a round; return the future of its result once its messages are out, so
-        that the coordinator can work while the workers do."""
+    async def _round_while(self, work, **fields):
+        """One round, with ``await work()`` (the coordinator's own work) done while the
+        workers compute it.
+
+        Returns
+        -------
+        (work's result, the round's result). If ``work`` fails or the fit is cancelled
+        meanwhile, the round is cancelled too.
+        """
         out = asyncio.ensure_future(self._round(**fields))
-        for _ in range(_YIELDS_TO_SEND):
-            await asyncio.sleep(0)
-        return out
+        try:
+            for _ in range(_YIELDS_TO_SEND):  # the round's messages go out first
+                await asyncio.sleep(0)
+            done = await work()
+            return done, await out
+        finally:
+            if not out.done():
+                out.cancel()
+            elif not out.cancelled():
+                out.exception()  # retrieved: a failure here is reported by the raise above
 
     def _phase(self, name, since):
         self.timings["phases"][name] = self.timings["phases"].get(name, 0.0) + \
@@ -314,10 +327,12 @@ class Coordinator:
         if self.params.split_method == "random":
             tree, levels, leaves = drawn if drawn is not None else \
                 self._random_tree(t, cuts, n_cuts)
-            out = await self._send_round(**first, tree_levels=levels, leaf_nodes=leaves)
-            if draw_next:
-                next_drawn = self._random_tree(t + 1, cuts, n_cuts)
-            sums = await out
+
+            async def draw_next_tree():
+                return self._random_tree(t + 1, cuts, n_cuts) if draw_next else None
+
+            next_drawn, sums = await self._round_while(
+                draw_next_tree, **first, tree_levels=levels, leaf_nodes=leaves)
             last_splits = None
         else:
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
@@ -383,20 +398,23 @@ class Coordinator:
                 break
             t_level = time.perf_counter()
             bytes_before = self.backend.bytes_gathered
-            out = await self._send_round(**first, splits=last_splits,
-                                         histogram_nodes=open_nodes)
-            first = {}
-            noise = None
-            if p.split_method == "noisy_histogram":
+
+            async def draw_noise(t=t, d=d, n_nodes=open_nodes.size):
                 # The noise depends only on its streams and the (public) number of values:
                 # drawn while the workers build the histograms.
-                size = open_nodes.size * self.n_features * (p.max_bin + 1)
-                noise = await self._cpu(self._histogram_noise, t, d, size, n_values=2 * size)
-            exact = await out
+                if p.split_method != "noisy_histogram":
+                    return None
+                size = n_nodes * self.n_features * (p.max_bin + 1)
+                return await self._cpu(self._histogram_noise, t, d, size, n_values=2 * size)
+
+            noise, exact = await self._round_while(
+                draw_noise, **first, splits=last_splits, histogram_nodes=open_nodes)
+            first = {}
             self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
-            # with the noise drawn, what is left of the release is cheap post-processing
+            # with the noise drawn, what is left is post-processing of exact.size cells
             splits = await self._cpu(self._release_splits, t, d, open_nodes, exact, n_cuts,
-                                     noise, n_values=0 if noise is not None else 2 * exact.size)
+                                     noise, n_values=exact.size if noise is not None
+                                     else 2 * exact.size)
             closed = ~splits.is_split
             closed_nodes.extend(open_nodes[closed].tolist())
             closed_sums.append(decisions.node_totals(exact[closed]))

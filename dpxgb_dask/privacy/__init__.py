@@ -17,43 +17,56 @@ Every ``record`` counts as a release; recomputing a release with the same noise 
 Neighbouring relation everywhere: add or remove one row.
 """
 
-from .accountants import (
-    Accountant,
-    BasicAccountant,
-    BestOfAccountant,
-    PLDAccountant,
-    RDPAccountant,
-    amplified_epsilon,
-    composition_terms,
-    get_accountant,
-    privacy_report,
-)
-from .calibration import CalibratedRelease, Calibration, PlannedRelease, ReleasePlan, calibrate, release_parameters
-from .ledger import MECHANISMS, PARALLEL_AXES, Ledger, PrivacyEvent
-from .mechanisms import (
-    ExponentialMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
-    combined_noise_multiplier,
-    exponential_mechanism,
-    gaussian_mechanism,
-    laplace_mechanism,
-)
-from .randomness import NoiseSource, RandomStream, as_stream
-from .sensitivity import (
-    dpboost_gain_sensitivity,
-    dpboost_leaf_sensitivity,
-    dpxgboost_gain_sensitivity,
-    geometric_leaf_clip_threshold,
-    gradient_histogram_l1_sensitivity,
-    gradient_histogram_l2_sensitivity,
-    leaf_balanced_sigmas,
-    leaf_value_sensitivity,
-    min_child_leaf_sensitivity,
-    noisy_average_epsilon,
-    noisy_average_sensitivity,
-    summation_rounding_slack,
-)
+import importlib
+
+#: Public name -> submodule. Imported on first use (PEP 562): importing the package (or
+#: only its validation module, as every ``import dpxgb_dask`` does) stays cheap; the
+#: accountants pull in dp-accounting and SciPy.
+_EXPORTS = {
+    "Accountant": ".accountants",
+    "BasicAccountant": ".accountants",
+    "BestOfAccountant": ".accountants",
+    "PLDAccountant": ".accountants",
+    "RDPAccountant": ".accountants",
+    "amplified_epsilon": ".accountants",
+    "composition_terms": ".accountants",
+    "get_accountant": ".accountants",
+    "privacy_report": ".accountants",
+    "CalibratedRelease": ".calibration",
+    "Calibration": ".calibration",
+    "PlannedRelease": ".calibration",
+    "ReleasePlan": ".calibration",
+    "calibrate": ".calibration",
+    "release_parameters": ".calibration",
+    "MECHANISMS": ".ledger",
+    "PARALLEL_AXES": ".ledger",
+    "Ledger": ".ledger",
+    "PrivacyEvent": ".ledger",
+    "ExponentialMechanism": ".mechanisms",
+    "GaussianMechanism": ".mechanisms",
+    "LaplaceMechanism": ".mechanisms",
+    "combined_noise_multiplier": ".mechanisms",
+    "exponential_mechanism": ".mechanisms",
+    "gaussian_mechanism": ".mechanisms",
+    "laplace_mechanism": ".mechanisms",
+    "NoiseSource": ".randomness",
+    "RandomStream": ".randomness",
+    "as_stream": ".randomness",
+    "dpboost_gain_sensitivity": ".sensitivity",
+    "dpboost_leaf_sensitivity": ".sensitivity",
+    "dpxgboost_gain_sensitivity": ".sensitivity",
+    "geometric_leaf_clip_threshold": ".sensitivity",
+    "gradient_histogram_l1_sensitivity": ".sensitivity",
+    "gradient_histogram_l2_sensitivity": ".sensitivity",
+    "leaf_balanced_sigmas": ".sensitivity",
+    "leaf_value_sensitivity": ".sensitivity",
+    "min_child_leaf_sensitivity": ".sensitivity",
+    "noisy_average_epsilon": ".sensitivity",
+    "noisy_average_sensitivity": ".sensitivity",
+    "summation_rounding_slack": ".sensitivity",
+}
+
+# Eager: cheap, and importing it registers the typed warnings' filters.
 from .validation import (
     EPSILON_WARNING_THRESHOLD,
     BudgetError,
@@ -118,3 +131,21 @@ __all__ = [
     "summation_rounding_slack",
     "warn_if_large_epsilon",
 ]
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:  # a submodule, as an eager import would have bound it
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -505,10 +505,17 @@ cdef int _gaussian(_Words w, int64_t t, int64_t m, Py_ssize_t size, int64_t* out
     return 0
 
 
-# -- entry points (arguments validated by dpxgb_dask.privacy.samplers and .randomness) ------
+# -- entry points (arguments validated by dpxgb_dask.privacy.samplers and .randomness; the
+# checks below only keep a direct call from looping forever or dividing by zero) ----------
+
+cdef _positive(int64_t value, name):
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+
 
 def uniform_below(uint64_t bound, Py_ssize_t size, stream):
     """``size`` uniform integers on [0, bound), 1 <= bound < 2**63, ndarray of int64."""
+    _positive(<int64_t>bound, "bound")
     out = np.empty(size, dtype=np.int64)
     cdef int64_t[::1] o = out
     if size:
@@ -518,7 +525,9 @@ def uniform_below(uint64_t bound, Py_ssize_t size, stream):
 
 def uniform_below_each(const int64_t[::1] bound, stream):
     """One uniform integer on [0, bound[i]) per bound (each >= 1), ndarray of int64."""
-    cdef Py_ssize_t n = bound.shape[0]
+    cdef Py_ssize_t n = bound.shape[0], i
+    for i in range(n):
+        _positive(bound[i], "bound")
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     if n:
@@ -528,6 +537,7 @@ def uniform_below_each(const int64_t[::1] bound, stream):
 
 def bernoulli_exp_neg(const int64_t[::1] numerator, int64_t denominator, stream):
     """Bernoulli(exp(-numerator/denominator)), ndarray of bool, shape (numerator.size,)."""
+    _positive(denominator, "denominator")
     cdef Py_ssize_t n = numerator.shape[0]
     out = np.empty(n, dtype=np.uint8)
     cdef uint8_t[::1] o = out
@@ -538,6 +548,7 @@ def bernoulli_exp_neg(const int64_t[::1] numerator, int64_t denominator, stream)
 
 def bernoulli_exp2_neg(const int64_t[::1] numerator, int64_t denominator, stream):
     """Bernoulli(2^-(numerator/denominator)) for 0 <= numerator < denominator, bool (n,)."""
+    _positive(denominator, "denominator")
     cdef Py_ssize_t n = numerator.shape[0], i, c = 0
     out = np.ones(n, dtype=np.uint8)
     cdef uint8_t[::1] o = out
@@ -567,6 +578,7 @@ def bernoulli_ln2(Py_ssize_t size, stream):
 
 def discrete_laplace(int64_t scale, Py_ssize_t size, stream):
     """Discrete Laplace samples of integer scale t, ndarray of int64, shape (size,)."""
+    _positive(scale, "scale")
     out = np.empty(size, dtype=np.int64)
     cdef int64_t[::1] o = out
     if size:
@@ -576,6 +588,8 @@ def discrete_laplace(int64_t scale, Py_ssize_t size, stream):
 
 def discrete_gaussian(int64_t scale, int64_t mean_shift, Py_ssize_t size, stream):
     """Discrete Gaussian samples with σ² = scale·mean_shift, ndarray of int64, shape (size,)."""
+    _positive(scale, "scale")
+    _positive(mean_shift, "mean_shift")
     out = np.empty(size, dtype=np.int64)
     cdef int64_t[::1] o = out
     if size:

@@ -142,16 +142,17 @@ def test_errors_name_the_offending_argument(binned_problem):
         build_root_histogram(X_binned, g[:5], h, hist[0], 1)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("bad_row", [2, 9])  # in the unrolled loop, in its tail
-def test_a_bin_past_the_histogram_is_refused_by_every_kernel(bad_row):
+def test_a_bin_past_the_histogram_is_refused_by_every_kernel(bad_row, n_threads):
     X_binned = np.asfortranarray(np.zeros((10, 2), dtype=np.uint8))
     X_binned[bad_row, 1] = 8
     g = np.ones(10, np.float32)
     with pytest.raises(ValueError, match="n_bins = 8"):
-        build_root_histogram(X_binned, g, g, empty_histograms(1, 2, 8)[0], 1)
+        build_root_histogram(X_binned, g, g, empty_histograms(1, 2, 8)[0], n_threads)
     with pytest.raises(ValueError, match="n_bins = 8"):
         build_node_histograms(X_binned, g, g, np.array([0, bad_row], np.int32),
-                              np.array([0, 1], np.int32), empty_histograms(2, 2, 8), 1)
+                              np.array([0, 1], np.int32), empty_histograms(2, 2, 8), n_threads)
     # a row that is not counted is not checked
     build_node_histograms(X_binned, g, g, np.array([0, 1], np.int32),
                           np.array([0, 1], np.int32), empty_histograms(2, 2, 8), 1)

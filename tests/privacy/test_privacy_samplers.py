@@ -328,3 +328,19 @@ def test_compiled_uniform_below_each_equals_twin():
     np.testing.assert_array_equal(got, expected)
     assert np.all((got >= 0) & (got < bounds))
     assert compiled_stream.blocks_drawn == twin_stream.blocks_drawn
+
+
+def test_compiled_entry_points_refuse_what_would_never_end():
+    # called directly, without the checks of samplers.py: bound 0 would loop forever and a
+    # zero denominator would divide by zero in C
+    from dpxgb_dask.privacy import _samplers
+
+    s = stream("direct")
+    for call in (lambda: _samplers.uniform_below(0, 3, s),
+                 lambda: _samplers.uniform_below_each(np.array([3, 0], np.int64), s),
+                 lambda: _samplers.bernoulli_exp_neg(np.array([1], np.int64), 0, s),
+                 lambda: _samplers.bernoulli_exp2_neg(np.array([1], np.int64), 0, s),
+                 lambda: _samplers.discrete_laplace(0, 2, s),
+                 lambda: _samplers.discrete_gaussian(1, 0, 2, s)):
+        with pytest.raises(ValueError, match="must be >= 1"):
+            call()

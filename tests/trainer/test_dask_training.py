@@ -77,22 +77,52 @@ def test_numpy_pandas_and_dask_inputs_give_the_same_model(client, seed, classifi
 
 def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, seed,
                                                                      classification_data):
-    # small fits run on the workers' event loops; large ones (here: every one) in a thread
-    def _set_inline_cells(value):  # nested: pickled by value, the workers cannot import tests
+    # small fits' rounds run on the workers' event loops; large ones (here: every one) in
+    # a thread. Nested functions: pickled by value, the workers cannot import tests.
+    def spy(inline_cells):
+        """Record where each call runs; return the calls recorded since the last spy."""
+        import asyncio
+
         from dpxgb_dask import worker
 
-        previous, worker.INLINE_CELLS = worker.INLINE_CELLS, value
-        return previous
+        calls = getattr(worker.execute, "calls", None)
+        original = getattr(worker.execute, "original", worker.execute)
+        worker.INLINE_CELLS = inline_cells
+        seen = []
+
+        def execute(*args):
+            try:
+                asyncio.get_running_loop()
+                seen.append((args[3], "loop"))
+            except RuntimeError:
+                seen.append((args[3], "thread"))
+            return original(*args)
+
+        execute.calls, execute.original = seen, original
+        worker.execute = execute
+        return calls
+
+    def where(calls_per_worker, action):
+        return {w for calls in calls_per_worker.values() for a, w in calls if a == action}
 
     X, y, bounds = classification_data
     params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}
-    inline = train(params, X, y, client=client)
-    previous = client.run(_set_inline_cells, 0)
+    client.run(spy, 1 << 22)
     try:
-        assert set(previous.values()) == {1 << 22}
+        inline = train(params, X, y, client=client)
+        calls = client.run(spy, 0)
+        assert where(calls, "round") == {"loop"} and where(calls, "load") == {"thread"}
         threaded = train(params, X, y, client=client)
+        calls = client.run(spy, 1 << 22)
+        assert where(calls, "round") == {"thread"} and where(calls, "prepare") == {"thread"}
     finally:
-        client.run(_set_inline_cells, 1 << 22)
+        def unspy():
+            from dpxgb_dask import worker
+
+            worker.execute = getattr(worker.execute, "original", worker.execute)
+            worker.INLINE_CELLS = 1 << 22
+
+        client.run(unspy)
     assert threaded == inline
 
 
