@@ -4,7 +4,7 @@ Public API: :class:`DPXGBClassifier`, :class:`DPXGBRegressor` (scikit-learn esti
 :func:`train` (``train(params, X, y, client=None) -> Booster``), :class:`Booster`,
 :func:`load_model`, and the typed warnings and errors of :mod:`dpxgb_dask.privacy`.
 """
-import importlib
+from ._lazy import lazy_exports
 
 # Eager: cheap, and importing it registers the typed warnings' filters, which a user's own
 # filters set after ``import dpxgb_dask`` must be able to override.
@@ -36,19 +36,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:  # a submodule, as an eager import would have bound it
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -17,7 +17,7 @@ Every ``record`` counts as a release; recomputing a release with the same noise 
 Neighbouring relation everywhere: add or remove one row.
 """
 
-import importlib
+from .._lazy import lazy_exports
 
 #: Public name -> submodule. Imported on first use (PEP 562): importing the package (or
 #: only its validation module, as every ``import dpxgb_dask`` does) stays cheap; the
@@ -133,19 +133,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:  # a submodule, as an eager import would have bound it
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
