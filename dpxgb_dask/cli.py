@@ -6,6 +6,7 @@
 ``dpxgb report``    prints a saved model's privacy ledger as a table and its totals.
 """
 import argparse
+from contextlib import contextmanager
 import json
 import sys
 
@@ -36,12 +37,17 @@ def _read_bounds(path, columns):
     return np.array([spec[c] for c in columns], dtype=float)
 
 
+@contextmanager
 def _client(address):
+    """A client of the scheduler at ``address`` (closed on exit), or None: an embedded
+    cluster."""
     if address is None:
-        return None
+        yield None
+        return
     from distributed import Client
 
-    return Client(address)
+    with Client(address) as client:
+        yield client
 
 
 def _print_report(ledger_info, out=None):
@@ -100,8 +106,9 @@ def cmd_demo(args):
     bounds = np.tile([-6.0, 6.0], (X.shape[1], 1))
     params = {"objective": "binary:logistic", "epsilon": args.epsilon, "feature_bounds": bounds,
               "preset": args.preset, "random_state": args.seed}
-    booster = train({k: v for k, v in params.items() if v is not None}, X[:split], y[:split],
-                    client=_client(args.scheduler), verbose=not args.quiet)
+    with _client(args.scheduler) as client:
+        booster = train({k: v for k, v in params.items() if v is not None}, X[:split],
+                        y[:split], client=client, verbose=not args.quiet)
     proba = booster.predict(X[split:])
     accuracy = float(((proba > 0.5) == y[split:]).mean())
     auc = float(roc_auc_score(y[split:], proba))
@@ -129,7 +136,8 @@ def cmd_train(args):
         raise SystemExit("dpxgb: give --bounds FILE (public feature bounds) or --bounds-epsilon")
     if args.label_bounds:
         params["label_bounds"] = tuple(args.label_bounds)
-    booster = train(params, X, y, client=_client(args.scheduler), verbose=not args.quiet)
+    with _client(args.scheduler) as client:
+        booster = train(params, X, y, client=client, verbose=not args.quiet)
     booster.save_model(args.out)
     info = booster.ledger
     print(f"wrote {args.out}: {booster.n_trees} trees; epsilon spent = {info['epsilon']:.6g} "

@@ -80,6 +80,7 @@ class Coordinator:
                         "phases": {}}
         self._ensemble_keys = {}
         self._seq = 0
+        self._published_releases = 0
 
     def _stream(self, purpose, tree=None, depth=None, index=0):
         return self.noise.stream(purpose=purpose, tree=tree, depth=depth, index=index)
@@ -133,7 +134,9 @@ class Coordinator:
         """Train and return the :class:`Booster` (public and DP values only)."""
         p = self.params
         be = self.backend
-        self._publish({"event": "start", "n_trees": p.n_estimators, "epsilon": p.epsilon})
+        self._publish({"event": "start", "n_trees": p.n_estimators, "epsilon": p.epsilon,
+                       "accountant": p.accountant, "delta": p.delta,
+                       "objective": p.objective})
         t0 = time.perf_counter()
         lengths = await be.collect("length")
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64).tolist()
@@ -179,13 +182,22 @@ class Coordinator:
                                    batch_end=t == batch_start + batch_len - 1)
             self.timings["tree"].append(time.perf_counter() - t0)
             self._publish({"event": "tree", "tree": t, "n_trees": p.n_estimators,
-                           "n_leaves": len(tree.leaves)})
+                           "n_leaves": len(tree.leaves), "releases": self._new_releases()})
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)
         booster.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
         booster.ledger = self.privacy_summary(self.plan.scale)
-        self._publish({"event": "done", "epsilon": booster.ledger["epsilon"]})
+        self._publish({"event": "done", "epsilon": booster.ledger["epsilon"],
+                       "accountant": p.accountant, "delta": p.delta,
+                       "releases": self._new_releases()})
         return booster
+
+    def _new_releases(self):
+        """The ledger events recorded since the last call, as dicts (public: what was
+        released and with which noise, never the values)."""
+        events = self.ledger.events[self._published_releases:]
+        self._published_releases += len(events)
+        return [e.to_dict() for e in events]
 
     def privacy_summary(self, scale):
         """Ledger and totals (JSON-ready): every accountant's ε at the fit's δ."""

@@ -4,8 +4,13 @@ The worker handler and the fits' states are in ``worker.py``; the coordinator th
 scheduler handler runs is ``training.coordinate``. This module only plugs them into
 ``distributed`` (and is the one place of the package that imports its plugin classes).
 Both plugins are registered once per cluster by the first fit and stay, like an installed
-library: they hold nothing between fits. Starting a fit through a handler (rather than
-``Client.run_on_scheduler``) keeps the scheduler's event log as it was.
+library: they hold no data between fits (the scheduler plugin keeps the public summaries of
+the last fits for the dashboard page, ``dashboard.py``). Starting a fit through a handler
+(rather than ``Client.run_on_scheduler``) keeps the scheduler's event log as it was.
+
+``dask scheduler --preload dpxgb_dask.plugin`` installs the scheduler plugin, hence the
+``/dpxgb`` dashboard page, when the scheduler starts (:func:`dask_setup`); on a worker the
+same preload installs the worker plugin.
 """
 import asyncio
 import pickle
@@ -51,9 +56,13 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
     name = PLUGIN_NAME
 
     async def start(self, scheduler):
+        from .dashboard import FitBoard, install_routes
+
         self._scheduler = scheduler
         self.running = {}  # fit id -> client id, while its coordinator runs
+        self.board = FitBoard()
         scheduler.handlers["dpxgb_fit"] = self.fit
+        install_routes(scheduler)
 
     async def close(self):
         self._scheduler.handlers.pop("dpxgb_fit", None)
@@ -66,3 +75,16 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         except Exception as exc:
             return {"error": pickle.dumps(exc)}
         return {"payload": pickle.dumps(result, protocol=5)}
+
+
+async def dask_setup(server):
+    """Preload hook: ``--preload dpxgb_dask.plugin`` installs dpxgb's plugin when the
+    server starts: on a scheduler, the ``dpxgb_fit`` handler and the dashboard page; on a
+    worker, the ``dpxgb_call`` handler (which the first fit would register otherwise)."""
+    from distributed import Scheduler
+
+    if isinstance(server, Scheduler):
+        await server.register_scheduler_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME,
+                                               idempotent=True)
+    else:
+        await server.plugin_add(DPXGBWorkerPlugin(), name=PLUGIN_NAME)

@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor, TimeoutError as FuturesTimeou
 from contextlib import contextmanager
 import os
 import pickle
-import sys
 import time
 import uuid
 import warnings
@@ -31,6 +30,7 @@ from .objective import Objective
 from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
 from .plan import make_plan
 from .privacy.validation import PrivacyLeakWarning, warn_if_large_epsilon
+from .progress import ProgressDisplay
 from .worker import KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, unpack_reply
 
 #: How often the coordinator checks that its client is still connected.
@@ -64,28 +64,6 @@ def _client_or_embedded(client, n_workers=2, threads_per_worker=1):
         yield embedded
 
 
-class _ProgressPrinter:
-    """Shows the coordinator's progress events (trees built, ε of the fit) when ``verbose``."""
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-
-    def __call__(self, event):
-        msg = event[1] if isinstance(event, tuple) else event
-        kind = msg.get("event")
-        if kind == "tree":
-            n = msg["n_trees"]
-            done = msg["tree"] + 1
-            bar = "#" * int(30 * done / n)
-            self.stream.write(f"\rdpxgb [{bar:<30}] tree {done}/{n}")
-            if done == n:
-                self.stream.write("\n")
-            self.stream.flush()
-        elif kind == "done":
-            self.stream.write(f"dpxgb: done, epsilon spent {msg['epsilon']:.4g}\n")
-            self.stream.flush()
-
-
 def _send_to_client(scheduler, client_id, topic, event):
     """Deliver a progress event straight to one client's event handler for ``topic``,
     without the scheduler's event log (which would keep it after the fit)."""
@@ -110,15 +88,21 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
         channel, which is why they are not sent by default).
     """
     backend = DaskBackend(dask_scheduler, fit_id, capability, placement, sources)
+    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
+    board = getattr(plugin, "board", None)
+    progress = None if board is None else board.start(fit_id, client_id)
 
     def publish(event):
+        if progress is not None:
+            progress.update(event)
         if topic is not None:
             _send_to_client(dask_scheduler, client_id, topic, event)
 
     coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish)
     fit = asyncio.ensure_future(coordinator.fit())
-    running = getattr(dask_scheduler.plugins.get(PLUGIN_NAME), "running", {})
+    running = getattr(plugin, "running", {})
     running[fit_id] = client_id
+    ended = "failed", None
     last_touch = time.monotonic()
     try:
         while not fit.done():
@@ -134,8 +118,16 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
                 asyncio.ensure_future(backend.touch())
                 last_touch = time.monotonic()
         booster = fit.result()
+    except ClientLeftError as exc:
+        ended = "stopped", str(exc)
+        raise
+    except BaseException as exc:
+        ended = "failed", type(exc).__name__
+        raise
     finally:
         running.pop(fit_id, None)
+        if board is not None:
+            board.end(fit_id, *ended)
         await backend.close()
     result = {"model": booster.to_dict()}
     if with_timings:
@@ -146,8 +138,9 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
 
 
 @contextmanager
-def _progress(client, verbose):
-    """The topic the coordinator sends progress to (None when not ``verbose``).
+def _progress(client, verbose, n_trees):
+    """The topic the coordinator sends progress to (None when not ``verbose``), shown by a
+    :class:`~dpxgb_dask.progress.ProgressDisplay` (a widget in a notebook, else text).
 
     The handler is set on the client only (``Client._event_handlers``): subscribing through
     the scheduler would leave a topic there after the fit.
@@ -156,9 +149,17 @@ def _progress(client, verbose):
         yield None
         return
     topic = f"dpxgb-progress-{uuid.uuid4().hex}"
-    client._event_handlers[topic] = _ProgressPrinter()
+    display = ProgressDisplay(n_trees)
+    client._event_handlers[topic] = display
     try:
         yield topic
+    except BaseException as exc:
+        display.close(error=exc)
+        raise
+    else:
+        # The events and the reply travel on different comms: let "done" arrive.
+        display.wait_done(timeout=KEEPALIVE_SECONDS)
+        display.close()
     finally:
         client._event_handlers.pop(topic, None)
 
@@ -226,7 +227,7 @@ def check_bounds_policy(params, n_features):
     return params
 
 
-def train_in_process(params, X, y, n_partitions=1):
+def train_in_process(params, X, y, n_partitions=1, publish=None):
     """Train without a cluster: the same coordinator over partition states in this process
     (``backends.LocalBackend``), for tests and benchmarks on small data.
 
@@ -238,6 +239,8 @@ def train_in_process(params, X, y, n_partitions=1):
     y : array-like, shape (n_rows,)
     n_partitions : int
         Row chunks, as a cluster would hold them.
+    publish : callable, optional
+        Receives the coordinator's progress events (``progress.py``).
 
     Returns
     -------
@@ -253,7 +256,7 @@ def train_in_process(params, X, y, n_partitions=1):
     chunks = np.array_split(np.arange(len(y)), n_partitions)
     states = [ops.load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
     coordinator = Coordinator(params, make_plan(params, X.shape[1]), LocalBackend(states),
-                              X.shape[1])
+                              X.shape[1], publish=publish)
     return asyncio.run(coordinator.fit()), coordinator
 
 
@@ -316,7 +319,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
                     break
                 except FuturesTimeout:
                     _touch_fit(c, fit_id, capability, placement)
-            with _progress(c, verbose) as topic:
+            with _progress(c, verbose, p.n_estimators) as topic:
                 coordinated = True
                 request = dict(fit_id=fit_id, capability=capability, placement=placement,
                                sources=sources, params=p, plan=plan, n_features=n_features,

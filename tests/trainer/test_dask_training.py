@@ -255,10 +255,13 @@ def test_regression_labels_outside_label_bounds_are_refused(client, seed, regres
 
 def test_progress_events_and_verbose_bar(client, seed, classification_data, capsys):
     X, y, bounds = classification_data
-    train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}, X, y,
-          client=client, verbose=True)
+    booster = train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL},
+                    X, y, client=client, verbose=True)
     err = capsys.readouterr().err
-    assert "tree 4/4" in err and "epsilon spent" in err
+    info = booster.ledger
+    assert "tree 4/4" in err
+    # The last line is the total the model reports, under the fit's accountant.
+    assert f"done, 4 trees, ε = {info['epsilon']:.4g} ({info['accountant']}, " in err
 
 
 def test_embedded_cluster_when_no_client(seed, classification_data):

