@@ -73,7 +73,7 @@ class Coordinator:
         self.n_features = n_features
         self.feature_names = feature_names
         self.objective = Objective(params.objective, params.label_bounds)
-        self._publish = publish or (lambda event: None)
+        self._publish_to = publish or (lambda event: None)
         self.noise = NoiseSource(params.random_state)
         self.ledger = Ledger()
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
@@ -182,17 +182,20 @@ class Coordinator:
                                    batch_end=t == batch_start + batch_len - 1)
             self.timings["tree"].append(time.perf_counter() - t0)
             self._publish({"event": "tree", "tree": t, "n_trees": p.n_estimators,
-                           "n_leaves": len(tree.leaves), "releases": self._new_releases()})
+                           "n_leaves": len(tree.leaves)})
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)
         booster.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
         booster.ledger = self.privacy_summary(self.plan.scale)
         self._publish({"event": "done", "epsilon": booster.ledger["epsilon"],
-                       "accountant": p.accountant, "delta": p.delta,
-                       "releases": self._new_releases()})
+                       "accountant": p.accountant, "delta": p.delta})
         return booster
 
-    def _new_releases(self):
+    def _publish(self, event):
+        """Send a progress event, with the releases recorded since the last event."""
+        self._publish_to(dict(event, releases=self.unpublished_releases()))
+
+    def unpublished_releases(self):
         """The ledger events recorded since the last call, as dicts (public: what was
         released and with which noise, never the values)."""
         events = self.ledger.events[self._published_releases:]

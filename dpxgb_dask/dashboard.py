@@ -16,6 +16,7 @@ import asyncio
 from collections import Counter, OrderedDict
 import html
 import json
+import math
 import time
 
 from tornado import web
@@ -56,23 +57,32 @@ class FitBoard:
             del self.fits[k]
 
     async def snapshot(self):
-        """JSON-ready list of fits, newest first, with ε spent computed in a thread."""
+        """JSON-ready list of fits, newest first (in a thread: the ε of a running fit is
+        an accountant call, and a fit may have thousands of releases)."""
         fits = list(self.fits.values())[::-1]
-        epsilons = await asyncio.to_thread(lambda: [_epsilon_or_none(f) for f in fits])
-        out = []
-        for fit, eps in zip(fits, epsilons):
-            entry = fit.summary(eps)
-            entry["releases_by_kind"] = _releases_by_kind(fit)
-            entry["recent_releases"] = fit.release_table(last=RECENT_RELEASES)
-            out.append(entry)
-        return out
+        return await asyncio.to_thread(lambda: [_fit_entry(f) for f in fits])
 
 
-def _epsilon_or_none(fit):
+def _fit_entry(fit):
     try:
-        return fit.epsilon_spent()
-    except Exception:  # an accountant that cannot say (shown as "-")
-        return None
+        epsilon = fit.epsilon_spent()
+    except Exception:  # an accountant that cannot say: shown as "-"
+        epsilon = None
+    entry = fit.summary(epsilon)
+    entry["releases_by_kind"] = _releases_by_kind(fit)
+    entry["recent_releases"] = fit.release_table(last=RECENT_RELEASES)
+    return _finite(entry)
+
+
+def _finite(value):
+    """``value`` with every non-finite float (an ε of inf at δ = 0) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _releases_by_kind(fit):
@@ -178,8 +188,10 @@ table.facts th { color: #555; font-weight: normal; }
 
 _REFRESH = """
 <script>
+// Every second while a fit runs, every five otherwise (a fit may start any time).
+let idle = 0;
 setInterval(async function () {
-  if (!document.querySelector("section.running")) { return; }
+  if (!document.querySelector("section.running") && ++idle % 5) { return; }
   const response = await fetch(window.location.href, {cache: "no-store"});
   const page = new DOMParser().parseFromString(await response.text(), "text/html");
   document.getElementById("fits").replaceWith(page.getElementById("fits"));

@@ -59,8 +59,9 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         from .dashboard import FitBoard, install_routes
 
         self._scheduler = scheduler
-        self.running = {}  # fit id -> client id, while its coordinator runs
-        self.board = FitBoard()
+        if getattr(self, "board", None) is None:  # a preloaded plugin is started twice
+            self.running = {}  # fit id -> client id, while its coordinator runs
+            self.board = FitBoard()
         scheduler.handlers["dpxgb_fit"] = self.fit
         install_routes(scheduler)
 
@@ -80,7 +81,9 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
 async def dask_setup(server):
     """Preload hook: ``--preload dpxgb_dask.plugin`` installs dpxgb's plugin when the
     server starts: on a scheduler, the ``dpxgb_fit`` handler and the dashboard page; on a
-    worker, the ``dpxgb_call`` handler (which the first fit would register otherwise)."""
+    worker, the ``dpxgb_call`` handler. (The first fit registers the worker plugin through
+    the scheduler all the same, which sets it up again on each worker: harmless, as no fit
+    has state there yet.)"""
     from distributed import Scheduler
 
     if isinstance(server, Scheduler):

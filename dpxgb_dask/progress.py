@@ -3,12 +3,15 @@
 The coordinator publishes a few public events per fit (``coordinator.Coordinator.fit``):
 
 - ``{"event": "start", "n_trees", "epsilon", "accountant", "delta", "objective"}``;
+- ``{"event": "bounds", "epsilon"}`` after a DP estimate of the feature bounds;
 - ``{"event": "level", "tree", "depth", "n_nodes"}`` after each level of a grown tree;
-- ``{"event": "tree", "tree", "n_trees", "n_leaves", "releases"}`` after each tree, where
-  ``releases`` are the ledger events (``PrivacyEvent.to_dict``) recorded since the last
-  tree event: each release's mechanism, sensitivity and noise parameters, all public;
-- ``{"event": "done", "epsilon", "accountant", "delta", "releases"}``: ``epsilon`` is the
-  total the model reports (``Booster.ledger["epsilon"]``).
+- ``{"event": "tree", "tree", "n_trees", "n_leaves"}`` after each tree;
+- ``{"event": "done", "epsilon", "accountant", "delta"}``: ``epsilon`` is the total the
+  model reports (``Booster.ledger["epsilon"]``).
+
+Every event also carries ``releases``: the ledger events (``PrivacyEvent.to_dict``)
+recorded since the previous event, i.e. each release's mechanism, sensitivity and noise
+parameters (never its values), all public.
 
 :class:`FitProgress` folds these events into one public record. It is the one place that
 says how much ε a fit has spent so far: the fit's own accountant applied to the releases
@@ -226,7 +229,10 @@ class ProgressDisplay:
             return
         self._last_start = time.monotonic()
         trees = self.progress.trees_built
-        future = self._pool.submit(self.progress.epsilon_spent)
+        try:
+            future = self._pool.submit(self.progress.epsilon_spent)
+        except RuntimeError:  # closed meanwhile by the user's thread
+            return
         future.add_done_callback(lambda f: self._computed(trees, f))
         self._pending = future
 

@@ -90,21 +90,22 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
     backend = DaskBackend(dask_scheduler, fit_id, capability, placement, sources)
     plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
     board = getattr(plugin, "board", None)
-    progress = None if board is None else board.start(fit_id, client_id)
-
-    def publish(event):
-        if progress is not None:
-            progress.update(event)
-        if topic is not None:
-            _send_to_client(dask_scheduler, client_id, topic, event)
-
-    coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish)
-    fit = asyncio.ensure_future(coordinator.fit())
     running = getattr(plugin, "running", {})
     running[fit_id] = client_id
     ended = "failed", None
-    last_touch = time.monotonic()
+    progress = coordinator = None
     try:
+        progress = None if board is None else board.start(fit_id, client_id)
+
+        def publish(event):
+            if progress is not None:
+                progress.update(event)
+            if topic is not None:
+                _send_to_client(dask_scheduler, client_id, topic, event)
+
+        coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish)
+        fit = asyncio.ensure_future(coordinator.fit())
+        last_touch = time.monotonic()
         while not fit.done():
             await asyncio.wait([fit], timeout=CLIENT_CHECK_SECONDS)
             if fit.done():
@@ -126,7 +127,9 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
         raise
     finally:
         running.pop(fit_id, None)
-        if board is not None:
+        if progress is not None:
+            if coordinator is not None:  # releases of a fit that stopped between events
+                progress.update({"releases": coordinator.unpublished_releases()})
             board.end(fit_id, *ended)
         await backend.close()
     result = {"model": booster.to_dict()}

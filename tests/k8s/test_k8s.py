@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+import dpxgb_dask._core
+
 yaml = pytest.importorskip("yaml", reason="the k8s tests need pyyaml (pip install '.[test]')")
 jsonschema = pytest.importorskip("jsonschema", reason="the k8s tests need jsonschema")
 kubernetes_validate = pytest.importorskip(
@@ -169,8 +171,7 @@ def _chart_pods(values):
         container = {"name": part, "image": f"{v['image']['repository']}:{v['image']['tag']}",
                      "imagePullPolicy": v["image"]["pullPolicy"]}
         if part == "scheduler":
-            container["args"] = ["dask-scheduler", "--port=8786",
-                                 "--dashboard-address=:8787", *v["extraArgs"]]
+            container["args"] = [*_scheduler_template_args(chart, values), *v["extraArgs"]]
         elif part == "worker":
             limits = v["resources"].get("limits", {})
             container["args"] = [v["image"]["dask_worker"], "dask-scheduler:8786"]
@@ -200,6 +201,18 @@ def _chart_pods(values):
         pods[part] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": part},
                       "spec": spec}
     return pods
+
+
+def _scheduler_template_args(chart, values):
+    """The fixed arguments of the scheduler container in the chart's template, with the
+    ``{{ .Values.scheduler.servicePort }}`` they read filled in."""
+    template = (CHART / "templates" / "dask-scheduler-deployment.yaml").read_text()
+    block = template.split("args:\n", 1)[1].split("{{- with .Values.scheduler.extraArgs", 1)[0]
+    port = values.get("scheduler", {}).get("servicePort", chart["scheduler"]["servicePort"])
+    args = [line.strip()[2:] for line in block.splitlines() if line.strip().startswith("- ")]
+    args = [a.replace("{{ .Values.scheduler.servicePort }}", str(port)) for a in args]
+    assert args and not any("{{" in a for a in args), args
+    return args
 
 
 def test_values_make_valid_pods():
@@ -279,7 +292,14 @@ def test_dockerfile_builds_with_the_readme_command_in_a_multi_stage_image():
     (build_from, build), (final_from, final) = _stages(text)
     assert build_from == "${PYTHON_IMAGE} AS build" and final_from == "${PYTHON_IMAGE}"
     assert "apt-get install" in build and "gcc" in build
-    assert "apt-get" not in final and "gcc" not in final  # no compilers in the final image
+    for compiler in ("gcc", "g++", "clang", "build-essential", "cython"):
+        assert compiler not in final.lower(), compiler  # no compilers in the final image
+    # ... but the runtime libraries the compiled kernels link against (OpenMP's).
+    kernels = list((Path(dpxgb_dask._core.__file__).parent).glob("*.so"))
+    assert kernels
+    linked = subprocess.run(["ldd", *map(str, kernels)], capture_output=True, text=True).stdout
+    if "libgomp.so" in linked:
+        assert re.search(r"apt-get install [^\n]*libgomp1", final)
     users = re.findall(r"^USER (\S+)$", final, flags=re.M)
     assert users and users[-1].split(":")[0] not in ("0", "root")
     base = re.search(r"^ARG PYTHON_IMAGE=python:(\d+)\.(\d+)-", text, flags=re.M)
@@ -289,6 +309,32 @@ def test_dockerfile_builds_with_the_readme_command_in_a_multi_stage_image():
     for copied in re.findall(r"^COPY (?!--from)(?:--chown=\S+ )?(.+) \S+$", text, flags=re.M):
         for name in copied.split():
             assert (ROOT / name).exists(), name
+
+
+def _image_commands():
+    """Commands on the image's PATH: the console scripts of the installed distributions
+    (the image installs the same ones as this test environment) and the wrappers the
+    Dockerfile writes, each of which must itself start a console script."""
+    from importlib.metadata import entry_points
+
+    commands = {e.name for e in entry_points(group="console_scripts")}
+    text = (K8S / "Dockerfile").read_text()
+    for target, name in re.findall(r"exec (\S+) [^']*' > /opt/venv/bin/(\S+)", text):
+        assert target in commands, (name, target)
+        commands.add(name)
+    return commands
+
+
+def test_every_container_starts_a_command_of_the_image():
+    values, cluster = _load("values.yaml"), _load("daskcluster.yaml")
+    containers = [pod["spec"]["containers"][0] for pod in _chart_pods(values).values()]
+    containers += [c for role in ("worker", "scheduler")
+                   for c in cluster["spec"][role]["spec"]["containers"]]
+    commands = _image_commands()
+    assert {"dask-scheduler", "dask-worker", "dask", "jupyter"} <= commands
+    for container in containers:
+        argv = container.get("command", []) + container.get("args", [])
+        assert argv and argv[0] in commands, (container["name"], argv[:2])
 
 
 # -- README and the example -----------------------------------------------------------------
@@ -301,3 +347,36 @@ def test_readme_section_and_example():
     result = subprocess.run([sys.executable, str(K8S / "train.py"), "--help"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "--epsilon" in result.stdout
+
+
+def test_jupyter_pod_takes_the_charts_password(tmp_path):
+    """The chart writes jupyter.password (and extraConfig) into a jupyter_notebook_config.py
+    (templates/dask-jupyter-config.yaml); JupyterLab 4 in the image must read it from the
+    path our args give and accept the chart's password."""
+    pytest.importorskip("jupyter_server", reason="needs jupyter_server (the notebook extra)")
+    chart, values = _chart_values(), _load("values.yaml")
+    template = (CHART / "templates" / "dask-jupyter-config.yaml").read_text()
+    assert "jupyter_notebook_config.py: |" in template
+    assert "c.NotebookApp.password = '{{ .Values.jupyter.password }}'" in template
+    config = tmp_path / "jupyter_notebook_config.py"
+    config.write_text("c = get_config()\n"
+                      f"c.NotebookApp.password = '{chart['jupyter']['password']}'\n\n"
+                      f"# jupyter.extraConfig follows below\n{values['jupyter']['extraConfig']}\n")
+    args = values["jupyter"]["args"]
+    assert args[:2] == ["jupyter", "lab"]
+    mount = next(a for a in args if a.startswith("--config=")).split("=", 1)[1]
+    assert mount == "/usr/local/etc/jupyter/jupyter_notebook_config.py"  # the chart's mount
+    argv = [a.replace(mount, str(config)).replace("/home/dpxgb", str(tmp_path))
+            for a in args[2:]]
+    code = ("import sys\n"
+            "from jupyter_server.serverapp import ServerApp\n"
+            "from jupyter_server.auth import passwd_check\n"
+            "app = ServerApp()\n"
+            "app.initialize(sys.argv[1:])\n"
+            "h = app.identity_provider.hashed_password\n"
+            f"print(passwd_check(h, {chart['jupyter']['passwordHint']!r}), "
+            "passwd_check(h, 'wrong'), app.ip, app.port)\n")
+    result = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                            text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "False", "0.0.0.0", "8888"]

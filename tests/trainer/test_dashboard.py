@@ -1,6 +1,7 @@
 """The fit's progress (``progress.py``), the user's progress display, and the ``/dpxgb``
 page of the Dask dashboard (``dashboard.py``)."""
 import asyncio
+from contextlib import contextmanager
 import io
 import json
 import re
@@ -137,21 +138,24 @@ def _get(url):
         return error.code, error.read().decode(errors="replace")
 
 
-def _numbers(value, out):
-    if isinstance(value, bool) or value is None:
-        return out
-    if isinstance(value, (int, float)):
-        out.add(float(value))
-    elif isinstance(value, dict):
-        for v in value.values():
-            _numbers(v, out)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _numbers(v, out)
-    return out
+@contextmanager
+def _paused_fit(client, params, X, y, monkeypatch, at_round=8):
+    """Start a fit in a thread and hold its coordinator before round ``at_round`` (the
+    LocalCluster's scheduler runs in this process) until the ``with`` block ends.
 
+    Yields the dict that receives ``"booster"`` (or ``"error"``) once the fit ends."""
+    from dpxgb_dask.coordinator import Coordinator
 
-def _fit_in_thread(client, params, X, y):
+    gate, paused = threading.Event(), threading.Event()
+    original = Coordinator._round
+
+    async def gated_round(self, **fields):
+        if self._seq + 1 == at_round:
+            paused.set()
+            await asyncio.to_thread(gate.wait, 120)
+        return await original(self, **fields)
+
+    monkeypatch.setattr(Coordinator, "_round", gated_round)
     result = {}
 
     def run():
@@ -162,64 +166,108 @@ def _fit_in_thread(client, params, X, y):
 
     thread = threading.Thread(target=run)
     thread.start()
-    return thread, result
+    try:
+        assert paused.wait(120), "the fit never reached the paused round"
+        yield result
+    finally:
+        gate.set()
+        thread.join()
+        monkeypatch.setattr(Coordinator, "_round", original)
 
 
-def test_page_during_and_after_a_fit(client, seed, classification_data):
+#: The only keys of a fit on the page, by where their value comes from.
+PARAMETER_KEYS = {"objective", "n_trees", "accountant", "delta", "epsilon_target"}
+PROGRESS_KEYS = {"fit", "client", "state", "error", "started", "trees_built", "tree",
+                 "depth", "n_releases", "epsilon_spent", "releases_by_kind",
+                 "recent_releases"}
+RELEASE_KEYS = {"purpose", "mechanism", "tree", "depth", "sensitivity", "epsilon",
+                "noise_multiplier", "noise_scale", "sampling_rate", "n_parallel", "count"}
+
+
+def _check_public(entry, booster, running):
+    """Every value of a fit's entry is a public parameter, a count of the fit's progress,
+    a field of a release in the model's ledger, or the accountant's ε of those releases."""
+    assert set(entry) == PARAMETER_KEYS | PROGRESS_KEYS
+    params, info = booster.params, booster.ledger
+    assert entry["objective"] == params["objective"]
+    assert entry["n_trees"] == params["n_estimators"]
+    assert entry["epsilon_target"] == params["epsilon"] and entry["delta"] == params["delta"]
+    assert entry["accountant"] == params["accountant"]
+    events = Ledger.from_dict(info["events"]).events
+    made = events[:entry["n_releases"]]
+    assert 0 <= entry["trees_built"] <= entry["n_trees"]
+    if running:
+        assert entry["epsilon_spent"] == pytest.approx(
+            get_accountant(params["accountant"]).get_epsilon(Ledger(made), params["delta"]))
+    else:
+        assert entry["n_releases"] == len(events) and entry["trees_built"] == entry["n_trees"]
+        assert entry["epsilon_spent"] == info["epsilon"]
+    rows = [{k: getattr(e, k) for k in RELEASE_KEYS} for e in made]
+    assert entry["recent_releases"] == rows[-len(entry["recent_releases"]):]
+    kinds = entry["releases_by_kind"]
+    assert sum(k["releases"] for k in kinds) == len(made)
+    for kind in kinds:
+        assert set(kind) == {"purpose", "mechanism", "sensitivity", "noise_scale", "epsilon",
+                             "noise_multiplier", "releases"}
+        same = [r for r in rows if all(r[k] == kind[k] for k in kind if k != "releases")]
+        assert len(same) == kind["releases"]
+
+
+def test_page_during_and_after_a_fit(client, seed, classification_data, monkeypatch):
     X, y, bounds = classification_data
     base = page_link(client).rsplit("/", 1)[0]
     params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
-              "n_estimators": 400, "max_depth": 3}
-    thread, result = _fit_in_thread(client, params, X, y)
-    seen_running = None
-    deadline = time.monotonic() + 120
-    while thread.is_alive() and time.monotonic() < deadline:
-        status, body = _get(base + "/dpxgb/fits.json")
-        if status == 404:  # the first fit on this cluster has not installed the page yet
-            time.sleep(0.02)
-            continue
-        assert status == 200, body
-        running = [f for f in json.loads(body)["fits"] if f["state"] == "running"]
-        if running and 0 < running[0]["trees_built"] < running[0]["n_trees"]:
-            seen_running = running[0]
-            for path in STANDARD_PAGES + ["/dpxgb"]:
-                assert _get(base + path)[0] == 200, path
-            break
-        time.sleep(0.02)
-    thread.join()
+              "n_estimators": 12, "max_depth": 3, "split_method": "noisy_histogram"}
+    with _paused_fit(client, params, X, y, monkeypatch) as result:
+        for path in STANDARD_PAGES + ["/dpxgb", "/dpxgb/fits.json"]:
+            assert _get(base + path)[0] == 200, path
+        fits = json.loads(_get(base + "/dpxgb/fits.json")[1])["fits"]
+        during = next(f for f in fits if f["state"] == "running")
+        page_during = _get(base + "/dpxgb")[1]
     assert "error" not in result, result.get("error")
     booster = result["booster"]
-    assert seen_running is not None, "the fit was never seen running"
-    assert seen_running["epsilon_spent"] is not None
-    assert 0 < seen_running["epsilon_spent"] < booster.ledger["epsilon"]
-    assert seen_running["epsilon_target"] == 1.0 and seen_running["accountant"] == "pld"
+    _check_public(during, booster, running=True)
+    # Held mid-fit: some trees and releases made, a level in progress, ε partly spent.
+    assert 0 < during["trees_built"] < 12 and during["depth"] is not None
+    assert 0 < during["epsilon_spent"] < booster.ledger["epsilon"]
+    assert "class='fit running'" in page_during
+    assert f"<b class='eps'>{during['epsilon_spent']:.4g}</b>" in page_during
 
     for path in STANDARD_PAGES:
         assert _get(base + path)[0] == 200, path
     fits = json.loads(_get(base + "/dpxgb/fits.json")[1])["fits"]
-    mine = next(f for f in fits if f["fit"] == seen_running["fit"])
-    assert mine["state"] == "finished" and mine["trees_built"] == 400
-    assert mine["epsilon_spent"] == booster.ledger["epsilon"]
-    assert mine["client"] == client.id
-    events = booster.ledger["events"]["events"]
-    assert mine["n_releases"] == len(events)
-    assert sum(k["releases"] for k in mine["releases_by_kind"]) == len(events)
-
-    # Only public numbers: the ledger's fields and noise scales, the public parameters,
-    # counts of releases, and the start time. An exact aggregate would be none of these.
-    public = _numbers(booster.ledger, set())
-    public |= {e.noise_scale for e in Ledger.from_dict(booster.ledger["events"])}
-    public |= _numbers(booster.params, set())
-    public |= {float(v) for v in range(len(events) + 1)}
-    public.add(mine["started"])
-    assert _numbers(mine, set()) <= public
-
+    after = next(f for f in fits if f["fit"] == during["fit"])
+    assert after["client"] == client.id and after["state"] == "finished"
+    _check_public(after, booster, running=False)
     status, page = _get(base + "/dpxgb")
     assert status == 200
     assert f"<b class='eps'>{booster.ledger['epsilon']:.4g}</b>" in page
-    assert seen_running["fit"] in page
     if "bokeh" in _get(base + "/status")[1].lower():
         assert 'href="dpxgb"' in _get(base + "/status")[1]  # linked from the navigation bar
+
+
+def test_a_failed_fit_is_marked_failed_with_its_releases(client, seed, classification_data,
+                                                        monkeypatch):
+    from dpxgb_dask.coordinator import Coordinator
+
+    X, y, bounds = classification_data
+    original = Coordinator._round
+
+    async def failing_round(self, **fields):
+        if self._seq + 1 == 6:
+            raise ZeroDivisionError("injected")
+        return await original(self, **fields)
+
+    monkeypatch.setattr(Coordinator, "_round", failing_round)
+    with pytest.raises(ZeroDivisionError):
+        train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+               "n_estimators": 6, "max_depth": 3, "split_method": "noisy_histogram"}, X, y,
+              client=client)
+    base = page_link(client).rsplit("/", 1)[0]
+    fit = json.loads(_get(base + "/dpxgb/fits.json")[1])["fits"][0]
+    assert fit["state"] == "failed" and fit["error"] == "ZeroDivisionError"
+    assert fit["n_releases"] > 0 and fit["epsilon_spent"] > 0
+    assert "failed" in _get(base + "/dpxgb")[1]
 
 
 def _chromium():
@@ -229,20 +277,32 @@ def _chromium():
 @pytest.mark.skipif(_chromium() is None,
                     reason="no chromium on PATH (Debian: apt-get install chromium; "
                            ".ci/run installs it)")
-def test_page_in_headless_chromium(client, seed, classification_data, tmp_path):
+def test_page_in_headless_chromium(client, seed, classification_data, tmp_path, monkeypatch):
     X, y, bounds = classification_data
-    booster = train({"feature_bounds": bounds, "epsilon": 0.5, "random_state": seed,
-                     "n_estimators": 20, "max_depth": 3}, X, y, client=client)
     url = page_link(client)
     shot = tmp_path / "dpxgb.png"
-    base = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-            "--disable-dev-shm-usage", "--virtual-time-budget=3000"]
-    dom = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
-    subprocess.run(base + [f"--screenshot={shot}", "--window-size=1200,900", url],
-                   capture_output=True, timeout=120, check=True)
-    assert "dpxgb: differentially private fits" in dom
-    assert f"<b class=\"eps\">{booster.ledger['epsilon']:.4g}</b>" in dom
+    browser = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+               "--disable-dev-shm-usage", "--virtual-time-budget=3000"]
+
+    def dom():
+        return subprocess.run(browser + ["--dump-dom", url], capture_output=True, text=True,
+                              timeout=120, check=True).stdout
+
+    params = {"feature_bounds": bounds, "epsilon": 0.5, "random_state": seed,
+              "n_estimators": 10, "max_depth": 3, "split_method": "noisy_histogram"}
+    with _paused_fit(client, params, X, y, monkeypatch) as result:
+        running = next(f for f in json.loads(_get(url + "/fits.json")[1])["fits"]
+                       if f["state"] == "running")
+        during = dom()
+        subprocess.run(browser + [f"--screenshot={shot}", "--window-size=1200,900", url],
+                       capture_output=True, timeout=120, check=True)
+    booster = result["booster"]
+    after = dom()
+    assert "dpxgb: differentially private fits" in during
+    assert 'class="fit running"' in during
+    assert f"<b class=\"eps\">{running['epsilon_spent']:.4g}</b>" in during
+    assert f"{running['trees_built']} / 10" in during
+    assert f"<b class=\"eps\">{booster.ledger['epsilon']:.4g}</b>" in after
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
