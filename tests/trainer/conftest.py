@@ -7,11 +7,19 @@ SEED = 2**200 + 12345
 
 @pytest.fixture(scope="session")
 def cluster():
-    """A LocalCluster of 2 worker processes with 1 thread each, shared by the session."""
+    """A LocalCluster of 2 worker processes with 1 thread each, shared by the session.
+
+    Tests kill workers, which their nannies restart. LocalCluster closes the nanny of a
+    worker name that is missing ``lost-worker-timeout`` after a loss: with the default
+    (15 s), an earlier kill's check could land while a later test's restarted worker of
+    the same name is still registering, and close its nanny for good.
+    """
+    import dask
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster:
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=":0") as cluster:
         yield cluster
 
 
