@@ -51,12 +51,11 @@ def _client(address):
 
 
 def _print_report(ledger_info, out=None):
-    from .privacy.accountants import privacy_report
-    from .privacy.ledger import Ledger
+    from .plan import model_privacy_report
 
     out = out or sys.stdout
-    ledger = Ledger.from_dict(ledger_info["events"])
-    rows = ledger.table()
+    report = model_privacy_report(ledger_info)
+    rows = report["events"]
     columns = ["purpose", "mechanism", "tree", "depth", "sensitivity", "epsilon",
                "noise_multiplier", "sampling_rate", "parallel_over", "n_parallel", "count"]
     widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in rows)) if rows else len(c)
@@ -64,12 +63,11 @@ def _print_report(ledger_info, out=None):
     out.write("  ".join(c.ljust(widths[c]) for c in columns) + "\n")
     for r in rows:
         out.write("  ".join(_fmt(r.get(c)).ljust(widths[c]) for c in columns) + "\n")
-    report = privacy_report(ledger, ledger_info["delta"])
     out.write(f"\n{len(rows)} releases; delta = {report['delta']:g}; "
-              f"neighbouring relation: {ledger_info.get('neighbouring_relation', 'add/remove one row')}\n")
+              f"neighbouring relation: {report['neighbouring_relation']}\n")
     for name in ("basic", "rdp", "pld"):
         out.write(f"epsilon ({name:5s}) = {report[name]:.6g}\n")
-    out.write(f"calibrated with the {ledger_info['accountant']} accountant\n")
+    out.write(f"calibrated with the {report['accountant']} accountant\n")
 
 
 def _fmt(value):

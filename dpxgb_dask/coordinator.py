@@ -24,7 +24,6 @@ One fit::
                round returns every leaf's sums -> ONE release of all leaves.
 """
 import asyncio
-import math
 import time
 import warnings
 
@@ -33,11 +32,12 @@ import numpy as np
 from . import decisions, ops
 from .model import Booster, Tree
 from .objective import Objective, to_label_units
-from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS
-from .privacy.accountants import get_accountant, privacy_report
+from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, privacy_summary
 from .privacy.ledger import Ledger
 from .privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from .privacy.randomness import NoiseSource
+from .privacy.sensitivity import (geometric_leaf_clip_threshold, leaf_balanced_sigmas,
+                                  leaf_value_sensitivity)
 
 
 #: Releases of at most this many values run on the event loop (about 1 ms of sampling).
@@ -186,7 +186,7 @@ class Coordinator:
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)
         booster.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
-        booster.ledger = self.privacy_summary(self.plan.scale)
+        booster.ledger = privacy_summary(self.ledger, p, self.plan.scale)
         self._publish({"event": "done", "epsilon": booster.ledger["epsilon"],
                        "accountant": p.accountant, "delta": p.delta})
         return booster
@@ -201,20 +201,6 @@ class Coordinator:
         events = self.ledger.events[self._published_releases:]
         self._published_releases += len(events)
         return [e.to_dict() for e in events]
-
-    def privacy_summary(self, scale):
-        """Ledger and totals (JSON-ready): every accountant's ε at the fit's δ."""
-        p = self.params
-        report = privacy_report(self.ledger, p.delta)
-        return {
-            "events": self.ledger.to_dict(),
-            "delta": p.delta,
-            "accountant": p.accountant,
-            "epsilon": get_accountant(p.accountant).get_epsilon(self.ledger, p.delta),
-            "epsilon_by_accountant": _jsonable(report),
-            "scale": scale,
-            "neighbouring_relation": "add/remove one row",
-        }
 
     # -- fit-level releases -----------------------------------------------------------------
 
@@ -488,7 +474,7 @@ class Coordinator:
         n_leaves = sums.shape[0]
         if p.leaf_method == "gaussian":
             fields = self.plan.event("leaf", tree=t, n_parallel=n_leaves)
-            sigma_g, sigma_h = decisions.leaf_balanced_sigmas(
+            sigma_g, sigma_h = leaf_balanced_sigmas(
                 fields["noise_multiplier"], p.gradient_bound,
                 p.hessian_bound if p.newton else 1.0, p.leaf_noise_ratio)
             fields["note"] = (f"whitened pair: sigma_G={sigma_g:.6g} on the gradient sums, "
@@ -509,25 +495,13 @@ class Coordinator:
             clip = p.leaf_bound
             if p.leaf_clipping == "geometric":
                 t_in_ensemble = t % p.ensemble_size if p.ensemble_size else t
-                clip = min(clip, p.gradient_bound * (1.0 - p.learning_rate) ** t_in_ensemble)
-            sensitivity = decisions.laplace_leaf_sensitivity(
-                p.gradient_bound, p.reg_lambda, p.min_child_weight, clip)
+                clip = min(clip, geometric_leaf_clip_threshold(p.gradient_bound, p.learning_rate,
+                                                               t_in_ensemble))
+            sensitivity = leaf_value_sensitivity(p.gradient_bound, p.reg_lambda,
+                                                 p.min_child_weight, clip)
             fields = self.plan.event("leaf", tree=t, n_parallel=n_leaves, sensitivity=sensitivity)
             values, _ = decisions.laplace_leaves(
                 sums, p.reg_lambda, p.min_child_weight, clip, sensitivity, fields["epsilon"],
                 self._stream("leaf", tree=t))
         self.ledger.record(**fields)
         return values
-
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, np.integer)):
-        return obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
-    return obj

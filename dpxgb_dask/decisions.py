@@ -19,6 +19,7 @@ from .privacy.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
 )
+from .privacy.sensitivity import gradient_histogram_l2_sensitivity, leaf_balanced_sigmas
 
 
 @dataclass
@@ -189,7 +190,7 @@ def histogram_mechanism(n_features, newton, gradient_bound, hessian_bound, noise
     GaussianMechanism
     """
     h_bound = hessian_bound if newton else 1.0
-    sensitivity = float(np.sqrt(n_features * (gradient_bound**2 + h_bound**2)))
+    sensitivity = gradient_histogram_l2_sensitivity(gradient_bound, h_bound, n_features)
     return GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
                              coords_per_row=2 * n_features)
 
@@ -375,43 +376,6 @@ def leaf_denominator(noisy_h, min_child_weight, reg_lambda):
     return np.maximum(noisy_h, min_child_weight) + reg_lambda
 
 
-def laplace_leaf_sensitivity(gradient_bound, reg_lambda, min_child_weight, leaf_bound):
-    """L1 sensitivity of one leaf value ``V = -G / (max(n, N) + λ)`` (counts, |g| <= g*).
-
-    Adding a row of gradient g to a leaf of n rows (|G| <= g* n) moves V by:
-
-    * floor in force (n + 1 <= N): ``|g| / (N + λ) <= g* / (N + λ)``;
-    * no floor (n >= N): ``|G - g (n + λ)| / ((n + λ)(n + 1 + λ)) <=
-      g* (2n + λ) / ((n + λ)(n + 1 + λ))`` (DPBoost Lemma 2 gives g*/(1 + λ) at N = 0),
-      which decreases in n from n = 1, so its maximum is at n = max(ceil(N), 0) or 1;
-    * crossing (n < N < n + 1): ``|G (N - n - 1) + g (N + λ)| / ((N + λ)(n + 1 + λ)) <=
-      g* (n (n + 1 - N) + N + λ) / ((N + λ)(n + 1 + λ))``.
-
-    The maximum over these holds for every n, so no count is ever read; clipping V to
-    ±leaf_bound caps it at 2·leaf_bound. With N = 50, λ = 0.1 it is DP-XGBoost's
-    2g*/(N + 1 + λ) (eq. (7)) up to the λ term.
-
-    Returns
-    -------
-    float
-    """
-    g, lam, n_min = float(gradient_bound), float(reg_lambda), float(min_child_weight)
-
-    def unfloored(n):
-        return g * (2 * n + lam) / ((n + lam) * (n + 1 + lam)) if n + lam > 0 else g / (1 + lam)
-
-    candidates = []
-    if n_min >= 1.0:
-        candidates.append(g / (n_min + lam))
-    n0 = max(int(math.ceil(n_min)), 0)
-    candidates.extend([unfloored(n0), unfloored(max(n0, 1))])
-    n_cross = int(math.floor(n_min))
-    if n_cross < n_min:
-        candidates.append(g * (n_cross * (n_cross + 1 - n_min) + n_min + lam)
-                          / ((n_min + lam) * (n_cross + 1 + lam)))
-    return float(min(max(candidates), 2.0 * leaf_bound))
-
-
 def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilon, rng):
     """Leaf values with Laplace noise on the value (DP-XGBoost §4.3; DPBoost Alg. 1 l.14).
 
@@ -425,7 +389,7 @@ def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilo
     clip : float
         Bound of |V| before noise (constant g*, or DPBoost's geometric bound).
     sensitivity : float
-        ΔV (see :func:`laplace_leaf_sensitivity`).
+        ΔV (see :func:`~dpxgb_dask.privacy.sensitivity.leaf_value_sensitivity`).
 
     Returns
     -------
@@ -435,12 +399,6 @@ def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilo
     exact = _ratio(-sums[:, 0], leaf_denominator(sums[:, 2], min_child_weight, reg_lambda))
     mechanism = LaplaceMechanism(sensitivity, epsilon, coords_per_row=1)  # a row is in one leaf
     return mechanism.release(np.clip(exact, -clip, clip), rng), mechanism
-
-
-def leaf_balanced_sigmas(noise_multiplier, gradient_bound, h_bound, ratio):
-    """``(σ_G, σ_H) = (z g* / sqrt(1 - r), z h* / sqrt(r))`` (see :func:`gaussian_leaves`)."""
-    return (float(noise_multiplier * gradient_bound / np.sqrt(1.0 - ratio)),
-            float(noise_multiplier * h_bound / np.sqrt(ratio)))
 
 
 def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, hessian_bound,

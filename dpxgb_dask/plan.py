@@ -12,11 +12,12 @@ import functools
 import json
 import math
 
-import numpy as np
 
-from .privacy.accountants import PLDAccountant, get_accountant
+from .privacy.accountants import PLDAccountant, get_accountant, privacy_report
 from .privacy.ledger import Ledger
-from .privacy.sensitivity import dpboost_gain_sensitivity, dpxgboost_gain_sensitivity
+from .privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sensitivity,
+                                  gradient_histogram_l1_sensitivity,
+                                  gradient_histogram_l2_sensitivity)
 from .privacy.validation import BudgetError
 
 #: log2-magnitude range of the DP bounds estimate: |x| from 2**-20 to 2**44.
@@ -94,11 +95,12 @@ class ReleasePlan:
         self.releases = {}
         if "sketch" in shares and p.split_candidates == "dp_sketch":
             # One row adds its weight (<= 1 after clipping) to one bin of each feature.
-            self.releases["sketch"] = Release("sketch", "laplace", float(n_features),
-                                              epsilon=s * shares["sketch"])
+            self.releases["sketch"] = Release(
+                "sketch", "laplace", gradient_histogram_l1_sensitivity(1.0, n_features),
+                epsilon=s * shares["sketch"])
         if "sketch" in shares and self.ih_rounds:
             self.releases["sketch"] = Release(
-                "sketch", "gaussian", float(np.sqrt(n_features) * h_bound),
+                "sketch", "gaussian", gradient_histogram_l2_sensitivity(0.0, h_bound, n_features),
                 noise_multiplier=math.sqrt(self.ih_rounds / shares["sketch"]) / s)
         if "split" in shares:
             if p.split_method == "exponential":
@@ -108,7 +110,7 @@ class ReleasePlan:
                 self.releases["split"] = Release("split", "exponential", float(sens),
                                                  epsilon=s * shares["split"] / p.max_depth)
             else:
-                sens = float(np.sqrt(n_features * (p.gradient_bound**2 + h_bound**2)))
+                sens = gradient_histogram_l2_sensitivity(p.gradient_bound, h_bound, n_features)
                 self.releases["split"] = Release(
                     "split", "gaussian", sens,
                     noise_multiplier=math.sqrt(p.max_depth / shares["split"]) / s)
@@ -194,7 +196,9 @@ class ReleasePlan:
 
 def bounds_event(p, n_features):
     """Ledger fields of the DP feature-bounds estimate (Laplace on log2-magnitude counts)."""
-    return dict(purpose="bounds", mechanism="laplace", sensitivity=float(n_features),
+    # One row adds 1 to one magnitude bin of each feature.
+    return dict(purpose="bounds", mechanism="laplace",
+                sensitivity=gradient_histogram_l1_sensitivity(1.0, n_features),
                 epsilon=p.bounds_epsilon, parallel_over=("bins",),
                 n_parallel=2 * BOUNDS_N_EXPONENTS + 1)
 
@@ -237,8 +241,14 @@ def calibrate_scale(params, n_features, rtol=1e-3):
     if search is not final:
         # Refine with the reporting accountant in a narrow bracket around the coarse answer.
         s = _solve_log(lambda s: log_excess(s, final), rtol, start=s, step=1.05)
-    if log_excess(s, final) > 0.0:
+    excess = log_excess(s, final)
+    if excess > 0.0:
         raise BudgetError(f"could not calibrate the noise to epsilon={target}")
+    if excess < math.log1p(-10 * rtol):
+        # ε(s) jumps over the target: the plan would silently spend far less than asked.
+        raise BudgetError(f"could not calibrate the noise to epsilon={target} within "
+                          f"rtol={rtol}: the {p.accountant} accountant's epsilon jumps over "
+                          f"the target (it reaches only {target * math.exp(excess):.4g})")
     return s
 
 
@@ -323,3 +333,72 @@ def make_plan(params, n_features):
         public["feature_bounds"] = "public"  # only their presence shapes the plan
     key = json.dumps(public, sort_keys=True, default=str)
     return ReleasePlan(params, n_features, _cached_scale(key, int(n_features)))
+
+
+#: The neighbouring relation of every fit (the README's privacy model).
+NEIGHBOURING_RELATION = "add/remove one row"
+
+
+def privacy_summary(ledger, params, scale):
+    """The privacy part of a model (``Booster.ledger``, JSON-ready): the fit's ledger, its
+    δ, the accountant that calibrated it and the ε it reports, and every accountant's ε.
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The releases the fit made.
+    params : TrainParams
+    scale : float
+        The plan's calibrated scale (:func:`calibrate_scale`).
+
+    Returns
+    -------
+    dict
+        ``{"events", "delta", "accountant", "epsilon", "epsilon_by_accountant", "scale",
+        "neighbouring_relation"}``; an infinite ε (pure accounting of a Gaussian release
+        at δ = 0) is written as the string ``"inf"``.
+    """
+    report = privacy_report(ledger, params.delta)
+    epsilon = (report[params.accountant] if params.accountant in report
+               else get_accountant(params.accountant).get_epsilon(ledger, params.delta))
+    return {
+        "events": ledger.to_dict(),
+        "delta": params.delta,
+        "accountant": params.accountant,
+        "epsilon": epsilon,
+        "epsilon_by_accountant": {k: _finite_or_text(v) for k, v in report.items()},
+        "scale": scale,
+        "neighbouring_relation": NEIGHBOURING_RELATION,
+    }
+
+
+def model_privacy_report(summary):
+    """What a model's privacy summary certifies, recomputed from its ledger's events.
+
+    Parameters
+    ----------
+    summary : dict
+        A model's ``Booster.ledger`` (:func:`privacy_summary`).
+
+    Returns
+    -------
+    dict
+        ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant", "epsilon",
+        "neighbouring_relation", "events": [dict, ...]}``: ε under every accountant at the
+        model's δ, the accountant the fit was calibrated with and its ε, and one row per
+        release (:meth:`Ledger.table`).
+    """
+    ledger = Ledger.from_dict(summary["events"])
+    report = privacy_report(ledger, summary["delta"])
+    report["accountant"] = summary["accountant"]
+    report["epsilon"] = float(summary["epsilon"])
+    report["neighbouring_relation"] = summary.get("neighbouring_relation",
+                                                  NEIGHBOURING_RELATION)
+    report["events"] = ledger.table()
+    return report
+
+
+def _finite_or_text(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value

@@ -8,9 +8,7 @@ lazily, and pickling drops the client.
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from .model import Booster
-from .privacy.accountants import privacy_report
-from .privacy.ledger import Ledger
+from .plan import model_privacy_report
 from .training import train
 
 
@@ -103,12 +101,7 @@ class _DPXGBModel(BaseEstimator):
             ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant",
             "epsilon", "events": [dict, ...]}``
         """
-        ledger = Ledger.from_dict(self.booster_.ledger["events"])
-        report = privacy_report(ledger, self.booster_.ledger["delta"])
-        report["accountant"] = self.booster_.ledger["accountant"]
-        report["epsilon"] = self.epsilon_spent_
-        report["events"] = ledger.table()
-        return report
+        return model_privacy_report(self.booster_.ledger)
 
     def _margin(self, X):
         return self.booster_.predict(X, output_margin=True)

@@ -39,7 +39,7 @@ two vectorised rounds.
 This replaces the Gumbel-max sampler used before, whose Gumbel variates came from 52-bit
 uniforms and were truncated to [-3.6, 36.7]: a candidate more than about 40 nats behind
 had probability exactly 0, an unaccounted δ of up to n_candidates·2^-52 per selection.
-:func:`gumbel` is kept for non-private uses only.
+That sampler is gone.
 
 References
 ----------
@@ -64,7 +64,6 @@ __all__ = [
     "discrete_gaussian",
     "discrete_laplace",
     "exponential_choice_base2",
-    "gumbel",
 ]
 
 _INT64_SAFE = 1 << 62
@@ -175,35 +174,6 @@ def discrete_gaussian(scale, mean_shift, size, stream):
             f"got scale={scale!r}, mean_shift={mean_shift!r}"
         )
     return _samplers.discrete_gaussian(t, m, _check_size(size), stream)
-
-
-def gumbel(size, stream):
-    """Standard Gumbel samples -log(-log U) with U on an open 2**-52 grid (not for DP selection).
-
-    Not used by the mechanisms of this package: its support is truncated (see Returns), so
-    a Gumbel-max selection built on it gives probability exactly 0 to candidates more than
-    about 40 nats behind, which is not differentially private without an extra δ. The
-    exponential mechanism uses the exact :func:`exponential_choice_base2` instead.
-
-    Parameters
-    ----------
-    size : int or tuple of int
-        Output shape.
-    stream : RandomStream
-        Source of uniform integers.
-
-    Returns
-    -------
-    ndarray of float64
-        Samples with CDF exp(-exp(-x)), up to the 2**-52 quantisation of U:
-        U = (k + 1/2)·2**-52 for k uniform on {0, ..., 2**52 - 1}, so U is never 0 or 1
-        and the samples lie in [-3.6, 36.7].
-    """
-    shape = (size,) if np.ndim(size) == 0 else tuple(size)
-    n = int(np.prod(shape, dtype=np.int64))
-    k = stream.uint64(n) >> np.uint64(12)
-    u = (k.astype(np.float64) + 0.5) * 2.0**-52
-    return (-np.log(-np.log(u))).reshape(shape)
 
 
 def bernoulli_ln2(size, stream):

@@ -23,21 +23,16 @@ import math
 import numbers
 import warnings
 
-from .validation import PrivacyLeakWarning, check_epsilon, check_positive
+from .validation import PrivacyLeakWarning, check_positive
 
 __all__ = [
     "dpboost_gain_sensitivity",
-    "dpboost_leaf_sensitivity",
     "dpxgboost_gain_sensitivity",
     "geometric_leaf_clip_threshold",
     "gradient_histogram_l1_sensitivity",
     "gradient_histogram_l2_sensitivity",
     "leaf_balanced_sigmas",
     "leaf_value_sensitivity",
-    "min_child_leaf_sensitivity",
-    "noisy_average_epsilon",
-    "noisy_average_sensitivity",
-    "summation_rounding_slack",
 ]
 
 
@@ -118,35 +113,24 @@ def dpboost_gain_sensitivity(g_star, reg_lambda):
     return (3.0 * lam + 2.0) / ((lam + 1.0) * (lam + 2.0)) * g * g
 
 
-def leaf_value_sensitivity(g_star, reg_lambda):
-    """Sensitivity of a leaf value V = -G/(n + λ): ΔV = g*/(1 + λ).
+def leaf_value_sensitivity(g_star, reg_lambda, min_child_weight, leaf_bound):
+    """Sensitivity of one leaf value ``V = -G / (max(n, N) + λ)`` (counts, |g| <= g*).
 
-    DPBoost Lemma 2 and Appendix A, eqs. (13)-(14); DP-XGBoost eq. (6) and the bound after
-    it: |V(I₁) - V(I₂)| <= (2n + λ) g* / ((n + λ)(n + 1 + λ)) <= g*/(1 + λ).
+    Adding a row of gradient g to a leaf of n rows (|G| <= g* n) moves V by:
 
-    Parameters
-    ----------
-    g_star : float
-        Gradient bound g* > 0.
-    reg_lambda : float
-        λ >= 0. With λ = 0 the bound is g* (reached by a leaf of one row).
+    * floor in force (n + 1 <= N): ``|g| / (N + λ) <= g* / (N + λ)``;
+    * no floor (n >= N): ``|G - g (n + λ)| / ((n + λ)(n + 1 + λ)) <=
+      g* (2n + λ) / ((n + λ)(n + 1 + λ))``, which decreases in n from n = 1, so its
+      maximum is at n = max(ceil(N), 0) or 1. At N = 0 this is DPBoost Lemma 2 (and
+      DP-XGBoost's bound after eq. (6)): g*/(1 + λ);
+    * crossing (n < N < n + 1): ``|G (N - n - 1) + g (N + λ)| / ((N + λ)(n + 1 + λ)) <=
+      g* (n (n + 1 - N) + N + λ) / ((N + λ)(n + 1 + λ))``.
 
-    Returns
-    -------
-    float
-    """
-    g = check_positive(g_star, "g_star")
-    lam = _check_nonneg(reg_lambda, "reg_lambda")
-    return g / (1.0 + lam)
-
-
-def min_child_leaf_sensitivity(g_star, reg_lambda, min_child_count):
-    """Leaf-value sensitivity when every leaf holds at least N_min rows: 2g*/(N_min + 1 + λ).
-
-    DP-XGBoost eq. (7). Valid only if the tree structure guarantees N_min rows in every
-    leaf of *both* neighbouring datasets, i.e. the eligibility check "child has >= N_min
-    rows" must itself be made on DP counts (DESIGN.md: an exact-count check leaks).
-    The result is capped by :func:`leaf_value_sensitivity`, which always holds.
+    The maximum over these holds for every n, so no count is ever read. Clipping V to
+    ±leaf_bound before the noise caps it at 2·leaf_bound: with DPBoost's geometric leaf
+    clipping (:func:`geometric_leaf_clip_threshold`) this is DPBoost Corollary 2,
+    min(g*/(1 + λ), 2 g*(1 - η)^t). With N = 50, λ = 0.1 it is DP-XGBoost's
+    2g*/(N + 1 + λ) (eq. (7)) up to the λ term.
 
     Parameters
     ----------
@@ -154,79 +138,33 @@ def min_child_leaf_sensitivity(g_star, reg_lambda, min_child_count):
         Gradient bound g* > 0.
     reg_lambda : float
         λ >= 0.
-    min_child_count : int
-        N_min >= 1.
+    min_child_weight : float
+        N >= 0, the floor of the denominator.
+    leaf_bound : float
+        The clipping bound of V (> 0).
 
     Returns
     -------
     float
-        min(2g*/(N_min + 1 + λ), g*/(1 + λ)).
     """
     g = check_positive(g_star, "g_star")
     lam = _check_nonneg(reg_lambda, "reg_lambda")
-    n_min = _check_count(min_child_count, "min_child_count", 1)
-    return min(2.0 * g / (n_min + 1.0 + lam), g / (1.0 + lam))
+    n_min = _check_nonneg(min_child_weight, "min_child_weight")
+    clip = check_positive(leaf_bound, "leaf_bound")
 
+    def unfloored(n):
+        return g * (2 * n + lam) / ((n + lam) * (n + 1 + lam)) if n + lam > 0 else g / (1 + lam)
 
-def noisy_average_sensitivity(g_star):
-    """Scale numerator of DP-XGBoost's NoisyAverage leaf: the sum gets Lap(2g*/ε).
-
-    DP-XGBoost Algorithm 1 (after Li, Lyu, Su & Yang 2016, Algorithm 2.3):
-    V = clip((Σ g_i + Lap(2g*/ε)) / (n + λ), [-g*, g*]), with the exact count n. Use the
-    value returned here as the ``sensitivity`` of a Laplace mechanism on the gradient sum.
-    The factor 2 bounds |V·(n + 1 + λ) - V·(n + λ) - g_s| = |V - g_s| <= 2g* over the
-    clipped range, which is what the privacy proof needs (see :func:`noisy_average_epsilon`).
-
-    Parameters
-    ----------
-    g_star : float
-        Gradient bound g* > 0.
-
-    Returns
-    -------
-    float
-        2 g*.
-    """
-    return 2.0 * check_positive(g_star, "g_star")
-
-
-def noisy_average_epsilon(epsilon, min_count, reg_lambda):
-    """True privacy loss of DP-XGBoost's NoisyAverage leaf with noise Lap(2g*/ε).
-
-    Because the exact count n divides the noisy sum, the output density carries the
-    Jacobian (n + 1 + λ)/(n + λ) between neighbours, on top of the ε from the noise
-    (DP-XGBoost Algorithm 1 counts only the latter). Writing the density of
-    W = (S + Z)/(n + λ), the log-ratio of neighbours is at most
-    ε + log(1 + 1/(n + λ)) inside the clipping range, and the clipped end masses differ by
-    at most e^ε. Hence the mechanism is ε'-DP with
-
-        ε' = ε + log(1 + 1/(n_min + λ)),
-
-    where n_min is the smallest count the leaf can have in the smaller dataset (0 if a
-    leaf can be emptied by removing a row, which needs λ > 0). This is an upper bound;
-    the exact supremum is slightly smaller but exceeds ε when ε is small (e.g. ε = 0.1,
-    n = 3, λ = 0.5 gives about 0.32).
-
-    Parameters
-    ----------
-    epsilon : float
-        ε used to scale the noise, Lap(2g*/ε).
-    min_count : int
-        n_min >= 0.
-    reg_lambda : float
-        λ >= 0 (must be > 0 when ``min_count`` is 0).
-
-    Returns
-    -------
-    float
-        ε' to record in the ledger.
-    """
-    eps = check_epsilon(epsilon)
-    n_min = _check_count(min_count, "min_count", 0)
-    lam = _check_nonneg(reg_lambda, "reg_lambda")
-    if n_min + lam <= 0.0:
-        raise ValueError("min_count + reg_lambda must be > 0: an empty leaf with lambda=0 has no DP bound")
-    return eps + math.log1p(1.0 / (n_min + lam))
+    candidates = []
+    if n_min >= 1.0:
+        candidates.append(g / (n_min + lam))
+    n0 = max(int(math.ceil(n_min)), 0)
+    candidates.extend([unfloored(n0), unfloored(max(n0, 1))])
+    n_cross = int(math.floor(n_min))
+    if n_cross < n_min:
+        candidates.append(g * (n_cross * (n_cross + 1 - n_min) + n_min + lam)
+                          / ((n_min + lam) * (n_cross + 1 + lam)))
+    return float(min(max(candidates), 2.0 * clip))
 
 
 def geometric_leaf_clip_threshold(g_star, learning_rate, tree_index):
@@ -254,29 +192,6 @@ def geometric_leaf_clip_threshold(g_star, learning_rate, tree_index):
         raise ValueError(f"learning_rate must be in (0, 1], got {learning_rate!r}")
     t = _check_count(tree_index, "tree_index", 0)
     return g * (1.0 - eta) ** t
-
-
-def dpboost_leaf_sensitivity(g_star, reg_lambda, learning_rate, tree_index):
-    """Leaf sensitivity with GDF and GLC: ΔV_t = min(g*/(1 + λ), 2 g*(1 - η)^t).
-
-    DPBoost Corollary 2 (t 0-based here). Valid only if the leaf values are clipped with
-    :func:`geometric_leaf_clip_threshold` before the noise is added.
-
-    Parameters
-    ----------
-    g_star : float
-    reg_lambda : float
-    learning_rate : float
-    tree_index : int
-
-    Returns
-    -------
-    float
-    """
-    return min(
-        leaf_value_sensitivity(g_star, reg_lambda),
-        2.0 * geometric_leaf_clip_threshold(g_star, learning_rate, tree_index),
-    )
 
 
 def gradient_histogram_l1_sensitivity(bound, n_features=1):
@@ -308,50 +223,55 @@ def gradient_histogram_l2_sensitivity(g_star, h_star, n_features=1):
     Maddock et al. §4.2: the query q(I) = (Σ g_i, Σ h_i) has Δ₂(q) = sqrt(g*² + h*²)
     (for binary cross-entropy g* = 1, h* = 1/4, Δ₂² = 17/16). A row changes one (G, H)
     pair per feature, hence the factor n_features; pass ``coords_per_row=2 * n_features``
-    to the Gaussian mechanism. Use ``h_star=0`` for gradient sums alone.
+    to the Gaussian mechanism. ``h_star=0`` gives gradient sums alone, ``g_star=0``
+    Hessian sums alone (the iterative-Hessian sketch, Maddock et al. §4.3).
 
     Parameters
     ----------
     g_star : float
-        Gradient bound > 0.
+        Gradient bound >= 0.
     h_star : float
-        Hessian bound >= 0.
+        Hessian bound >= 0 (not both zero).
     n_features : int, default 1
 
     Returns
     -------
     float
     """
-    g = check_positive(g_star, "g_star")
+    g = _check_nonneg(g_star, "g_star")
     h = _check_nonneg(h_star, "h_star")
+    if g == 0.0 and h == 0.0:
+        raise ValueError("g_star and h_star cannot both be 0: nothing would be released")
     n = _check_count(n_features, "n_features", 1)
+    if g == 0.0 or h == 0.0:  # one kind of sum alone: sqrt(n) times its bound
+        return math.sqrt(n) * (g + h)
     return math.sqrt(n * (g * g + h * h))
 
 
-def leaf_balanced_sigmas(noise_multiplier, g_star, h_star, ratio=0.5):
-    """Noise standard deviations of S-BDT's leaf-balanced Gaussian noise on (G, H).
+def leaf_balanced_sigmas(noise_multiplier, g_star, h_star, ratio):
+    """Noise standard deviations of S-BDT's leaf-balanced Gaussian noise on a leaf's (G, H).
 
     S-BDT (Peinemann et al.) adds non-spherical Gaussian noise to a leaf's gradient sum and
-    Hessian sum, splitting the privacy budget by a ratio r (r = 0.5: equal split; smaller
-    r gives the Hessian sum more budget, i.e. less noise). We parametrise the split in
-    whitened units: with σ_G = z g*/sqrt(r) and σ_H = z h*/sqrt(1 - r),
+    its denominator (Hessian sum, or row count with h* = 1), giving the denominator the
+    share r of the budget in whitened units: σ_G = z g*/sqrt(1 - r), σ_H = z h*/sqrt(r), so
 
-        (g*/σ_G)² + (h*/σ_H)² = r/z² + (1 - r)/z² = 1/z²,
+        (g*/σ_G)² + (h*/σ_H)² = (1 - r)/z² + r/z² = 1/z²,
 
-    so the pair is exactly as private as one Gaussian mechanism with noise multiplier z
-    (Mahalanobis sensitivity 1/z; see :func:`~dpxgb_dask.privacy.mechanisms.combined_noise_multiplier`).
-    Record it in the ledger as ``mechanism="gaussian", noise_multiplier=z``.
+    and the pair is exactly as private as one Gaussian mechanism with noise multiplier z
+    (Mahalanobis sensitivity 1/z). Maddock et al. §4.2's spherical noise on (G, H) is
+    r = h*²/(g*² + h*²). Record it in the ledger as ``mechanism="gaussian",
+    noise_multiplier=z``.
 
     Parameters
     ----------
     noise_multiplier : float
         z > 0 of the combined release.
     g_star : float
-        Gradient bound > 0.
+        Gradient bound g* > 0.
     h_star : float
-        Hessian bound > 0.
-    ratio : float, default 0.5
-        r in (0, 1), the share of the budget (in 1/z² units) given to the gradient sum.
+        Bound of a row's contribution to the denominator, > 0.
+    ratio : float
+        r in (0, 1), the denominator's share of the budget.
 
     Returns
     -------
@@ -364,34 +284,4 @@ def leaf_balanced_sigmas(noise_multiplier, g_star, h_star, ratio=0.5):
     r = check_positive(ratio, "ratio")
     if r >= 1.0:
         raise ValueError(f"ratio must be in (0, 1), got {ratio!r}")
-    return z * g / math.sqrt(r), z * h / math.sqrt(1.0 - r)
-
-
-def summation_rounding_slack(n_rows, row_bound):
-    """Worst-case floating-point error of a float64 sum of ``n_rows`` values |x_i| <= row_bound.
-
-    Recursive summation in IEEE double has error at most γ_{n-1} Σ|x_i| with
-    γ_k = k u / (1 - k u), u = 2**-53 (Higham, *Accuracy and Stability of Numerical
-    Algorithms*, §4.2). A sum computed in floating point can therefore differ between
-    neighbours by more than the ideal sensitivity (Casacuberta et al. 2022). Add this
-    slack to a sensitivity when the exact sums are not computed in integer fixed point.
-
-    Parameters
-    ----------
-    n_rows : int
-        Largest number of rows in one sum (>= 1).
-    row_bound : float
-        Bound on each |x_i|.
-
-    Returns
-    -------
-    float
-        2 γ_n · n · row_bound (both neighbouring sums may err, in opposite directions).
-    """
-    n = _check_count(n_rows, "n_rows", 1)
-    b = _check_nonneg(row_bound, "row_bound")
-    u = 2.0**-53
-    if n * u >= 0.5:
-        raise ValueError(f"n_rows={n} is too large for a float64 error bound")
-    gamma = n * u / (1.0 - n * u)
-    return 2.0 * gamma * n * b
+    return z * g / math.sqrt(1.0 - r), z * h / math.sqrt(r)

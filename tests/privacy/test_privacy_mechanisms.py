@@ -241,19 +241,6 @@ def test_exponential_mechanism_far_behind_candidate_is_possible(behind):
     assert mech.select(u, rng=_MaxStream(b"k" * 32)) == 1
 
 
-def test_exponential_mechanism_does_not_use_gumbel(monkeypatch):
-    import dpxgb_dask.privacy.samplers as samplers
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("the exponential mechanism must not use the truncated Gumbel sampler")
-
-    import dpxgb_dask.privacy.mechanisms as mechanisms
-
-    monkeypatch.setattr(samplers, "gumbel", forbidden)
-    monkeypatch.setattr(mechanisms, "gumbel", forbidden, raising=False)
-    assert exponential_mechanism(np.array([[0.0, 1.0]]), 1.0, 1.0, rng=stream("em-no-gumbel"))[0] in (0, 1)
-
-
 def test_exponential_mechanism_weights_are_exact_on_the_grid():
     # P(j) ∝ 2^(λ K_j), λ = n / 2**q <= eps / (2 Δ_K ln 2) with Δ_K = floor(Δ/g) + 1
     mech = ExponentialMechanism(0.5, 1.5)

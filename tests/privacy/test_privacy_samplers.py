@@ -14,7 +14,6 @@ from dpxgb_dask.privacy.samplers import (
     discrete_gaussian,
     discrete_laplace,
     exponential_choice_base2,
-    gumbel,
 )
 
 SEED = 2**128 + 99
@@ -164,17 +163,6 @@ def test_discrete_gaussian_validates():
         discrete_gaussian(2**40, 2**40, 2, stream("x"))
     with pytest.raises(ValueError, match="almost never be accepted"):
         discrete_gaussian(2**40, 1, 2, stream("x"))
-
-
-def test_gumbel_ks_and_documented_truncation():
-    # gumbel() is kept for non-private uses only: its support is truncated to [-3.6, 36.7],
-    # which is why the exponential mechanism no longer uses it (see
-    # test_exponential_mechanism_far_behind_candidate_is_possible)
-    g = gumbel((300, 400), stream("gumbel"))
-    assert g.shape == (300, 400)
-    assert stats.kstest(g.ravel(), stats.gumbel_r.cdf).pvalue > ALPHA
-    assert np.isfinite(g).all() and g.min() > -3.7 and g.max() < 36.8
-    assert "not for DP" in gumbel.__doc__
 
 
 def test_bernoulli_ln2():

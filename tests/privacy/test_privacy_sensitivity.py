@@ -10,18 +10,15 @@ from hypothesis import strategies as st
 from dpxgb_dask.privacy import (
     PrivacyLeakWarning,
     dpboost_gain_sensitivity,
-    dpboost_leaf_sensitivity,
     dpxgboost_gain_sensitivity,
     geometric_leaf_clip_threshold,
     gradient_histogram_l1_sensitivity,
     gradient_histogram_l2_sensitivity,
     leaf_balanced_sigmas,
     leaf_value_sensitivity,
-    min_child_leaf_sensitivity,
-    noisy_average_epsilon,
-    noisy_average_sensitivity,
-    summation_rounding_slack,
 )
+
+NO_CLIP = 1e9  # a leaf_bound that never binds
 
 DETERMINISTIC = settings(derandomize=True, max_examples=300, deadline=None)
 
@@ -75,7 +72,7 @@ def test_leaf_value_sensitivity(n, frac, gs, lam):
     g_star = 1.7
     s = frac * n * g_star
     change = abs(leaf_value(s + gs * g_star, n + 1, lam) - leaf_value(s, n, lam))
-    assert change <= leaf_value_sensitivity(g_star, lam) * (1 + 1e-12)
+    assert change <= leaf_value_sensitivity(g_star, lam, 0.0, NO_CLIP) * (1 + 1e-12)
     # DP-XGBoost eq. (6): the exact worst case for this n
     assert change <= (2 * n + lam) * g_star / ((n + lam) * (n + 1 + lam)) * (1 + 1e-12)
 
@@ -83,56 +80,29 @@ def test_leaf_value_sensitivity(n, frac, gs, lam):
 @DETERMINISTIC
 @given(n_min=st.integers(1, 500), extra=st.integers(0, 1000), frac=st.floats(-1, 1), gs=st.floats(-1, 1),
        lam=st.floats(0, 10))
-def test_min_child_leaf_sensitivity(n_min, extra, frac, gs, lam):
+def test_leaf_value_sensitivity_with_a_floor(n_min, extra, frac, gs, lam):
+    """Leaves of at least n_min rows (no floor in force): DP-XGBoost eq. (7) holds too."""
     n = n_min + extra
     s = frac * n
     change = abs(leaf_value(s + gs, n + 1, lam) - leaf_value(s, n, lam))
-    assert change <= min_child_leaf_sensitivity(1.0, lam, n_min) * (1 + 1e-12)
+    assert change <= leaf_value_sensitivity(1.0, lam, n_min, NO_CLIP) * (1 + 1e-12)
 
 
 def test_leaf_sensitivity_values():
-    assert leaf_value_sensitivity(2.0, 1.0) == 1.0
-    assert min_child_leaf_sensitivity(1.0, 0.0, 9) == pytest.approx(0.2)
-    assert min_child_leaf_sensitivity(1.0, 0.0, 1) == 1.0  # capped by g*/(1+lambda)
-    assert noisy_average_sensitivity(0.5) == 1.0
-
-
-def test_noisy_average_epsilon_covers_the_exact_count_jacobian():
-    """Exact privacy loss of DP-XGBoost's NoisyAverage on a small worst case, by quadrature."""
-    g, lam, eps, n = 1.0, 0.5, 0.1, 3
-    b = 2 * g / eps
-    w = np.linspace(-g + 1e-9, g - 1e-9, 20001)
-
-    def density(wv, s, count):
-        return (count + lam) / (2 * b) * np.exp(-np.abs(wv * (count + lam) - s) / b)
-
-    def upper_mass(s, count):  # P(W >= g) = P(Z >= g (count+lam) - s)
-        x = g * (count + lam) - s
-        return 0.5 * math.exp(-x / b) if x >= 0 else 1 - 0.5 * math.exp(x / b)
-
-    worst = 0.0
-    for s in np.linspace(-n * g, n * g, 13):
-        for gs in (-g, g):
-            d1, d2 = density(w, s, n), density(w, s + gs, n + 1)
-            worst = max(worst, np.max(np.abs(np.log(d1 / d2))))
-            worst = max(worst, abs(math.log(upper_mass(s, n) / upper_mass(s + gs, n + 1))))
-    bound = noisy_average_epsilon(eps, n, lam)
-    assert worst > eps  # the paper's epsilon alone is not enough
-    assert worst <= bound + 1e-9
-    assert bound == pytest.approx(eps + math.log1p(1 / (n + lam)))
-
-
-def test_noisy_average_epsilon_refuses_undefined_case():
-    with pytest.raises(ValueError, match="reg_lambda"):
-        noisy_average_epsilon(1.0, 0, 0.0)
+    assert leaf_value_sensitivity(2.0, 1.0, 0.0, NO_CLIP) == 1.0  # DPBoost Lemma 2
+    assert leaf_value_sensitivity(1.0, 0.0, 9, NO_CLIP) == pytest.approx(0.2)  # 2g*/(N+1)
+    assert leaf_value_sensitivity(1.0, 0.0, 1, NO_CLIP) == 1.0  # capped by g*/(1+lambda)
+    assert leaf_value_sensitivity(1.0, 0.0, 0.0, 0.1) == pytest.approx(0.2)  # 2 leaf_bound
 
 
 def test_geometric_leaf_clipping():
     assert geometric_leaf_clip_threshold(1.0, 0.1, 0) == 1.0
     assert geometric_leaf_clip_threshold(2.0, 0.5, 3) == 0.25
-    # Corollary 2: min(g*/(1+lambda), 2 g*(1-eta)^t)
-    assert dpboost_leaf_sensitivity(1.0, 0.1, 0.3, 0) == pytest.approx(1 / 1.1)
-    assert dpboost_leaf_sensitivity(1.0, 0.1, 0.3, 10) == pytest.approx(2 * 0.7**10)
+    # DPBoost Corollary 2: clipped to g*(1-eta)^t, a leaf moves by min(g*/(1+lambda), 2 g*(1-eta)^t)
+    for t in (0, 10):
+        clip = geometric_leaf_clip_threshold(1.0, 0.3, t)
+        assert leaf_value_sensitivity(1.0, 0.1, 0.0, clip) == pytest.approx(
+            min(1 / 1.1, 2 * 0.7**t))
     with pytest.raises(ValueError, match="learning_rate"):
         geometric_leaf_clip_threshold(1.0, 1.5, 0)
     with pytest.raises(ValueError, match="tree_index"):
@@ -144,6 +114,8 @@ def test_histogram_sensitivities():
     assert gradient_histogram_l2_sensitivity(1.0, 0.25) ** 2 == pytest.approx(17 / 16)
     assert gradient_histogram_l2_sensitivity(1.0, 0.25, n_features=10) ** 2 == pytest.approx(170 / 16)
     assert gradient_histogram_l1_sensitivity(0.5, n_features=8) == 4.0
+    # Hessian sums alone (the iterative-Hessian sketch): sqrt(F) h*
+    assert gradient_histogram_l2_sensitivity(0.0, 0.25, n_features=16) == pytest.approx(1.0)
 
 
 def test_histogram_l2_sensitivity_brute_force():
@@ -165,26 +137,24 @@ def test_leaf_balanced_sigmas_are_as_private_as_one_gaussian():
         assert (g / sg) ** 2 + (h / sh) ** 2 == pytest.approx(1 / z**2)
     sg, sh = leaf_balanced_sigmas(z, g, h, 0.5)
     assert sg / g == pytest.approx(sh / h)  # r = 0.5: no rebalancing
-    # smaller r gives the Hessian sum more budget, i.e. less noise
-    assert leaf_balanced_sigmas(z, g, h, 0.1)[1] < sh
+    # a larger r (the denominator's share) gives the Hessian sum less noise
+    assert leaf_balanced_sigmas(z, g, h, 0.9)[1] < sh < leaf_balanced_sigmas(z, g, h, 0.1)[1]
+    # Maddock et al.'s spherical noise: r = h*^2 / (g*^2 + h*^2) gives sigma_G = sigma_H
+    sg, sh = leaf_balanced_sigmas(z, g, h, h**2 / (g**2 + h**2))
+    assert sg == pytest.approx(sh) == pytest.approx(z * math.sqrt(g**2 + h**2))
     with pytest.raises(ValueError, match="ratio"):
         leaf_balanced_sigmas(z, g, h, 1.0)
-
-
-def test_summation_rounding_slack():
-    assert summation_rounding_slack(1, 1.0) == pytest.approx(2 * 2.0**-53 / (1 - 2.0**-53))
-    assert summation_rounding_slack(10**6, 1.0) == pytest.approx(2 * 1e12 * 2.0**-53, rel=1e-6)
-    with pytest.raises(ValueError, match="n_rows"):
-        summation_rounding_slack(0, 1.0)
 
 
 @pytest.mark.parametrize(
     "call",
     [
         lambda: dpxgboost_gain_sensitivity(0.0),
-        lambda: leaf_value_sensitivity(1.0, -1.0),
-        lambda: min_child_leaf_sensitivity(1.0, 0.0, 0),
+        lambda: leaf_value_sensitivity(1.0, -1.0, 0.0, 1.0),
+        lambda: leaf_value_sensitivity(1.0, 1.0, -1.0, 1.0),
+        lambda: leaf_value_sensitivity(1.0, 1.0, 0.0, 0.0),
         lambda: gradient_histogram_l2_sensitivity(1.0, -0.1),
+        lambda: gradient_histogram_l2_sensitivity(0.0, 0.0),
         lambda: gradient_histogram_l1_sensitivity(1.0, n_features=0),
     ],
 )

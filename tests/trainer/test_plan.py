@@ -1,0 +1,93 @@
+"""The release plan (plan.py): calibration to a total (ε, δ) under each accountant, and the
+ε of a plan as a function of its scale."""
+import numpy as np
+import pytest
+
+from dpxgb_dask import plan as plan_module
+from dpxgb_dask.params import PRESETS, resolve_params
+from dpxgb_dask.plan import ReleasePlan, calibrate_scale, make_plan
+from dpxgb_dask.privacy.accountants import PLDAccountant, RDPAccountant, get_accountant
+from dpxgb_dask.privacy.validation import BudgetError, PrivacyLeakWarning
+
+BOUNDS = np.tile([0.0, 1.0], (4, 1))
+
+
+@pytest.mark.parametrize("accountant", ["basic", "rdp", "pld"])
+@pytest.mark.parametrize("preset, epsilon, delta", [
+    (None, 0.3, 1e-6), (None, 4.0, 1e-5), ("dp-xgboost", 4.0, 1e-6),
+    ("s-bdt", 0.3, 1e-6), ("maddock", 4.0, 1e-6), ("dpboost", 0.3, 1e-5),
+])
+def test_calibration_round_trip_within_rtol(preset, epsilon, delta, accountant):
+    params = resolve_params("binary:logistic", preset=preset, epsilon=epsilon, delta=delta,
+                            accountant=accountant, n_estimators=12, max_depth=3,
+                            feature_bounds=BOUNDS)
+    plan = make_plan(params, 4)
+    # the ledger rebuilt from the plan's noise parameters only
+    spent = get_accountant(accountant).get_epsilon(plan.ledger(), delta)
+    assert (1 - 1e-2) * epsilon <= spent <= epsilon
+
+
+@pytest.mark.parametrize("accountant", [RDPAccountant(), PLDAccountant()], ids=["rdp", "pld"])
+def test_epsilon_is_monotone_and_continuous_in_the_scale(accountant):
+    """Choosing "amplified or not" per term once made RDP jump from 2.13 to 4.29 between
+    two close scales; the plan's ε must grow in comparable steps on a fine grid."""
+    params = resolve_params("binary:logistic", preset="dp-xgboost", n_estimators=20,
+                            max_depth=4, subsample=0.2, feature_bounds=BOUNDS)
+    for scales in (np.linspace(0.55, 0.75, 21), np.linspace(1.0, 3.0, 21)):
+        values = [accountant.get_epsilon(ReleasePlan(params, 4, s).ledger(), 1e-6)
+                  for s in scales]
+        steps = np.diff(values)
+        assert steps.min() > 0, values
+        assert steps.max() < 2 * np.median(steps), values
+
+
+def test_calibration_refuses_an_accountant_that_jumps_over_the_target(monkeypatch):
+    class Jumpy:
+        """ε of the first release's ε, times 10 above 0.5: no scale spends 3."""
+
+        def get_epsilon(self, ledger, delta):
+            eps = sum(e.epsilon for e in ledger)
+            return eps if eps < 0.5 else 10 * eps
+
+    params = resolve_params("binary:logistic", preset="dp-xgboost", epsilon=3.0,
+                            accountant="basic", n_estimators=5, feature_bounds=BOUNDS)
+    monkeypatch.setattr(plan_module, "get_accountant", lambda name: Jumpy())
+    with pytest.raises(BudgetError, match="jumps over the target"):
+        calibrate_scale(params, 4)
+    monkeypatch.undo()
+    assert 3.0 * (1 - 1e-2) <= get_accountant("basic").get_epsilon(
+        ReleasePlan(params, 4, calibrate_scale(params, 4)).ledger(), 0.0) <= 3.0
+
+
+def test_the_plan_never_spends_more_than_the_fixed_releases_allow():
+    params = resolve_params("binary:logistic", epsilon=1.0, bounds_epsilon=1.0,
+                            n_estimators=5)
+    with pytest.raises(BudgetError, match="bounds_epsilon"):
+        calibrate_scale(params, 4)
+
+
+@pytest.mark.parametrize("preset", [None, *PRESETS])
+def test_every_sensitivity_of_the_plan_comes_from_the_sensitivity_module(preset):
+    from dpxgb_dask.privacy import sensitivity
+
+    params = resolve_params("binary:logistic", preset=preset, epsilon=1.0, n_estimators=3,
+                            max_depth=3, feature_bounds=BOUNDS)
+    plan = make_plan(params, 4)
+    h = params.hessian_bound if params.newton else 1.0
+    expected = {
+        ("sketch", "laplace"): sensitivity.gradient_histogram_l1_sensitivity(1.0, 4),
+        ("sketch", "gaussian"): sensitivity.gradient_histogram_l2_sensitivity(0.0, h, 4),
+        ("split", "gaussian"): sensitivity.gradient_histogram_l2_sensitivity(
+            params.gradient_bound, h, 4),
+    }
+    if params.gain_sensitivity == "dpboost":
+        with pytest.warns(PrivacyLeakWarning):
+            expected["split", "exponential"] = sensitivity.dpboost_gain_sensitivity(
+                params.gradient_bound, params.reg_lambda)
+    else:
+        expected["split", "exponential"] = sensitivity.dpxgboost_gain_sensitivity(
+            params.gradient_bound)
+    for release in plan.releases.values():
+        key = (release.purpose, release.mechanism)
+        if key in expected:
+            assert release.sensitivity == expected[key], key
