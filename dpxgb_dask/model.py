@@ -197,10 +197,11 @@ class Booster:
 
     def _as_features(self, X):
         if hasattr(X, "columns") and getattr(X, "ndim", 2) == 2 and self.feature_names is not None:
-            missing = [c for c in self.feature_names if c not in X.columns]
+            by_name = {str(c): c for c in X.columns}  # names are kept as strings
+            missing = [c for c in self.feature_names if c not in by_name]
             if missing:
                 raise ValueError(f"X lacks the training columns {missing}")
-            X = X[self.feature_names]
+            X = X[[by_name[c] for c in self.feature_names]]
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}")

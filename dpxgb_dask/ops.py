@@ -94,7 +94,8 @@ def make_part(X, y, objective, label_bounds=None):
     ------
     ValueError
         Naming ``X`` or ``y``: lengths differ, non-numeric values, labels outside {0, 1}
-        (binary:logistic) or outside ``label_bounds``, infinite feature values.
+        (binary:logistic), infinite feature values. Regression labels outside
+        ``label_bounds`` are clipped to them instead.
     """
     try:
         X = np.asarray(X)
@@ -119,9 +120,9 @@ def make_part(X, y, objective, label_bounds=None):
         if not np.isin(y, (0.0, 1.0)).all():
             raise ValueError("y must hold only the labels 0 and 1 for binary:logistic")
     elif label_bounds is not None:
-        lo, hi = label_bounds
-        if ((y < lo) | (y > hi)).any():
-            raise ValueError(f"y holds labels outside label_bounds=({lo}, {hi})")
+        # Outside the public domain: clipped, never refused (a refusal would tell whether
+        # some private row lies outside).
+        y = np.clip(y, *label_bounds)
     return RawPart(X, y)
 
 

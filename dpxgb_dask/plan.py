@@ -228,6 +228,13 @@ def calibrate_scale(params, n_features, rtol=1e-3):
     if p.dp_epsilon_per_tree is not None:
         return float(p.dp_epsilon_per_tree)
     target = p.epsilon
+    gaussian = sorted(r.purpose for r in ReleasePlan(p, n_features, 1.0).releases.values()
+                      if r.mechanism == "gaussian")
+    if p.delta == 0.0 and gaussian:
+        raise BudgetError(f"delta=0 cannot be met: this method's {', '.join(gaussian)} "
+                          "releases use the Gaussian mechanism, whose epsilon at delta=0 is "
+                          "infinite. Give delta > 0 (e.g. 1e-6), or a method with pure-epsilon "
+                          "releases only (preset='dp-xgboost' or 'dpboost').")
     if p.bounds_epsilon is not None and p.feature_bounds is None and p.bounds_epsilon >= target:
         raise BudgetError(f"bounds_epsilon={p.bounds_epsilon} leaves nothing of epsilon={target}")
     final = get_accountant(p.accountant)

@@ -1,12 +1,24 @@
 """scikit-learn estimators: ``DPXGBClassifier`` and ``DPXGBRegressor``.
 
 They follow the estimator contract (parameters stored as given in ``__init__``, fitted
-attributes ending in ``_``, ``get_params`` / ``set_params`` / ``clone``), and Dask's:
-``client=None`` uses the default client or an embedded LocalCluster, dask inputs predict
-lazily, and pickling drops the client.
+attributes ending in ``_``, ``get_params`` / ``set_params`` / ``clone``, scikit-learn's
+input validation and its estimator checks: ``tests/trainer/test_estimator_checks.py``), and
+Dask's: ``client=None`` uses the default client or an embedded LocalCluster, dask inputs
+predict lazily, and pickling drops the client.
+
+In-memory inputs (NumPy, pandas, lists) are validated in the user's process, who holds the
+rows anyway: shapes, dtypes, sparse matrices, complex values, infinite features, NaN or inf
+labels and the number of features at predict time raise there, as scikit-learn's
+estimators do. NaN in X is a missing value (routed by each split's default direction);
+at predict time ±inf is clipped to the feature's public bounds, as every value outside
+them is. Regression labels outside ``label_bounds`` are clipped to them. Dask inputs are
+not read in the user's process: only their metadata is checked.
 """
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .plan import model_privacy_report
 from .training import train
@@ -71,26 +83,84 @@ class _DPXGBModel(BaseEstimator):
         self.dp_params = dp_params
         self.verbose = verbose
 
-    def _train_params(self):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN is a missing value
+        tags.input_tags.sparse = False    # refused with a message that names .toarray()
+        tags.non_deterministic = self.random_state is None  # DP noise from a fresh secret
+        return tags
+
+    def _train_params(self, feature_names):
         params = dict(self.dp_params or {})
         for name in ("n_estimators", "max_depth", "learning_rate", "reg_lambda", "subsample",
                      "min_child_weight", "max_bin", "epsilon", "delta", "dp_epsilon_per_tree",
-                     "feature_bounds", "label_bounds", "bounds_epsilon", "random_state"):
+                     "label_bounds", "bounds_epsilon", "random_state"):
             value = getattr(self, name)
             if value is not None:
                 params[name] = value
+        if self.feature_bounds is not None:
+            params["feature_bounds"] = _bounds_by_name(self.feature_bounds, feature_names)
         params["objective"] = self._objective
         params["preset"] = self.preset
         return params
 
+    def _validate_fit_input(self, X, y, y_numeric):
+        """In-memory X and y checked and converted (float64, NaN kept); dask collections
+        pass as they are (their rows stay on the cluster)."""
+        if _is_dask(X) or _is_dask(y):
+            return X, y
+        frame = X if hasattr(X, "columns") else None
+        X_checked, y_checked = validate_data(
+            self, X, y, accept_sparse=False, dtype=np.float64, ensure_all_finite="allow-nan",
+            y_numeric=y_numeric)
+        if frame is not None and not any(
+                str(dtype) in ("category", "string") or dtype == object for dtype in frame.dtypes):
+            # keep the names: the model stores them and predicts on frames by name
+            import pandas as pd
+
+            X_checked = pd.DataFrame(X_checked, columns=[str(c) for c in frame.columns],
+                                     index=frame.index)
+        return X_checked, y_checked
+
     def _fit(self, X, y):
-        booster = train(self._train_params(), X, y, client=self.client, verbose=self.verbose)
+        names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+        booster = train(self._train_params(names), X, y, client=self.client,
+                        verbose=self.verbose)
         self.booster_ = booster
-        self.n_features_in_ = booster.n_features
-        if booster.feature_names is not None:
-            self.feature_names_in_ = np.asarray(booster.feature_names, dtype=object)
+        if _is_dask(X):  # (validate_data set these for in-memory X)
+            self.n_features_in_ = booster.n_features
+            if hasattr(X, "columns") and all(isinstance(c, str) for c in X.columns):
+                self.feature_names_in_ = np.asarray(booster.feature_names, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
         self.epsilon_spent_ = float(booster.ledger["epsilon"])
         return self
+
+    def _validate_predict_input(self, X):
+        check_is_fitted(self, "booster_")
+        if _is_dask(X):
+            return X
+        return validate_data(self, X, reset=False, accept_sparse=False, dtype=np.float64,
+                             ensure_all_finite=False)
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (classifier) or R² (regressor) of ``predict(X)`` against ``y``; dask
+        inputs are predicted on the cluster and only the predictions and labels are
+        gathered to score them."""
+        if not (_is_dask(X) or _is_dask(y) or _is_dask(sample_weight)):
+            return float(self._metric(y, self.predict(X), sample_weight=sample_weight))
+        import dask
+
+        def flat(values):
+            if values is None:
+                return None
+            values = values.to_dask_array() if hasattr(values, "to_dask_array") else values
+            return values.reshape(-1) if hasattr(values, "reshape") else values
+
+        prediction, y_true, weight = dask.compute(flat(self.predict(X)), flat(y),
+                                                  flat(sample_weight))
+        return float(self._metric(np.asarray(y_true), np.asarray(prediction),
+                                  sample_weight=weight))
 
     def privacy_report(self):
         """ε of the fit under every accountant, and the ledger's events as rows.
@@ -101,9 +171,11 @@ class _DPXGBModel(BaseEstimator):
             ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant",
             "epsilon", "events": [dict, ...]}``
         """
+        check_is_fitted(self, "booster_")
         return model_privacy_report(self.booster_.ledger)
 
     def _margin(self, X):
+        X = self._validate_predict_input(X)
         return self.booster_.predict(X, output_margin=True)
 
     def __sklearn_clone__(self):
@@ -129,6 +201,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
     """
 
     _objective = "binary:logistic"
+    _metric = staticmethod(accuracy_score)
+    score = _DPXGBModel.score  # (ClassifierMixin's cannot score dask collections)
 
     def fit(self, X, y):
         """Fit on X (n_rows, n_features) and binary labels y (n_rows,).
@@ -136,30 +210,43 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         NumPy / pandas labels may be any two values (mapped to 0/1 in sorted order); dask
         labels must already be 0 and 1 (reading their set would need a pass over the data).
         """
+        X, y = self._validate_fit_input(X, y, y_numeric=False)
         if _is_dask(y):
             self.classes_ = np.array([0, 1])
             encoded = y
         else:
             y_values = np.asarray(y).reshape(-1)
+            check_classification_targets(y_values)
+            target = type_of_target(y_values, input_name="y")
+            if target not in ("binary", "unknown") and np.unique(y_values).size > 2:
+                raise ValueError("Only binary classification is supported. The type of the "
+                                 f"target is {target}.")
             classes = np.unique(y_values)
-            if classes.size > 2:
-                raise ValueError(f"y has {classes.size} classes; DPXGBClassifier is binary")
             if classes.size < 2:
-                raise ValueError("y has a single class; a classifier needs two")
+                raise ValueError(f"y contains 1 class ({classes[0]!r}); a classifier needs "
+                                 "two")
             self.classes_ = classes
             encoded = (y_values == classes[1]).astype(np.float64)
         return self._fit(X, encoded)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary only
+        return tags
+
+    def decision_function(self, X):
+        """Raw margins (log-odds of ``classes_[1]``), shape (n_rows,) (lazy for dask)."""
+        margin = self._margin(X)
+        return _as_dask_array(margin) if _is_dask(margin) else margin
 
     def predict_proba(self, X):
         """Probabilities, shape (n_rows, 2) (a lazy dask array for dask inputs)."""
         margin = self._margin(X)
         if _is_dask(margin):
-            import dask.array as da
-
-            p1 = 1.0 / (1.0 + da.exp(-_as_dask_array(margin)))
-            return da.stack([1.0 - p1, p1], axis=1)
-        p1 = 1.0 / (1.0 + np.exp(-margin))
-        return np.stack([1.0 - p1, p1], axis=1)
+            margin = _as_dask_array(margin)
+            return margin.map_blocks(_binary_proba, new_axis=1,
+                                     chunks=(margin.chunks[0], (2,)), dtype=np.float64)
+        return _binary_proba(margin)
 
     def predict(self, X):
         """Class labels from ``classes_``, shape (n_rows,) (lazy for dask inputs)."""
@@ -169,6 +256,12 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
 
             return da.where(_as_dask_array(margin) > 0, self.classes_[1], self.classes_[0])
         return self.classes_[(margin > 0).astype(int)]
+
+
+def _binary_proba(margin):
+    """(P(classes_[0]), P(classes_[1])) of margins, shape (n_rows, 2)."""
+    p1 = 1.0 / (1.0 + np.exp(-margin))
+    return np.stack([1.0 - p1, p1], axis=1)
 
 
 def _as_dask_array(margin):
@@ -183,11 +276,42 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
     """
 
     _objective = "reg:squarederror"
+    _metric = staticmethod(r2_score)
+    score = _DPXGBModel.score  # (RegressorMixin's cannot score dask collections)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # scikit-learn's check_regressors_train asks R² > 0.5 of a fit on 200 rows; the DP
+        # noise on so few rows (e.g. ε = 8, label_bounds (-5, 5)) keeps it below.
+        tags.regressor_tags.poor_score = True
+        return tags
 
     def fit(self, X, y):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds."""
+        X, y = self._validate_fit_input(X, y, y_numeric=True)
         return self._fit(X, y)
 
     def predict(self, X):
-        """Predictions, shape (n_rows,) (lazy for dask inputs)."""
-        return self._margin(X)
+        """Predictions clipped to ``label_bounds``, shape (n_rows,) (lazy for dask
+        inputs): the label is known to lie there, so clipping is free post-processing."""
+        X = self._validate_predict_input(X)
+        prediction = self.booster_.predict(X)
+        return _as_dask_array(prediction) if _is_dask(prediction) else prediction
+
+
+def _bounds_by_name(bounds, feature_names):
+    """``feature_bounds`` as given, or, for a dict ``{column: (lo, hi)}``, as an array in
+    the order of the columns of X (every column needs its bounds)."""
+    if not isinstance(bounds, dict):
+        return bounds
+    if feature_names is None:
+        raise ValueError("feature_bounds given as a dict needs X with column names (a "
+                         "pandas or dask DataFrame); give an (n_features, 2) array otherwise")
+    given = {str(k): v for k, v in bounds.items()}
+    missing = [c for c in feature_names if c not in given]
+    if missing:
+        raise ValueError(f"feature_bounds has no bounds for the columns {missing}")
+    unknown = sorted(set(given) - set(feature_names))
+    if unknown:
+        raise ValueError(f"feature_bounds names columns that X does not have: {unknown}")
+    return np.array([given[c] for c in feature_names], dtype=np.float64)

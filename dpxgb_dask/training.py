@@ -54,10 +54,13 @@ def _client_or_embedded(client, n_workers=2, threads_per_worker=1):
     from distributed import Client, LocalCluster, default_client
 
     try:
-        yield default_client()
+        current = default_client()
+    except ValueError:  # no default client: an embedded cluster
+        current = None
+    if current is not None:
+        # (not inside the try: an error of the caller's block must not start a cluster)
+        yield current
         return
-    except ValueError:
-        pass
     with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                       processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as embedded:

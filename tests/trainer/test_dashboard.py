@@ -8,11 +8,9 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 
-import numpy as np
 import pytest
 
 from dpxgb_dask.dashboard import FitBoard, page_link, render_page

@@ -242,11 +242,22 @@ def test_bad_input_is_refused_by_name_and_leaves_nothing_behind(client, seed,
     assert _cluster_is_clean(client)
 
 
-def test_regression_labels_outside_label_bounds_are_refused(client, seed, regression_data):
+def test_regression_labels_outside_label_bounds_are_clipped(client, seed, regression_data):
+    """Neighbouring datasets, one with a label far outside the public bounds and one with
+    that label at the bound, take the same path: the very same model (no refusal that
+    would reveal the row)."""
+    import dask.array as da
+
     X, y, bounds, _ = regression_data
-    with pytest.raises(ValueError, match="label_bounds"):
-        train({"objective": "reg:squarederror", "feature_bounds": bounds,
-               "label_bounds": (-1.0, 1.0), "random_state": seed, **SMALL}, X, y, client=client)
+    params = {"objective": "reg:squarederror", "feature_bounds": bounds,
+              "label_bounds": (-5.0, 5.0), "random_state": seed, **SMALL}
+    outside, at_bound = y.copy(), y.copy()
+    outside[17], at_bound[17] = 1e6, 5.0
+    inputs = lambda labels: (da.from_array(X, chunks=(1000, X.shape[1])),  # noqa: E731
+                             da.from_array(labels, chunks=1000))
+    model_outside = train(params, *inputs(outside), client=client)
+    model_at_bound = train(params, *inputs(at_bound), client=client)
+    assert model_outside == model_at_bound
     with pytest.raises(ValueError, match="label_bounds is required"):
         train({"objective": "reg:squarederror", "feature_bounds": bounds,
                "random_state": seed, **SMALL}, X, y, client=client)

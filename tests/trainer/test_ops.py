@@ -37,8 +37,9 @@ def test_make_part_validates_and_names_the_argument():
         ops.make_part(np.zeros((3, 2)), np.zeros(2), "reg:squarederror")
     with pytest.raises(ValueError, match="0 and 1"):
         ops.make_part(np.zeros((2, 2)), np.array([0.0, 2.0]), "binary:logistic")
-    with pytest.raises(ValueError, match="label_bounds"):
-        ops.make_part(np.zeros((2, 2)), np.array([0.0, 2.0]), "reg:squarederror", (0.0, 1.0))
+    # outside label_bounds: clipped, not refused
+    part = ops.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]), "reg:squarederror", (0.0, 1.0))
+    np.testing.assert_array_equal(part.y, [0.0, 1.0])
     with pytest.raises(ValueError, match="X must hold numbers"):
         ops.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1), "reg:squarederror")
     with pytest.raises(ValueError, match="infinite"):

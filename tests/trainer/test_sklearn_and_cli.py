@@ -115,3 +115,136 @@ def test_booster_predicts_dask_inputs_lazily_and_parquet_cli(client, seed, class
                  "--out", str(tmp_path / "p.csv")]) == 0
     np.testing.assert_allclose(pd.read_csv(tmp_path / "p.csv")["prediction"],
                                model.booster_.predict(X))
+
+
+# -- scikit-learn's contract beyond its checks (issue 13, item 6) ----------------------------
+
+def _frames(X, y, npartitions=3):
+    import dask.dataframe as dd
+
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    return (frame, dd.from_pandas(frame, npartitions=npartitions),
+            dd.from_pandas(pd.Series(y), npartitions=npartitions))
+
+
+def test_unfitted_estimators_raise_not_fitted(classification_data):
+    from sklearn.exceptions import NotFittedError
+
+    X, _, _ = classification_data
+    for method in ("predict", "predict_proba", "decision_function", "score", "privacy_report"):
+        model = DPXGBClassifier()
+        args = {"score": (X, np.zeros(len(X))), "privacy_report": ()}.get(method, (X,))
+        with pytest.raises(NotFittedError):
+            getattr(model, method)(*args)
+    with pytest.raises(NotFittedError):
+        DPXGBRegressor().predict(X)
+
+
+def test_dask_dataframes_predict_proba_decide_and_score_like_numpy(client, seed,
+                                                                   classification_data):
+    import dask.array as da
+
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(feature_bounds=bounds, random_state=seed, client=client,
+                            **SMALL).fit(X, y)
+    _, X_frame, y_series = _frames(X, y)
+    margin = model.booster_.predict(X, output_margin=True)
+    np.testing.assert_array_equal(model.decision_function(X), margin)
+    lazy = model.decision_function(X_frame)
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), margin)
+    proba = model.predict_proba(X_frame)
+    assert isinstance(proba, da.Array)
+    np.testing.assert_allclose(proba.compute(), model.predict_proba(X))
+    assert model.score(X_frame, y_series) == pytest.approx(model.score(X, y))
+    assert model.score(X, y) == pytest.approx(np.mean(model.predict(X) == y))
+
+
+def test_regressor_predictions_are_clipped_to_the_label_bounds_in_every_api(
+        client, seed, regression_data):
+    import dask.array as da
+
+    X, y, bounds, _ = regression_data
+    model = DPXGBRegressor(feature_bounds=bounds, label_bounds=(-1.0, 1.0),
+                           random_state=seed, client=client, **SMALL).fit(X, y)
+    raw = model.booster_.predict(X, output_margin=True)
+    # Narrower bounds on the fitted model, so that the clipping bites for half the rows.
+    q = float(np.median(np.abs(raw)))
+    model.booster_.label_bounds = (-q, q)
+    expected = np.clip(raw, -q, q)
+    assert (expected != raw).mean() > 0.4
+    _, X_frame, _ = _frames(X, y)
+    np.testing.assert_array_equal(model.predict(X), expected)
+    np.testing.assert_array_equal(model.booster_.predict(X), expected)
+    np.testing.assert_allclose(model.predict(da.from_array(X, chunks=(1000, 5))).compute(),
+                               expected)
+    np.testing.assert_allclose(model.predict(X_frame).compute(), expected)
+    assert model.score(X, y) == pytest.approx(model.score(X_frame, _frames(X, y)[2]))
+
+
+def test_integer_column_labels_and_nullable_dtypes(client, seed, classification_data):
+    X, y, bounds = classification_data
+    params = dict(feature_bounds=bounds, random_state=seed, client=client, **SMALL)
+    on_array = DPXGBClassifier(**params).fit(X, y)
+    int_columns = pd.DataFrame(X)  # columns 0..5
+    on_frame = DPXGBClassifier(**params).fit(int_columns, y)
+    np.testing.assert_array_equal(on_frame.predict_proba(int_columns),
+                                  on_array.predict_proba(X))
+    np.testing.assert_array_equal(on_frame.booster_.predict(int_columns),
+                                  on_array.booster_.predict(X))
+    nullable = pd.DataFrame(X, columns=list("abcdef")).astype("Float64")  # NaN -> pd.NA
+    assert nullable.isna().to_numpy().sum() == np.isnan(X).sum() > 0
+    on_nullable = DPXGBClassifier(**params).fit(nullable, pd.Series(y, dtype="Int64"))
+    np.testing.assert_array_equal(on_nullable.predict_proba(nullable),
+                                  on_array.predict_proba(X))
+
+
+def test_feature_bounds_by_column_name(client, seed, classification_data):
+    X, y, bounds = classification_data
+    frame, X_frame, y_series = _frames(X, y)
+    by_name = {f"f{i}": tuple(bounds[i]) for i in range(X.shape[1])}
+    params = dict(random_state=seed, client=client, **SMALL)
+    expected = DPXGBClassifier(feature_bounds=bounds, **params).fit(frame, y)
+    shuffled = dict(reversed(list(by_name.items())))  # order of the dict does not matter
+    assert DPXGBClassifier(feature_bounds=shuffled, **params).fit(frame, y).booster_ == \
+        expected.booster_
+    on_dask = DPXGBClassifier(feature_bounds=by_name, **params).fit(X_frame, y_series)
+    np.testing.assert_array_equal(on_dask.booster_.feature_bounds, bounds)
+    with pytest.raises(ValueError, match=r"no bounds for the columns \['f5'\]"):
+        DPXGBClassifier(feature_bounds={k: v for k, v in by_name.items() if k != "f5"},
+                        **params).fit(frame, y)
+    with pytest.raises(ValueError, match=r"does not have: \['g'\]"):
+        DPXGBClassifier(feature_bounds=dict(by_name, g=(0, 1)), **params).fit(frame, y)
+    with pytest.raises(ValueError, match="needs X with column names"):
+        DPXGBClassifier(feature_bounds=by_name, **params).fit(X, y)
+
+
+def test_delta_zero_says_which_releases_need_delta(client, seed, classification_data):
+    from dpxgb_dask.privacy.validation import BudgetError
+
+    X, y, bounds = classification_data
+    with pytest.raises(BudgetError, match=r"delta=0 cannot be met: .*Gaussian.*delta > 0"):
+        DPXGBClassifier(feature_bounds=bounds, delta=0.0, client=client, **SMALL).fit(X, y)
+    pure = DPXGBClassifier(feature_bounds=bounds, delta=0.0, preset="dp-xgboost",
+                           random_state=seed, client=client, **SMALL).fit(X, y)
+    assert pure.privacy_report()["delta"] == 0.0
+
+
+def test_set_params_with_a_client_then_pickle(client, seed, classification_data):
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(feature_bounds=bounds, random_state=seed, **SMALL)
+    model.set_params(client=client, epsilon=0.5)
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.client is None and restored.epsilon == 0.5
+    model.fit(X, y)
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(again.predict_proba(X), model.predict_proba(X))
+
+
+def test_sparse_input_is_refused_with_the_alternative(classification_data):
+    from scipy import sparse
+
+    X, y, bounds = classification_data
+    with pytest.raises(TypeError, match=r"toarray"):
+        DPXGBClassifier(feature_bounds=bounds, **SMALL).fit(
+            sparse.csr_matrix(np.nan_to_num(X)), y)
