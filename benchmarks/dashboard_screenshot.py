@@ -39,8 +39,10 @@ def main():
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         url = page_link(client)
-        first = DPXGBClassifier(epsilon=1.0, feature_bounds=bounds, client=client).fit(X, y)
-        second = DPXGBClassifier(epsilon=0.3, feature_bounds=bounds, client=client)
+        first = DPXGBClassifier(epsilon=1.0, feature_bounds=bounds, classes=[0, 1],
+                                client=client).fit(X, y)
+        second = DPXGBClassifier(epsilon=0.3, feature_bounds=bounds, classes=[0, 1],
+                                 client=client)
         thread = threading.Thread(target=second.fit, args=(X, y))
         thread.start()
         while True:

@@ -68,6 +68,9 @@ def _print_report(ledger_info, out=None):
     for name in ("basic", "rdp", "pld"):
         out.write(f"epsilon ({name:5s}) = {report[name]:.6g}\n")
     out.write(f"calibrated with the {report['accountant']} accountant\n")
+    for choice in report["not_dp"]:
+        out.write(f"NOT DP: {choice['parameter']} reveals {choice['reveals']}; the epsilon "
+                  "values above account for the DP releases only\n")
 
 
 def _fmt(value):

@@ -346,6 +346,22 @@ def make_plan(params, n_features):
 NEIGHBOURING_RELATION = "add/remove one row"
 
 
+def not_dp_choices(params):
+    """The choices of a fit that are not differentially private (public parameters only).
+
+    Returns
+    -------
+    list of dict
+        ``{"purpose", "parameter", "reveals"}`` per choice; empty for a fully DP fit.
+    """
+    found = []
+    if isinstance(params.feature_bounds, str) and params.feature_bounds == "data":
+        found.append({"purpose": "feature_bounds", "parameter": "feature_bounds='data'",
+                      "reveals": "the exact minimum and maximum of every feature, stored "
+                                 "in the model"})
+    return found
+
+
 def privacy_summary(ledger, params, scale):
     """The privacy part of a model (``Booster.ledger``, JSON-ready): the fit's ledger, its
     δ, the accountant that calibrated it and the ε it reports, and every accountant's ε.
@@ -362,8 +378,10 @@ def privacy_summary(ledger, params, scale):
     -------
     dict
         ``{"events", "delta", "accountant", "epsilon", "epsilon_by_accountant", "scale",
-        "neighbouring_relation"}``; an infinite ε (pure accounting of a Gaussian release
-        at δ = 0) is written as the string ``"inf"``.
+        "neighbouring_relation", "not_dp"}``; an infinite ε (pure accounting of a
+        Gaussian release at δ = 0) is written as the string ``"inf"``. ``not_dp`` lists
+        the fit's non-DP choices (:func:`not_dp_choices`): the ε values account for the DP
+        releases only, and a model with such entries is not differentially private.
     """
     report = privacy_report(ledger, params.delta)
     epsilon = (report[params.accountant] if params.accountant in report
@@ -376,6 +394,7 @@ def privacy_summary(ledger, params, scale):
         "epsilon_by_accountant": {k: _finite_or_text(v) for k, v in report.items()},
         "scale": scale,
         "neighbouring_relation": NEIGHBOURING_RELATION,
+        "not_dp": not_dp_choices(params),
     }
 
 
@@ -391,8 +410,9 @@ def model_privacy_report(summary):
     -------
     dict
         ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant", "epsilon",
-        "neighbouring_relation", "events": [dict, ...]}``: ε under every accountant at the
-        model's δ, the accountant the fit was calibrated with and its ε, and one row per
+        "neighbouring_relation", "not_dp", "is_dp", "events": [dict, ...]}``: ε under
+        every accountant at the model's δ, the accountant the fit was calibrated with and
+        its ε, the non-DP choices (``is_dp`` is False when there is any), and one row per
         release (:meth:`Ledger.table`).
     """
     ledger = Ledger.from_dict(summary["events"])
@@ -401,6 +421,8 @@ def model_privacy_report(summary):
     report["epsilon"] = float(summary["epsilon"])
     report["neighbouring_relation"] = summary.get("neighbouring_relation",
                                                   NEIGHBOURING_RELATION)
+    report["not_dp"] = list(summary.get("not_dp", []))
+    report["is_dp"] = not report["not_dp"]
     report["events"] = ledger.table()
     return report
 

@@ -14,6 +14,8 @@ at predict time ±inf is clipped to the feature's public bounds, as every value 
 them is. Regression labels outside ``label_bounds`` are clipped to them. Dask inputs are
 not read in the user's process: only their metadata is checked.
 """
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
@@ -21,6 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .plan import model_privacy_report
+from .privacy.validation import PrivacyLeakWarning
 from .training import train
 
 
@@ -197,26 +200,68 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
 
     Fitted attributes: ``booster_`` (:class:`dpxgb_dask.Booster`), ``classes_``,
     ``epsilon_spent_`` (under the chosen accountant), ``n_features_in_``.
-    See :class:`_DPXGBModel` for the parameters.
+    See :class:`_DPXGBModel` for the other parameters.
+
+    Parameters
+    ----------
+    classes : array-like of 2 labels, optional
+        The public label set, sorted as ``np.unique`` would (``classes_[1]`` is the
+        positive class). Without it the classes are read from in-memory labels, which is
+        not differentially private (the set of labels present is revealed, e.g. that no
+        row has a rare label) and warns with a :class:`PrivacyLeakWarning`, as diffprivlib
+        does; with it a ``y`` that holds one class only trains. Dask labels are never read
+        in the user's process: with ``classes`` they are encoded lazily (a label other
+        than ``classes[1]`` counts as ``classes[0]``), without it they must be 0 and 1.
     """
 
     _objective = "binary:logistic"
     _metric = staticmethod(accuracy_score)
     score = _DPXGBModel.score  # (ClassifierMixin's cannot score dask collections)
 
+    def __init__(self, n_estimators=None, max_depth=None, learning_rate=None, reg_lambda=None,
+                 subsample=None, min_child_weight=None, max_bin=None, epsilon=None, delta=None,
+                 dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
+                 bounds_epsilon=None, preset=None, random_state=None, client=None,
+                 dp_params=None, verbose=False, classes=None):
+        super().__init__(
+            n_estimators=n_estimators, max_depth=max_depth, learning_rate=learning_rate,
+            reg_lambda=reg_lambda, subsample=subsample, min_child_weight=min_child_weight,
+            max_bin=max_bin, epsilon=epsilon, delta=delta,
+            dp_epsilon_per_tree=dp_epsilon_per_tree, feature_bounds=feature_bounds,
+            label_bounds=label_bounds, bounds_epsilon=bounds_epsilon, preset=preset,
+            random_state=random_state, client=client, dp_params=dp_params, verbose=verbose)
+        self.classes = classes
+
+    def _public_classes(self):
+        classes = np.asarray(self.classes).reshape(-1)
+        if classes.size != 2 or np.unique(classes).size != 2:
+            raise ValueError(f"classes must hold exactly 2 distinct labels (DPXGBClassifier "
+                             f"is binary), got {self.classes!r}")
+        return np.unique(classes)
+
     def fit(self, X, y):
         """Fit on X (n_rows, n_features) and binary labels y (n_rows,).
 
-        NumPy / pandas labels may be any two values (mapped to 0/1 in sorted order); dask
-        labels must already be 0 and 1 (reading their set would need a pass over the data).
+        Labels are encoded as 0 (``classes_[0]``) and 1 (``classes_[1]``); see ``classes``
+        for where ``classes_`` comes from.
         """
         X, y = self._validate_fit_input(X, y, y_numeric=False)
         if _is_dask(y):
-            self.classes_ = np.array([0, 1])
-            encoded = y
+            if self.classes is None:
+                self.classes_ = np.array([0, 1])
+                encoded = y
+            else:
+                self.classes_ = self._public_classes()
+                encoded = (y == self.classes_[1]).astype(np.float64)
+            return self._fit(X, encoded)
+        y_values = np.asarray(y).reshape(-1)
+        check_classification_targets(y_values)
+        if self.classes is not None:
+            self.classes_ = self._public_classes()
+            if not np.isin(y_values, self.classes_).all():
+                # (the user's process holds these labels: this reveals nothing to anyone else)
+                raise ValueError(f"y holds labels outside classes={self.classes_.tolist()!r}")
         else:
-            y_values = np.asarray(y).reshape(-1)
-            check_classification_targets(y_values)
             target = type_of_target(y_values, input_name="y")
             if target not in ("binary", "unknown") and np.unique(y_values).size > 2:
                 raise ValueError("Only binary classification is supported. The type of the "
@@ -224,10 +269,19 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             classes = np.unique(y_values)
             if classes.size < 2:
                 raise ValueError(f"y contains 1 class ({classes[0]!r}); a classifier needs "
-                                 "two")
+                                 "two: give the public label set as classes=")
+            warnings.warn("DPXGBClassifier read its classes from the labels: the set of "
+                          "labels present is not differentially private. Give the public "
+                          "label set as classes=[...] instead.", PrivacyLeakWarning,
+                          stacklevel=2)
             self.classes_ = classes
-            encoded = (y_values == classes[1]).astype(np.float64)
-        return self._fit(X, encoded)
+        encoded = (y_values == self.classes_[1]).astype(np.float64)
+        self._fit(X, encoded)
+        if self.classes is None:
+            self.booster_.ledger.setdefault("not_dp", []).append({
+                "purpose": "classes", "parameter": "classes=None",
+                "reveals": "the set of labels present in y (read in the user's process)"})
+        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -2,7 +2,7 @@
 
 From a laptop with kubectl access (or a Jupyter pod in the cluster)::
 
-    python k8s/train.py data.csv --label y --bounds bounds.json --epsilon 1
+    python k8s/train.py data.csv --label y --bounds bounds.json --classes 0 1 --epsilon 1
 
 It creates the DaskCluster (or connects to it when it exists), trains a DP classifier on
 the CSV's rows (loaded in this process and scattered to the workers), prints the dpxgb
@@ -22,6 +22,8 @@ def main(argv=None):
     parser.add_argument("--label", required=True)
     parser.add_argument("--bounds", required=True, help="JSON {column: [lo, hi]} (public)")
     parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--classes", nargs=2, required=True,
+                        help="the public label set, e.g. --classes 0 1")
     parser.add_argument("--out", default="model.json")
     args = parser.parse_args(argv)
 
@@ -37,12 +39,13 @@ def main(argv=None):
 
     table = pd.read_csv(args.data)
     X, y = table.drop(columns=[args.label]), table[args.label]
+    classes = np.asarray(args.classes).astype(y.dtype)  # public: the column's dtype only
     spec = json.loads(Path(args.bounds).read_text())
     bounds = np.array([spec[c] for c in X.columns], dtype=float)
     with KubeCluster(custom_cluster_spec=str(SPEC)) as cluster, Client(cluster) as client:
         print("dpxgb page:", page_link(client))
-        model = DPXGBClassifier(epsilon=args.epsilon, feature_bounds=bounds, client=client,
-                                verbose=True).fit(X, y)
+        model = DPXGBClassifier(epsilon=args.epsilon, feature_bounds=bounds, classes=classes,
+                                client=client, verbose=True).fit(X, y)
     report = model.privacy_report()
     print(f"epsilon = {report['epsilon']:.4g} ({report['accountant']}), "
           f"delta = {report['delta']:g}")

@@ -43,6 +43,7 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
     assert any("text/html" in d and "noise_multiplier" in d["text/html"] for d in data)
     text = "".join(o.get("text", "") for o in outputs)
     assert "epsilon = 1.0000 under the pld accountant" in text
+    assert "PrivacyLeakWarning" not in text  # public bounds and classes throughout
     assert (tmp_path / "quickstart_model.json").exists()
     model = json.loads((tmp_path / "quickstart_model.json").read_text())
     assert model["ledger"]["epsilon"] == pytest.approx(1.0, rel=1e-3)

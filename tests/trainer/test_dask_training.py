@@ -1,4 +1,5 @@
 """The distributed trainer on a 2-worker LocalCluster."""
+import io
 import json
 
 import numpy as np
@@ -185,6 +186,18 @@ def test_dp_bounds_estimate_and_forced_data_bounds(client, seed, classification_
         forced = train({"feature_bounds": "data", "epsilon": 2.0, "random_state": seed,
                         **SMALL}, X, y, client=client)
     np.testing.assert_allclose(forced.feature_bounds[:, 0], np.nanmin(X, axis=0))
+    # recorded as not DP in the model, and said so by the report and the CLI
+    from dpxgb_dask.cli import _print_report
+    from dpxgb_dask.plan import model_privacy_report
+
+    assert [c["purpose"] for c in forced.ledger["not_dp"]] == ["feature_bounds"]
+    report = model_privacy_report(forced.ledger)
+    assert report["is_dp"] is False and report["not_dp"] == forced.ledger["not_dp"]
+    assert model_privacy_report(booster.ledger)["is_dp"] is True
+    out = io.StringIO()
+    _print_report(forced.ledger, out)
+    assert "NOT DP: feature_bounds='data' reveals the exact minimum and maximum" in \
+        out.getvalue()
 
 
 def test_dp_epsilon_per_tree_reports_the_total(client, seed, classification_data):

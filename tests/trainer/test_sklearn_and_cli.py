@@ -248,3 +248,37 @@ def test_sparse_input_is_refused_with_the_alternative(classification_data):
     with pytest.raises(TypeError, match=r"toarray"):
         DPXGBClassifier(feature_bounds=bounds, **SMALL).fit(
             sparse.csr_matrix(np.nan_to_num(X)), y)
+
+
+def test_classes_are_public_or_read_with_a_warning(client, seed, classification_data):
+    import dask.array as da
+
+    from dpxgb_dask.privacy.validation import PrivacyLeakWarning
+
+    X, y, bounds = classification_data
+    labels = np.where(y > 0, "yes", "no")
+    params = dict(feature_bounds=bounds, random_state=seed, client=client, **SMALL)
+    with pytest.warns(PrivacyLeakWarning, match="classes="):
+        read = DPXGBClassifier(**params).fit(X, labels)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        public = DPXGBClassifier(classes=["yes", "no"], **params).fit(X, labels)
+        # one class present: it trains, since the label set is public
+        one = DPXGBClassifier(classes=["no", "yes"], **params).fit(X, np.full(len(X), "no"))
+        # dask labels are encoded lazily with the public classes
+        on_dask = DPXGBClassifier(classes=["no", "yes"], **params).fit(
+            da.from_array(X, chunks=(1000, 6)), da.from_array(labels, chunks=1000))
+    assert list(public.classes_) == list(read.classes_) == ["no", "yes"]
+    assert [c["purpose"] for c in read.privacy_report()["not_dp"]] == ["classes"]
+    assert read.privacy_report()["is_dp"] is False and public.privacy_report()["is_dp"]
+    assert public.booster_.to_dict()["nodes"] == read.booster_.to_dict()["nodes"]
+    assert on_dask.booster_.to_dict()["nodes"] == read.booster_.to_dict()["nodes"]
+    assert set(one.predict(X)) <= {"no", "yes"}
+    with pytest.raises(ValueError, match=r"labels outside classes=\['no', 'yes'\]"):
+        DPXGBClassifier(classes=["no", "yes"], **params).fit(X, np.where(y > 0, "yes", "maybe"))
+    with pytest.raises(ValueError, match="classes must hold exactly 2 distinct labels"):
+        DPXGBClassifier(classes=[0, 1, 2], **params).fit(X, y)
+    with pytest.raises(ValueError, match="y contains 1 class.*classes="):
+        DPXGBClassifier(**params).fit(X, np.zeros(len(X)))
