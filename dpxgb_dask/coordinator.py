@@ -74,7 +74,13 @@ class Coordinator:
         self.feature_names = feature_names
         self.objective = Objective(params.objective, params.label_bounds)
         self._publish_to = publish or (lambda event: None)
-        self.noise = NoiseSource(params.random_state)
+        #: (warning class, message) raised during the fit (public facts only), emitted in
+        #: the user's process by ``training`` rather than on the scheduler
+        self.warnings = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.noise = NoiseSource(params.random_state)  # warns about guessable seeds
+        self.warnings += [(w.category, str(w.message)) for w in caught]
         self.ledger = Ledger()
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
                         "phases": {}}
@@ -232,10 +238,11 @@ class Coordinator:
         if unresolved:
             # Post-processing of the DP counts: nothing clears the noise (a feature that is
             # mostly missing, or too small a budget): a public default.
-            warnings.warn(f"the DP bounds estimate found no magnitude above the noise for "
-                          f"features {unresolved}; they use the public default range "
-                          f"{decisions.DEFAULT_UNRESOLVED_BOUNDS}. Give feature_bounds or a "
-                          "larger bounds_epsilon.", DPBoundsWarning, stacklevel=2)
+            self.warnings.append((DPBoundsWarning, (
+                f"the DP bounds estimate found no magnitude above the noise for features "
+                f"{unresolved}; they use the public default range "
+                f"{decisions.DEFAULT_UNRESOLVED_BOUNDS}. Give feature_bounds or a larger "
+                "bounds_epsilon.")))
         self._publish({"event": "bounds", "epsilon": p.bounds_epsilon})
         return bounds
 

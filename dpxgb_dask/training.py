@@ -135,7 +135,7 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
                 progress.update({"releases": coordinator.unpublished_releases()})
             board.end(fit_id, *ended)
         await backend.close()
-    result = {"model": booster.to_dict()}
+    result = {"model": booster.to_dict(), "warnings": coordinator.warnings}
     if with_timings:
         result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
                                  worker_seconds=backend.worker_seconds,
@@ -263,7 +263,16 @@ def train_in_process(params, X, y, n_partitions=1, publish=None):
     states = [ops.load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
     coordinator = Coordinator(params, make_plan(params, X.shape[1]), LocalBackend(states),
                               X.shape[1], publish=publish)
-    return asyncio.run(coordinator.fit()), coordinator
+    booster = asyncio.run(coordinator.fit())
+    emit_warnings(coordinator.warnings, stacklevel=3)
+    return booster, coordinator
+
+
+def emit_warnings(records, stacklevel=3):
+    """Raise in this process the warnings a fit's coordinator recorded (on the scheduler),
+    as the same warning classes."""
+    for category, message in records:
+        warnings.warn(message, category, stacklevel=stacklevel)
 
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False):
@@ -344,6 +353,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
             if not coordinated:
                 _drop_fit(c, fit_id)
     booster = Booster.from_dict(result["model"])
+    emit_warnings(result.get("warnings", ()), stacklevel=3)
     if p.epsilon is None:
         # dp_epsilon_per_tree: the total is known only now.
         warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
