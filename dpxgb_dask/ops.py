@@ -93,9 +93,9 @@ def make_part(X, y, objective, label_bounds=None):
     Raises
     ------
     ValueError
-        Naming ``X`` or ``y``: lengths differ, non-numeric values, labels outside {0, 1}
-        (binary:logistic), infinite feature values. Regression labels outside
-        ``label_bounds`` are clipped to them instead.
+        Naming ``X`` or ``y``: lengths differ, non-numeric values, NaN labels. Labels
+        outside [0, 1] (binary:logistic) or ``label_bounds`` are clipped to them instead,
+        and infinite features are kept (binned to the ends of their public bounds).
     """
     try:
         X = np.asarray(X)
@@ -112,16 +112,14 @@ def make_part(X, y, objective, label_bounds=None):
     if X.shape[0] != y.shape[0]:
         # No counts in the message: for data that lives only in the cluster they are private.
         raise ValueError("X and y must have the same number of rows in every partition")
-    if np.isinf(X).any():
-        raise ValueError("X holds infinite values; use NaN for missing values")
     if np.isnan(y).any():
         raise ValueError("y holds NaN labels")
+    # Values outside the public domain are clipped, never refused (a refusal would tell
+    # whether some private row lies outside): ±inf features go to the first or last bin of
+    # the public bounds like any value beyond them; labels to [0, 1] or label_bounds.
     if objective == "binary:logistic":
-        if not np.isin(y, (0.0, 1.0)).all():
-            raise ValueError("y must hold only the labels 0 and 1 for binary:logistic")
+        y = np.clip(y, 0.0, 1.0)
     elif label_bounds is not None:
-        # Outside the public domain: clipped, never refused (a refusal would tell whether
-        # some private row lies outside).
         y = np.clip(y, *label_bounds)
     return RawPart(X, y)
 
@@ -684,10 +682,11 @@ def feature_min_max(part):
     """
     out = np.full((part.X.shape[1], 2), np.nan)
     if part.n_rows:
+        X = np.where(np.isinf(part.X), np.nan, part.X)  # the finite extremes
         with np.errstate(all="ignore"):
-            valid = ~np.all(np.isnan(part.X), axis=0)
-            out[valid, 0] = np.nanmin(part.X[:, valid], axis=0)
-            out[valid, 1] = np.nanmax(part.X[:, valid], axis=0)
+            valid = ~np.all(np.isnan(X), axis=0)
+            out[valid, 0] = np.nanmin(X[:, valid], axis=0)
+            out[valid, 1] = np.nanmax(X[:, valid], axis=0)
     return out
 
 

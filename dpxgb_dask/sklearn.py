@@ -7,12 +7,13 @@ Dask's: ``client=None`` uses the default client or an embedded LocalCluster, das
 predict lazily, and pickling drops the client.
 
 In-memory inputs (NumPy, pandas, lists) are validated in the user's process, who holds the
-rows anyway: shapes, dtypes, sparse matrices, complex values, infinite features, NaN or inf
-labels and the number of features at predict time raise there, as scikit-learn's
-estimators do. NaN in X is a missing value (routed by each split's default direction);
-at predict time ±inf is clipped to the feature's public bounds, as every value outside
-them is. Regression labels outside ``label_bounds`` are clipped to them. Dask inputs are
-not read in the user's process: only their metadata is checked.
+rows anyway: shapes, dtypes, sparse matrices, complex values, NaN or inf labels and the
+number of features at predict time raise there, as scikit-learn's estimators do. NaN in X
+is a missing value (routed by each split's default direction) and ±inf lies beyond the
+feature's public bounds (binned to their ends, as every value outside them is). Regression
+labels outside ``label_bounds`` are clipped to them. Dask inputs are not read in the user's
+process: only their metadata is checked, and values outside the public domain are
+clipped on the workers, never refused (``ops.make_part``).
 """
 import warnings
 
@@ -114,7 +115,7 @@ class _DPXGBModel(BaseEstimator):
             return X, y
         frame = X if hasattr(X, "columns") else None
         X_checked, y_checked = validate_data(
-            self, X, y, accept_sparse=False, dtype=np.float64, ensure_all_finite="allow-nan",
+            self, X, y, accept_sparse=False, dtype=np.float64, ensure_all_finite=False,
             y_numeric=y_numeric)
         if frame is not None and not any(
                 str(dtype) in ("category", "string") or dtype == object for dtype in frame.dtypes):

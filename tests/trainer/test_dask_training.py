@@ -233,7 +233,7 @@ def _cluster_is_clean(client, timeout=10.0):
 @pytest.mark.parametrize("change, message", [
     (dict(y=np.zeros(10)), "same number of rows"),
     (dict(X=pd.DataFrame({"a": ["x"] * 4000, "b": 1.0})), "non-numeric"),
-    (dict(y=np.full(4000, 2.0)), "0 and 1"),
+    (dict(y=np.full(4000, np.nan)), "NaN labels"),
     (dict(params={"feature_bounds": np.tile([1.0, 1.0], (6, 1))}), "lo < hi"),
     (dict(params={"feature_bounds": np.tile([0.0, 1.0], (5, 1))}), "5 rows"),
     (dict(params={"epsilon": 0.0}), "epsilon"),
@@ -275,6 +275,29 @@ def test_regression_labels_outside_label_bounds_are_clipped(client, seed, regres
         train({"objective": "reg:squarederror", "feature_bounds": bounds,
                "random_state": seed, **SMALL}, X, y, client=client)
     assert _cluster_is_clean(client)
+
+
+@pytest.mark.parametrize("case", ["binary label outside [0, 1]", "infinite feature"])
+def test_values_outside_the_public_domain_take_the_path_of_the_bound(client, seed,
+                                                                   classification_data, case):
+    """Neighbouring datasets, one with a value outside the public domain and one with that
+    value at the domain's edge, give the very same model: no error, no other branch."""
+    import dask.array as da
+
+    X, y, bounds = classification_data
+    outside_X, edge_X, outside_y, edge_y = X.copy(), X.copy(), y.copy(), y.copy()
+    if case == "binary label outside [0, 1]":
+        outside_y[17], edge_y[17] = 7.0, 1.0
+    else:
+        outside_X[17, 1], edge_X[17, 1] = np.inf, bounds[1, 1]
+        outside_X[29, 2], edge_X[29, 2] = -np.inf, bounds[2, 0]
+    params = {"feature_bounds": bounds, "random_state": seed, **SMALL}
+
+    def fit(X_, y_):
+        return train(params, da.from_array(X_, chunks=(1000, X.shape[1])),
+                     da.from_array(y_, chunks=1000), client=client)
+
+    assert fit(outside_X, outside_y) == fit(edge_X, edge_y)
 
 
 def test_progress_events_and_verbose_bar(client, seed, classification_data, capsys):

@@ -35,15 +35,21 @@ def _heap(is_split, feats, bins, miss):
 def test_make_part_validates_and_names_the_argument():
     with pytest.raises(ValueError, match="same number of rows"):
         ops.make_part(np.zeros((3, 2)), np.zeros(2), "reg:squarederror")
-    with pytest.raises(ValueError, match="0 and 1"):
-        ops.make_part(np.zeros((2, 2)), np.array([0.0, 2.0]), "binary:logistic")
+    # outside {0, 1}: clipped to [0, 1], not refused
+    part = ops.make_part(np.zeros((2, 2)), np.array([-1.0, 2.0]), "binary:logistic")
+    np.testing.assert_array_equal(part.y, [0.0, 1.0])
     # outside label_bounds: clipped, not refused
     part = ops.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]), "reg:squarederror", (0.0, 1.0))
     np.testing.assert_array_equal(part.y, [0.0, 1.0])
     with pytest.raises(ValueError, match="X must hold numbers"):
         ops.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1), "reg:squarederror")
-    with pytest.raises(ValueError, match="infinite"):
-        ops.make_part(np.array([[np.inf]]), np.zeros(1), "reg:squarederror")
+    with pytest.raises(ValueError, match="NaN labels"):
+        ops.make_part(np.zeros((1, 1)), np.array([np.nan]), "reg:squarederror")
+    # infinite features are kept (the binning sends them to the ends of the bounds) and
+    # left out of the exact extremes of feature_bounds='data'
+    part = ops.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
+                         "reg:squarederror")
+    np.testing.assert_array_equal(ops.feature_min_max(part), [[-2.0, 1.0]])
 
 
 def test_row_uniforms_do_not_depend_on_partitioning():
