@@ -6,6 +6,8 @@ base score (public or a DP release), parameters, and the privacy ledger. It hold
 sums, gains, counts or raw data values; :meth:`Booster.save_model` writes exactly these
 fields, so the file can be shared wherever the model can.
 """
+import hashlib
+import hmac
 import json
 import os
 
@@ -296,16 +298,45 @@ class Booster:
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         return booster
 
-    def save_model(self, path):
-        """Write the model as versioned JSON to ``path``."""
+    def save_model(self, path, key=None):
+        """Write the model as versioned JSON to ``path``.
+
+        Parameters
+        ----------
+        path : str or path-like
+        key : bytes or str, optional
+            A secret: the file then carries an HMAC-SHA256 of its content under that key
+            (``"signature"``), which :meth:`load_model` verifies when given the key.
+        """
+        data = self.to_dict()
+        if key is not None:
+            data["signature"] = _signature(data, key)
         with open(os.fspath(path), "w") as f:
-            json.dump(self.to_dict(), f)
+            json.dump(data, f)
 
     @classmethod
-    def load_model(cls, path):
-        """Read a model written by :meth:`save_model`."""
+    def load_model(cls, path, key=None):
+        """Read a model written by :meth:`save_model`, checking its privacy claims.
+
+        Every total the file states (ε under each accountant, δ, the number of releases)
+        is recomputed from its ledger's events; a file whose claims disagree is refused
+        (:class:`~dpxgb_dask.plan.PrivacyClaimError`). With ``key``, the file must carry
+        a valid signature under that key (``ValueError`` otherwise).
+        """
         with open(os.fspath(path)) as f:
-            return cls.from_dict(json.load(f))
+            data = json.load(f)
+        signature = data.pop("signature", None)
+        if key is not None:
+            if signature is None:
+                raise ValueError(f"{os.fspath(path)} is not signed, and key= asks for a "
+                                 "signed model")
+            if not hmac.compare_digest(str(signature), _signature(data, key)):
+                raise ValueError(f"the signature of {os.fspath(path)} does not verify under "
+                                 "this key: the file was changed or signed with another key")
+        from .plan import check_privacy_claims
+
+        check_privacy_claims(data.get("ledger"))
+        return cls.from_dict(data)
 
     def __eq__(self, other):
         return isinstance(other, Booster) and json.dumps(self.to_dict()) == json.dumps(other.to_dict())
@@ -338,6 +369,17 @@ def _predict_dask(booster, X, output_margin=False):
     return X.map_blocks(_predict_block, booster, output_margin, drop_axis=1, dtype=np.float64)
 
 
-def load_model(path):
-    """Load a :class:`Booster` saved with :meth:`Booster.save_model`."""
-    return Booster.load_model(path)
+def load_model(path, key=None):
+    """Load a :class:`Booster` saved with :meth:`Booster.save_model` (privacy claims
+    checked; with ``key``, the signature too)."""
+    return Booster.load_model(path, key=key)
+
+
+def _signature(data, key):
+    """HMAC-SHA256 (hex) of a model dict's canonical JSON under ``key``."""
+    if isinstance(key, str):
+        key = key.encode()
+    if not isinstance(key, bytes) or not key:
+        raise ValueError("key must be a non-empty bytes or str secret")
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, canonical.encode(), hashlib.sha256).hexdigest()

@@ -431,3 +431,53 @@ def _finite_or_text(value):
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return value
+
+
+class PrivacyClaimError(ValueError):
+    """A model's stated privacy totals disagree with what its ledger's releases spend."""
+
+
+#: Relative tolerance of a recomputed total against a model's claim (dp-accounting's PLD
+#: and RDP are deterministic; the slack only absorbs another machine's floating point).
+CLAIM_RTOL = 1e-6
+
+
+def check_privacy_claims(summary):
+    """Recompute every total of a model's privacy summary from its ledger's events and
+    refuse a summary whose claims disagree (an edited file, or one written by another
+    accounting).
+
+    Parameters
+    ----------
+    summary : dict
+        A model's ``Booster.ledger`` (:func:`privacy_summary`).
+
+    Raises
+    ------
+    PrivacyClaimError
+        Naming the claim, its stated value and the recomputed one.
+    """
+    if not summary:
+        raise PrivacyClaimError("the model has no privacy ledger: nothing certifies it")
+    report = model_privacy_report(summary)
+    claims = dict(summary.get("epsilon_by_accountant", {}))
+    claims["epsilon"] = summary.get("epsilon")
+    recomputed = {k: report[k] for k in ("basic", "rdp", "pld", "best", "delta", "n_events")}
+    recomputed["epsilon"] = report.get(summary.get("accountant"))
+    if recomputed["epsilon"] is None:
+        recomputed["epsilon"] = get_accountant(summary["accountant"]).get_epsilon(
+            Ledger.from_dict(summary["events"]), summary["delta"])
+    for name, value in recomputed.items():
+        stated = claims.get(name)
+        if stated is None:
+            raise PrivacyClaimError(f"the model states no {name!r} total")
+        if not _same_total(float(stated), float(value)):
+            raise PrivacyClaimError(
+                f"the model states {name} = {stated} but its ledger's {report['n_events']} "
+                f"releases give {value:.10g}: the file was edited or is corrupt")
+
+
+def _same_total(stated, value):
+    if math.isinf(stated) or math.isinf(value):
+        return stated == value
+    return abs(stated - value) <= CLAIM_RTOL * max(abs(value), 1e-12)

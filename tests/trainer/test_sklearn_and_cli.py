@@ -282,3 +282,60 @@ def test_classes_are_public_or_read_with_a_warning(client, seed, classification_
         DPXGBClassifier(classes=[0, 1, 2], **params).fit(X, y)
     with pytest.raises(ValueError, match="y contains 1 class.*classes="):
         DPXGBClassifier(**params).fit(X, np.zeros(len(X)))
+
+
+# -- checked claims (issue 13, item 4) ---------------------------------------------------------
+
+def test_a_model_file_must_state_what_its_ledger_spends(client, seed, classification_data,
+                                                       tmp_path):
+    from dpxgb_dask.plan import PrivacyClaimError
+
+    X, y, bounds = classification_data
+    booster = DPXGBClassifier(feature_bounds=bounds, classes=[0, 1], random_state=seed,
+                              client=client, **SMALL).fit(X, y).booster_
+    path = tmp_path / "model.json"
+    booster.save_model(path)
+    assert load_model(path) == booster
+
+    def edited(change):
+        data = json.loads(path.read_text())
+        change(data)
+        out = tmp_path / "edited.json"
+        out.write_text(json.dumps(data))
+        return out
+
+    cases = {
+        "epsilon": lambda d: d["ledger"].update(epsilon=0.01),
+        "pld": lambda d: d["ledger"]["epsilon_by_accountant"].update(pld=0.01),
+        "delta": lambda d: d["ledger"].update(delta=0.1),
+        # a release's noise made larger in the ledger: the totals no longer follow
+        "noise": lambda d: d["ledger"]["events"]["events"][-1].update(noise_multiplier=1e6),
+        "n_events": lambda d: d["ledger"]["events"]["events"].pop(),
+    }
+    for name, change in cases.items():
+        with pytest.raises(PrivacyClaimError, match="the model states"):
+            load_model(edited(change))
+    with pytest.raises(PrivacyClaimError, match="no privacy ledger"):
+        load_model(edited(lambda d: d.update(ledger={})))
+
+
+def test_signed_model_files(client, seed, classification_data, tmp_path):
+    X, y, bounds = classification_data
+    booster = DPXGBClassifier(feature_bounds=bounds, classes=[0, 1], random_state=seed,
+                              client=client, **SMALL).fit(X, y).booster_
+    signed, unsigned = tmp_path / "signed.json", tmp_path / "unsigned.json"
+    booster.save_model(signed, key=b"k" * 32)
+    booster.save_model(unsigned)
+    assert load_model(signed, key=b"k" * 32) == booster
+    assert load_model(signed) == booster  # no key: the signature is not checked
+    with pytest.raises(ValueError, match="does not verify"):
+        load_model(signed, key=b"other key")
+    with pytest.raises(ValueError, match="not signed"):
+        load_model(unsigned, key=b"k" * 32)
+    data = json.loads(signed.read_text())
+    data["base_score"] += 1.0  # a change the privacy claims cannot see
+    signed.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="does not verify"):
+        load_model(signed, key=b"k" * 32)
+    with pytest.raises(ValueError, match="key must be"):
+        booster.save_model(tmp_path / "x.json", key=b"")
