@@ -139,7 +139,7 @@ def cmd_train(args):
         params["label_bounds"] = tuple(args.label_bounds)
     with _client(args.scheduler) as client:
         booster = train(params, X, y, client=client, verbose=not args.quiet)
-    booster.save_model(args.out)
+    booster.save_model(args.out, key=_read_key(args.key_file))
     info = booster.ledger
     print(f"wrote {args.out}: {booster.n_trees} trees; epsilon spent = {info['epsilon']:.6g} "
           f"({info['accountant']}), basic composition {info['epsilon_by_accountant']['basic']:.6g}, "
@@ -152,7 +152,7 @@ def cmd_predict(args):
 
     from .model import load_model
 
-    booster = load_model(args.model)
+    booster = load_model(args.model, key=_read_key(args.key_file))
     table = _read_table(args.data)
     columns = booster.feature_names or list(table.columns)
     preds = booster.predict(table[columns] if booster.feature_names else table,
@@ -168,8 +168,19 @@ def cmd_predict(args):
 def cmd_report(args):
     from .model import load_model
 
-    _print_report(load_model(args.model).ledger)
+    _print_report(load_model(args.model, key=_read_key(args.key_file)).ledger)
     return 0
+
+
+def _read_key(path):
+    """The signing key of model files: the bytes of ``path`` (None: no signature)."""
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        key = f.read().strip()
+    if not key:
+        raise SystemExit(f"dpxgb: the key file {path} is empty")
+    return key
 
 
 def build_parser():
@@ -206,6 +217,8 @@ def build_parser():
     tr.add_argument("--learning-rate", type=float)
     tr.add_argument("--subsample", type=float)
     tr.add_argument("--out", default="model.json")
+    tr.add_argument("--key-file", help="sign the model file with the secret in this file "
+                                       "(HMAC-SHA256)")
     common(tr)
     tr.set_defaults(func=cmd_train)
 
@@ -214,10 +227,12 @@ def build_parser():
     pr.add_argument("data")
     pr.add_argument("--out", help="output CSV (default: standard output)")
     pr.add_argument("--margin", action="store_true", help="raw margins instead of predictions")
+    pr.add_argument("--key-file", help="refuse a model not signed with the secret in this file")
     pr.set_defaults(func=cmd_predict)
 
     rp = sub.add_parser("report", help="print a model's privacy ledger and totals")
     rp.add_argument("model")
+    rp.add_argument("--key-file", help="refuse a model not signed with the secret in this file")
     rp.set_defaults(func=cmd_report)
     return parser
 

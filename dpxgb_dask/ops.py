@@ -93,9 +93,10 @@ def make_part(X, y, objective, label_bounds=None):
     Raises
     ------
     ValueError
-        Naming ``X`` or ``y``: lengths differ, non-numeric values, NaN labels. Labels
-        outside [0, 1] (binary:logistic) or ``label_bounds`` are clipped to them instead,
-        and infinite features are kept (binned to the ends of their public bounds).
+        Naming ``X`` or ``y``: lengths differ, non-numeric values. Labels outside [0, 1]
+        (binary:logistic) or ``label_bounds`` are clipped to them instead, NaN labels
+        kept (their rows are left out of the fit's sums), and infinite features kept
+        (binned to the ends of their public bounds).
     """
     try:
         X = np.asarray(X)
@@ -112,11 +113,11 @@ def make_part(X, y, objective, label_bounds=None):
     if X.shape[0] != y.shape[0]:
         # No counts in the message: for data that lives only in the cluster they are private.
         raise ValueError("X and y must have the same number of rows in every partition")
-    if np.isnan(y).any():
-        raise ValueError("y holds NaN labels")
     # Values outside the public domain are clipped, never refused (a refusal would tell
     # whether some private row lies outside): ±inf features go to the first or last bin of
-    # the public bounds like any value beyond them; labels to [0, 1] or label_bounds.
+    # the public bounds like any value beyond them; labels to [0, 1] or label_bounds. A NaN
+    # label stays NaN: its row is left out of every sum (as if absent, a neighbouring
+    # dataset) but still gets predictions.
     if objective == "binary:logistic":
         y = np.clip(y, 0.0, 1.0)
     elif label_bounds is not None:
@@ -201,8 +202,10 @@ def clipped_label_sum(part, objective):
     -------
     ndarray of float64, shape (2,): (exact sum of the clipped labels, number of rows)
     """
-    scaled = quantize(objective.scale_labels(part.y), 1.0, lower=objective.label_lower)
-    return np.array([scaled.sum(), float(part.n_rows)])
+    labelled = ~np.isnan(part.y)  # a row with a NaN label is left out (as if absent)
+    scaled = quantize(objective.scale_labels(part.y[labelled]), 1.0,
+                      lower=objective.label_lower)
+    return np.array([scaled.sum(), float(labelled.sum())])
 
 
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
@@ -513,6 +516,7 @@ class PartitionState:
             else:
                 u = row_uniforms(spec.sample_key, self.row_offset + rows.start, g.size)
                 in_tree = (u >= lo) & (u < hi)
+            in_tree &= ~np.isnan(self.y[rows])  # unlabelled rows: in no sum
             if spec.gradient_rule == "filter":
                 in_tree &= np.abs(g) <= spec.gradient_bound
             g = quantize(g, spec.gradient_bound)

@@ -43,8 +43,13 @@ def test_make_part_validates_and_names_the_argument():
     np.testing.assert_array_equal(part.y, [0.0, 1.0])
     with pytest.raises(ValueError, match="X must hold numbers"):
         ops.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1), "reg:squarederror")
-    with pytest.raises(ValueError, match="NaN labels"):
-        ops.make_part(np.zeros((1, 1)), np.array([np.nan]), "reg:squarederror")
+    # a NaN label is kept: the row is left out of the label sum (and of every tree)
+    part = ops.make_part(np.zeros((3, 1)), np.array([0.5, np.nan, -0.5]), "reg:squarederror",
+                         (-1.0, 1.0))
+    from dpxgb_dask.objective import Objective
+
+    np.testing.assert_array_equal(
+        ops.clipped_label_sum(part, Objective("reg:squarederror", (-1.0, 1.0))), [0.0, 2.0])
     # infinite features are kept (the binning sends them to the ends of the bounds) and
     # left out of the exact extremes of feature_bounds='data'
     part = ops.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),

@@ -89,6 +89,21 @@ def test_cli_train_predict_report(client, seed, classification_data, tmp_path, c
     assert main(["report", str(out)]) == 0
     text = capsys.readouterr().out
     assert "purpose" in text and "epsilon (pld" in text and "leaf" in text
+    # signed model files
+    key = tmp_path / "key"
+    key.write_bytes(b"s3cret-" * 5)
+    signed = tmp_path / "signed.json"
+    assert main(["train", str(data), "--label", "target", "--bounds", str(bounds_file),
+                 "--epsilon", "0.5", "--n-estimators", "3", "--max-depth", "2",
+                 "--scheduler", address, "--out", str(signed), "--quiet",
+                 "--key-file", str(key)]) == 0
+    assert main(["report", str(signed), "--key-file", str(key)]) == 0
+    with pytest.raises(ValueError, match="not signed"):
+        main(["report", str(out), "--key-file", str(key)])
+    other = tmp_path / "other"
+    other.write_bytes(b"another key")
+    with pytest.raises(ValueError, match="does not verify"):
+        main(["predict", str(signed), str(data), "--key-file", str(other)])
 
 
 def test_cli_refuses_missing_bounds(tmp_path):
