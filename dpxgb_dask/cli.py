@@ -137,9 +137,10 @@ def cmd_train(args):
         raise SystemExit("dpxgb: give --bounds FILE (public feature bounds) or --bounds-epsilon")
     if args.label_bounds:
         params["label_bounds"] = tuple(args.label_bounds)
+    key = _read_key(args.key_file)  # before the fit: a bad key file must not waste it
     with _client(args.scheduler) as client:
         booster = train(params, X, y, client=client, verbose=not args.quiet)
-    booster.save_model(args.out, key=_read_key(args.key_file))
+    booster.save_model(args.out, key=key)
     info = booster.ledger
     print(f"wrote {args.out}: {booster.n_trees} trees; epsilon spent = {info['epsilon']:.6g} "
           f"({info['accountant']}), basic composition {info['epsilon_by_accountant']['basic']:.6g}, "
@@ -173,7 +174,8 @@ def cmd_report(args):
 
 
 def _read_key(path):
-    """The signing key of model files: the bytes of ``path`` (None: no signature)."""
+    """The signing key of model files: the bytes of ``path`` without surrounding
+    whitespace (a trailing newline is common in key files); None: no signature."""
     if path is None:
         return None
     with open(path, "rb") as f:

@@ -330,12 +330,12 @@ class Booster:
             if signature is None:
                 raise ValueError(f"{os.fspath(path)} is not signed, and key= asks for a "
                                  "signed model")
-            if not hmac.compare_digest(str(signature), _signature(data, key)):
+            if not hmac.compare_digest(str(signature).encode(), _signature(data, key).encode()):
                 raise ValueError(f"the signature of {os.fspath(path)} does not verify under "
                                  "this key: the file was changed or signed with another key")
         from .plan import check_privacy_claims
 
-        check_privacy_claims(data.get("ledger"))
+        check_privacy_claims(data.get("ledger"), data.get("params"))
         return cls.from_dict(data)
 
     def __eq__(self, other):

@@ -135,6 +135,13 @@ def part_length(part):
     return part.n_rows
 
 
+def _labelled_rows(part):
+    """The feature rows of ``part`` whose label is not NaN (the others are left out of
+    every aggregate, as if absent)."""
+    unlabelled = np.isnan(part.y)
+    return part.X[~unlabelled] if unlabelled.any() else part.X
+
+
 def log2_magnitude_histogram(part, n_exponents, min_exponent):
     """Per-feature counts of rows by sign and binary order of magnitude.
 
@@ -148,7 +155,7 @@ def log2_magnitude_histogram(part, n_exponents, min_exponent):
     -------
     ndarray of float64, shape (n_features, 2 * n_exponents + 1)
     """
-    X = part.X.astype(np.float64, copy=False)  # log2 in float64 whatever the input dtype
+    X = _labelled_rows(part).astype(np.float64, copy=False)  # log2 in float64 always
     n_bins = 2 * n_exponents + 1
     out = np.zeros((X.shape[1], n_bins))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -182,7 +189,7 @@ def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
     -------
     ndarray of float64, shape (n_features, n_fine_bins)
     """
-    X = part.X
+    X = _labelled_rows(part)
     lo, hi = feature_bounds[:, 0], feature_bounds[:, 1]
     out = np.zeros((X.shape[1], n_fine_bins))
     scaled = (np.clip(X, lo, hi) - lo) / (hi - lo) * n_fine_bins
@@ -686,7 +693,8 @@ def feature_min_max(part):
     """
     out = np.full((part.X.shape[1], 2), np.nan)
     if part.n_rows:
-        X = np.where(np.isinf(part.X), np.nan, part.X)  # the finite extremes
+        X = _labelled_rows(part)
+        X = np.where(np.isinf(X), np.nan, X)  # the finite extremes
         with np.errstate(all="ignore"):
             valid = ~np.all(np.isnan(X), axis=0)
             out[valid, 0] = np.nanmin(X[:, valid], axis=0)

@@ -398,7 +398,9 @@ def resolve_params(objective, preset=None, **explicit):
         values.update(PRESET_PARAMS[preset])
         if objective == "reg:squarederror":
             values.update(PRESET_REGRESSION_OVERRIDES[preset])
-    given = {k: v for k, v in explicit.items() if v is not None}
+    # NumPy scalars (e.g. from a GridSearchCV grid over np.arange) as Python numbers
+    given = {k: (v.item() if isinstance(v, np.generic) else v)
+             for k, v in explicit.items() if v is not None}
     if "dp_epsilon_per_tree" in given and "epsilon" not in given:
         given["epsilon"] = None
     values.update(given)

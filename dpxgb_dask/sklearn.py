@@ -91,7 +91,6 @@ class _DPXGBModel(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN is a missing value
         tags.input_tags.sparse = False    # refused with a message that names .toarray()
-        tags.non_deterministic = self.random_state is None  # DP noise from a fresh secret
         return tags
 
     def _train_params(self, feature_names):
@@ -253,7 +252,10 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                 encoded = y
             else:
                 self.classes_ = self._public_classes()
-                encoded = (y == self.classes_[1]).astype(np.float64)
+                positive = (y == self.classes_[1]).astype(np.float64)
+                missing = y != y  # NaN labels stay NaN: their rows are left out
+                encoded = (positive.mask(missing) if hasattr(positive, "mask")
+                           else _dask_where(missing, np.nan, positive))
             return self._fit(X, encoded)
         y_values = np.asarray(y).reshape(-1)
         check_classification_targets(y_values)
@@ -311,6 +313,12 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
 
             return da.where(_as_dask_array(margin) > 0, self.classes_[1], self.classes_[0])
         return self.classes_[(margin > 0).astype(int)]
+
+
+def _dask_where(condition, a, b):
+    import dask.array as da
+
+    return da.where(condition, a, b)
 
 
 def _binary_proba(margin):

@@ -28,7 +28,7 @@ from .coordinator import Coordinator
 from .model import Booster
 from .objective import Objective
 from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
-from .plan import make_plan
+from .plan import check_privacy_claims, make_plan
 from .privacy.validation import PrivacyLeakWarning, warn_if_large_epsilon
 from .progress import ProgressDisplay
 from .worker import KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, unpack_reply
@@ -352,6 +352,9 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         finally:
             if not coordinated:
                 _drop_fit(c, fit_id)
+    # What the scheduler returns is checked like a model file (a scheduler running another
+    # accounting, or tampered with, would be caught here).
+    check_privacy_claims(result["model"]["ledger"], result["model"]["params"])
     booster = Booster.from_dict(result["model"])
     emit_warnings(result.get("warnings", ()), stacklevel=3)
     if p.epsilon is None:

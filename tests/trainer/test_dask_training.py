@@ -276,19 +276,32 @@ def test_regression_labels_outside_label_bounds_are_clipped(client, seed, regres
     assert _cluster_is_clean(client)
 
 
-def test_a_row_with_a_nan_label_is_left_out_as_if_absent(client, seed, classification_data):
+@pytest.mark.parametrize("variant", ["public bounds", "DP bounds", "data bounds",
+                                     "DP sketch"])
+def test_a_row_with_a_nan_label_is_left_out_as_if_absent(client, seed, classification_data,
+                                                       variant):
     """No error that would reveal the row: the fit equals the fit on the data without it
-    (every row in every tree, so no subsampling draw depends on row positions)."""
+    (every row in every tree, so no subsampling draw depends on row positions), also in
+    the aggregates before the trees (bounds, sketch), where its features are extreme."""
+    import warnings
+
     import dask.array as da
 
     X, y, bounds = classification_data
-    unlabelled = y.copy()
+    X, unlabelled = X.copy(), y.copy()
     unlabelled[[17, 2500]] = np.nan
-    params = {"feature_bounds": bounds, "random_state": seed, "subsample": 1.0, **SMALL}
+    X[17] = 1e6  # would move every data-dependent bound if the row counted
+    params = {"random_state": seed, "subsample": 1.0, **SMALL,
+              **{"public bounds": {"feature_bounds": bounds},
+                 "DP bounds": {"bounds_epsilon": 0.5},
+                 "data bounds": {"feature_bounds": "data"},
+                 "DP sketch": {"preset": "dp-xgboost", "feature_bounds": bounds}}[variant]}
 
     def fit(X_, y_):
-        return train(params, da.from_array(X_, chunks=(1000, X.shape[1])),
-                     da.from_array(y_, chunks=1000), client=client)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # feature_bounds="data"
+            return train(params, da.from_array(X_, chunks=(1000, X.shape[1])),
+                         da.from_array(y_, chunks=1000), client=client)
 
     kept = np.ones(len(y), dtype=bool)
     kept[[17, 2500]] = False

@@ -291,6 +291,15 @@ def test_classes_are_public_or_read_with_a_warning(client, seed, classification_
     assert public.booster_.to_dict()["nodes"] == read.booster_.to_dict()["nodes"]
     assert on_dask.booster_.to_dict()["nodes"] == read.booster_.to_dict()["nodes"]
     assert set(one.predict(X)) <= {"no", "yes"}
+    # dask labels with classes=: a NaN label leaves its row out, as in train()
+    missing = y.copy()
+    missing[[3, 1999]] = np.nan
+    kept = ~np.isnan(missing)
+    with_nan = DPXGBClassifier(classes=[0.0, 1.0], subsample=1.0, **params).fit(
+        da.from_array(X, chunks=(1000, 6)), da.from_array(missing, chunks=1000))
+    without = DPXGBClassifier(classes=[0.0, 1.0], subsample=1.0, **params).fit(
+        da.from_array(X[kept], chunks=(1000, 6)), da.from_array(y[kept], chunks=1000))
+    assert with_nan.booster_ == without.booster_
     with pytest.raises(ValueError, match=r"labels outside classes=\['no', 'yes'\]"):
         DPXGBClassifier(classes=["no", "yes"], **params).fit(X, np.where(y > 0, "yes", "maybe"))
     with pytest.raises(ValueError, match="classes must hold exactly 2 distinct labels"):
@@ -332,6 +341,21 @@ def test_a_model_file_must_state_what_its_ledger_spends(client, seed, classifica
             load_model(edited(change))
     with pytest.raises(PrivacyClaimError, match="no privacy ledger"):
         load_model(edited(lambda d: d.update(ledger={})))
+    # a non-DP choice the file does not declare
+    with pytest.raises(PrivacyClaimError, match="feature_bounds='data'.*does not say so"):
+        load_model(edited(lambda d: d["params"].update(feature_bounds="data")))
+
+
+def test_numpy_scalar_parameters(client, seed, classification_data, tmp_path):
+    """As a GridSearchCV grid over np.arange gives them."""
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(feature_bounds=bounds, classes=[0, 1], random_state=seed,
+                            n_estimators=np.int64(3), max_depth=np.int32(2),
+                            learning_rate=np.float32(0.25), epsilon=np.float64(1.0),
+                            client=client).fit(X, y)
+    assert model.booster_.n_trees == 3
+    model.booster_.save_model(tmp_path / "m.json")
+    assert load_model(tmp_path / "m.json") == model.booster_
 
 
 def test_signed_model_files(client, seed, classification_data, tmp_path):
