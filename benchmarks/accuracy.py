@@ -47,7 +47,8 @@ def fit_predict(params, X, y, X_test, client, n_partitions=2):
 
 def method_params(method, epsilon, n_estimators, bounds, seed):
     params = {"objective": "binary:logistic", "epsilon": epsilon, "feature_bounds": bounds,
-              "n_estimators": n_estimators, "random_state": seed}
+              "n_estimators": n_estimators, "random_state": seed,
+              "reproducible_noise": True}  # reproducible tables: noise keyed by the seed
     if method != "default":
         params["preset"] = method
     return params

@@ -287,7 +287,9 @@ def method_params(method, data, epsilon, noise_seed):
     if method not in DP_METHODS:
         raise ValueError(f"method must be one of {list(DP_METHODS)}, got {method!r}")
     params = {"objective": data.spec.objective, "epsilon": epsilon,
-              "feature_bounds": data.feature_bounds, "random_state": noise_seed}
+              "feature_bounds": data.feature_bounds, "random_state": noise_seed,
+              # the committed tables are reproducible: the noise is keyed by the seed
+              "reproducible_noise": True}
     if data.label_bounds is not None:
         params["label_bounds"] = data.label_bounds
     if method != "default":

@@ -218,7 +218,8 @@ def run_candidate(task):
     X, y, X_val, y_val = splits[rep]
     params = {"objective": data.spec.objective, "epsilon": epsilon,
               "feature_bounds": data.feature_bounds,
-              "random_state": TUNE_SEED_BASE + 1000 * rep + index}
+              "random_state": TUNE_SEED_BASE + 1000 * rep + index,
+              "reproducible_noise": True}  # a reproducible grid: noise keyed by the seed
     if data.label_bounds is not None:
         params["label_bounds"] = data.label_bounds
     if not _DATA["grid_name"].endswith("-ablation"):

@@ -2,13 +2,15 @@
 
 Public API: :class:`DPXGBClassifier`, :class:`DPXGBRegressor` (scikit-learn estimators),
 :func:`train` (``train(params, X, y, client=None) -> Booster``), :class:`Booster`,
-:func:`load_model`, and the typed warnings and errors of :mod:`dpxgb_dask.privacy`.
+:func:`load_model`, the privacy budgets across fits (:func:`create_budget`,
+:func:`budget_status`, :func:`list_budgets`), and the typed warnings and errors of :mod:`dpxgb_dask.privacy`.
 """
 from ._lazy import lazy_exports
 
 # Eager: cheap, and importing it registers the typed warnings' filters, which a user's own
 # filters set after ``import dpxgb_dask`` must be able to override.
-from .privacy.validation import BudgetError, LargeEpsilonWarning, PrivacyLeakWarning
+from .privacy.validation import (BudgetError, LargeEpsilonWarning, NoBudgetWarning,
+                                 PrivacyLeakWarning)
 
 __version__ = "0.1.0.dev0"
 
@@ -22,6 +24,9 @@ _EXPORTS = {
     "DPXGBClassifier": ".sklearn",
     "DPXGBRegressor": ".sklearn",
     "train": ".training",
+    "budget_status": ".budgets",
+    "create_budget": ".budgets",
+    "list_budgets": ".budgets",
 }
 
 __all__ = [
@@ -30,7 +35,11 @@ __all__ = [
     "DPXGBClassifier",
     "DPXGBRegressor",
     "LargeEpsilonWarning",
+    "NoBudgetWarning",
     "PrivacyLeakWarning",
+    "budget_status",
+    "create_budget",
+    "list_budgets",
     "load_model",
     "train",
 ]

@@ -1,9 +1,11 @@
-"""Command line: ``dpxgb demo | train | predict | report``.
+"""Command line: ``dpxgb demo | train | predict | report | budget``.
 
 ``dpxgb demo``      trains on generated data with public bounds, prints accuracy and ε;
 ``dpxgb train``     trains on a CSV or Parquet file and writes the model as JSON;
 ``dpxgb predict``   scores a CSV or Parquet file with a saved model (no cluster needed);
-``dpxgb report``    prints a saved model's privacy ledger as a table and its totals.
+``dpxgb report``    prints a saved model's privacy ledger as a table and its totals;
+``dpxgb budget``    creates a privacy budget across fits on the scheduler, or shows what
+                    its fits spent (``create``, ``show``, ``list``).
 """
 import argparse
 from contextlib import contextmanager
@@ -71,6 +73,25 @@ def _print_report(ledger_info, out=None):
     for choice in report["not_dp"]:
         out.write(f"NOT DP: {choice['parameter']} reveals {choice['reveals']}; the epsilon "
                   "values above account for the DP releases only\n")
+    budget = report["budget"]
+    if budget is None:
+        out.write("budget across fits: none named (this fit's epsilon holds for it alone)\n")
+    else:
+        out.write(f"budget across fits {budget['name']!r}: this fit "
+                  f"{budget['this_fit']:.4g}, all {budget['n_fits']} fits "
+                  f"{budget['spent']:.4g} of {budget['epsilon']:g} ({budget['accountant']}, "
+                  f"delta = {budget['delta']:g}) when this fit ended\n")
+
+
+def _print_budget(status, out=None):
+    out = out or sys.stdout
+    out.write(f"budget {status['name']!r}: spent {status['spent']:.4g} of "
+              f"{status['epsilon']:g} (remaining {status['remaining']:.4g}; "
+              f"{status['accountant']} accountant, delta = {status['delta']:g}), "
+              f"{status['n_fits']} fits\n")
+    for fit in status["fits"]:
+        out.write(f"  fit {fit['fit']}  {fit['state']:8s}  epsilon {fit['epsilon']:.4g}  "
+                  f"({fit['n_releases']} releases)\n")
 
 
 def _fmt(value):
@@ -85,7 +106,9 @@ def _fmt(value):
 
 def _train_params(args):
     params = {"objective": args.objective, "preset": args.preset, "epsilon": args.epsilon,
-              "delta": args.delta, "random_state": args.seed}
+              "delta": args.delta, "random_state": args.seed,
+              "reproducible_noise": args.reproducible_noise or None,
+              "budget": args.budget}
     for name in ("n_estimators", "max_depth", "learning_rate", "subsample", "bounds_epsilon"):
         value = getattr(args, name)
         if value is not None:
@@ -106,7 +129,9 @@ def cmd_demo(args):
     # roughly standard normal): public, and values outside are clipped.
     bounds = np.tile([-6.0, 6.0], (X.shape[1], 1))
     params = {"objective": "binary:logistic", "epsilon": args.epsilon, "feature_bounds": bounds,
-              "preset": args.preset, "random_state": args.seed}
+              "preset": args.preset, "random_state": args.seed,
+              "reproducible_noise": args.reproducible_noise or None,
+              "budget": args.budget}
     with _client(args.scheduler) as client:
         booster = train({k: v for k, v in params.items() if v is not None}, X[:split],
                         y[:split], client=client, verbose=not args.quiet)
@@ -173,6 +198,42 @@ def cmd_report(args):
     return 0
 
 
+def cmd_budget(args):
+    if args.file is not None:  # the scheduler's file, read where it lies
+        from .privacy.budget import BudgetStore
+
+        store = BudgetStore(args.file)
+        if args.action == "create":
+            raise SystemExit("dpxgb: create a budget through its scheduler (--scheduler), "
+                             "not in its file")
+        statuses = ([store.status(args.name)] if args.name
+                    else [store.status(n) for n in store.names()])
+    else:
+        from .budgets import budget_status, create_budget, list_budgets
+
+        if args.action in ("create", "show") and not args.name:
+            raise SystemExit(f"dpxgb: budget {args.action} needs the budget's NAME")
+        with _client(args.scheduler) as client:
+            if args.action == "create":
+                if args.epsilon is None:
+                    raise SystemExit("dpxgb: budget create needs --epsilon")
+                statuses = [create_budget(args.name, args.epsilon, args.delta,
+                                          args.accountant, client=client)]
+            elif args.name:
+                statuses = [budget_status(args.name, client=client)]
+            else:
+                statuses = list_budgets(client=client)
+    if args.json:
+        json.dump(statuses if args.action == "list" else statuses[0], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        for status in statuses:
+            _print_budget(status)
+        if not statuses:
+            print("no budgets")
+    return 0
+
+
 def _read_key(path):
     """The signing key of model files: the bytes of ``path`` without surrounding
     whitespace (a trailing newline is common in key files); None: no signature."""
@@ -194,9 +255,16 @@ def build_parser():
         p.add_argument("--delta", type=float, default=None)
         p.add_argument("--preset", choices=["dp-xgboost", "dpboost", "maddock", "s-bdt"])
         p.add_argument("--seed", type=int, default=None,
-                       help="seed of noise and sampling (keep it secret; default: OS randomness)")
+                       help="seed of the public random choices (random trees); the noise is "
+                            "drawn fresh at every fit unless --reproducible-noise")
+        p.add_argument("--reproducible-noise", action="store_true",
+                       help="key the noise by --seed too, to reproduce a fit (warns: two such "
+                            "fits on neighbouring data share their noise)")
         p.add_argument("--scheduler", default=None,
                        help="address of a Dask scheduler (default: an embedded LocalCluster)")
+        p.add_argument("--budget", default=None, metavar="NAME",
+                       help="charge the fit to this privacy budget on the scheduler (see "
+                            "`dpxgb budget`); refused if it would exceed it")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     demo = sub.add_parser("demo", help="train on generated data; print accuracy and epsilon")
@@ -236,6 +304,21 @@ def build_parser():
     rp.add_argument("model")
     rp.add_argument("--key-file", help="refuse a model not signed with the secret in this file")
     rp.set_defaults(func=cmd_report)
+
+    bu = sub.add_parser("budget", help="privacy budgets across fits, kept on the scheduler")
+    bu.add_argument("action", choices=["create", "show", "list"])
+    bu.add_argument("name", nargs="?", help="the budget's name (create, show)")
+    bu.add_argument("--epsilon", type=float, help="create: total epsilon of all its fits")
+    bu.add_argument("--delta", type=float, default=1e-6, help="create: delta (default 1e-6)")
+    bu.add_argument("--accountant", default="pld", choices=["pld", "rdp", "basic", "best"],
+                    help="create: composes the fits' releases (default pld)")
+    bu.add_argument("--scheduler", default=None,
+                    help="address of the scheduler that keeps the budget (default: an "
+                         "embedded cluster, i.e. this machine's budget file)")
+    bu.add_argument("--file", default=None,
+                    help="show, list: read a scheduler's budget file directly")
+    bu.add_argument("--json", action="store_true", help="print JSON")
+    bu.set_defaults(func=cmd_budget)
     return parser
 
 

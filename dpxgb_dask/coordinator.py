@@ -36,6 +36,7 @@ from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, privacy_summary
 from .privacy.ledger import Ledger
 from .privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from .privacy.randomness import NoiseSource
+from .privacy.validation import PrivacyLeakWarning
 from .privacy.sensitivity import (geometric_leaf_clip_threshold, leaf_balanced_sigmas,
                                   leaf_value_sensitivity)
 
@@ -45,6 +46,14 @@ INLINE_RELEASE_VALUES = 4096
 #: Event-loop turns that let a round's messages reach the workers before the coordinator
 #: draws the next random tree (the calls go out through a few nested coroutines).
 _YIELDS_TO_SEND = 4
+
+
+#: Said at every fit with ``reproducible_noise=True``.
+REPRODUCIBLE_NOISE_WARNING = (
+    "reproducible_noise=True keys the DP noise by random_state: two fits with the same "
+    "random_state on neighbouring datasets (clone, GridSearchCV, a refit after one row "
+    "changed) draw identical noise, and their difference is noise-free. Use it only to "
+    "reproduce a fit, and keep random_state as secret as the data.")
 
 
 class DPBoundsWarning(UserWarning):
@@ -79,7 +88,14 @@ class Coordinator:
         self.warnings = []
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            self.noise = NoiseSource(params.random_state)  # warns about guessable seeds
+            # The noise (and the secret row subsamples) are keyed by a fresh secret per fit,
+            # so two fits never share noise, unless the user opts in; random_state alone
+            # keys the public, data-independent choices (random trees' structure).
+            if params.reproducible_noise:
+                warnings.warn(REPRODUCIBLE_NOISE_WARNING, PrivacyLeakWarning)
+            self.noise = NoiseSource(params.random_state if params.reproducible_noise
+                                     else None)  # warns about guessable seeds
+        self.structure = NoiseSource(params.random_state, secret=False)
         self.warnings += [(w.category, str(w.message)) for w in caught]
         self.ledger = Ledger()
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
@@ -373,8 +389,9 @@ class Coordinator:
             if open_nodes.size == 0:
                 break
             t_level = time.perf_counter()
-            splits = decisions.random_splits(open_nodes, ranges, n_cuts, p.feature_selection,
-                                             t, self._stream("split", tree=t, depth=d))
+            splits = decisions.random_splits(
+                open_nodes, ranges, n_cuts, p.feature_selection, t,
+                self.structure.stream(purpose="split", tree=t, depth=d))
             levels.append(splits.as_heap_arrays())
             self._add_splits(tree, open_nodes, splits)
             ranges = decisions.child_ranges(ranges, splits)

@@ -103,7 +103,18 @@ class TrainParams:
     accountant : {"pld", "rdp", "basic"}
         Accountant that calibrates the noise; every accountant's total is reported.
     random_state : int, optional
-        Seed of every random choice (noise and sampling); None draws from the OS CSPRNG.
+        Seed of the public, data-independent random choices (the features and thresholds
+        of random trees). The DP noise and the secret row subsamples (``subsample``,
+        ``ensemble_size``) are keyed by a secret drawn fresh for every fit, so two fits
+        never share noise, unless ``reproducible_noise``.
+    budget : str, optional
+        Name of a privacy budget on the scheduler (``create_budget``): the fit is checked
+        against it before it reads any row, refused if its releases would exceed it, and
+        charged with the releases it made when it ends.
+    reproducible_noise : bool
+        Key the noise and the row subsamples by ``random_state`` too (needs it), so that a
+        fit can be reproduced exactly. Warns with a ``PrivacyLeakWarning``: two such fits on
+        neighbouring datasets have identical noise, which cancels in their difference.
     n_threads : int
         Threads of the kernels in each task.
     """
@@ -148,14 +159,16 @@ class TrainParams:
     ensemble_size: int | None = None
     accountant: str = "pld"
     random_state: int | None = None
+    reproducible_noise: bool = False
+    budget: str | None = None
     n_threads: int = 1
 
     def to_dict(self):
         """JSON-ready dict of the public parameters (bounds as nested lists).
 
-        ``random_state`` is replaced by ``seeded`` (True/False): the seed keys all the DP
-        noise, so whoever holds it can subtract the noise; it must never travel with the
-        model.
+        ``random_state`` is replaced by ``seeded`` (True/False): with
+        ``reproducible_noise`` the seed keys all the DP noise, so whoever holds it can
+        subtract the noise; it never travels with the model.
         """
         out = asdict(self)
         out["seeded"] = out.pop("random_state") is not None
@@ -459,6 +472,14 @@ def validate(p):
     _check_choice("accountant", p.accountant, ACCOUNTANTS)
     if p.random_state is not None:
         _check_number("random_state", p.random_state, lo=0, integer=True)
+    if not isinstance(p.reproducible_noise, (bool, np.bool_)):
+        raise ValueError(f"reproducible_noise must be True or False, got {p.reproducible_noise!r}")
+    if p.budget is not None and (not isinstance(p.budget, str) or not p.budget.strip()):
+        raise ValueError(f"budget must be the name (a non-empty str) of a budget created "
+                         f"on the scheduler, got {p.budget!r}")
+    if p.reproducible_noise and p.random_state is None:
+        raise ValueError("reproducible_noise=True needs random_state: the noise is then keyed "
+                         "by it")
     _check_number("n_threads", p.n_threads, lo=1, integer=True)
     if p.budget_shares is not None:
         if not isinstance(p.budget_shares, dict) or not p.budget_shares:

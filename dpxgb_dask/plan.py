@@ -412,10 +412,11 @@ def model_privacy_report(summary):
     -------
     dict
         ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant", "epsilon",
-        "neighbouring_relation", "not_dp", "is_dp", "events": [dict, ...]}``: ε under
-        every accountant at the model's δ, the accountant the fit was calibrated with and
-        its ε, the non-DP choices (``is_dp`` is False when there is any), and one row per
-        release (:meth:`Ledger.table`).
+        "neighbouring_relation", "not_dp", "is_dp", "budget", "events": [dict, ...]}``:
+        ε under every accountant at the model's δ, the accountant the fit was calibrated
+        with and its ε, the non-DP choices (``is_dp`` is False when there is any), the
+        budget across fits the fit was charged to (``training.budget_record``; None when
+        it named none), and one row per release (:meth:`Ledger.table`).
     """
     ledger = Ledger.from_dict(summary["events"])
     report = privacy_report(ledger, summary["delta"])
@@ -425,6 +426,7 @@ def model_privacy_report(summary):
                                                   NEIGHBOURING_RELATION)
     report["not_dp"] = list(summary.get("not_dp", []))
     report["is_dp"] = not report["not_dp"]
+    report["budget"] = summary.get("budget")
     report["events"] = ledger.table()
     return report
 

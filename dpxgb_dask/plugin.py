@@ -13,8 +13,10 @@ the last fits for the dashboard page, ``dashboard.py``). Starting a fit through 
 same preload installs the worker plugin.
 """
 import asyncio
+import os
 import pickle
 
+import dask.config
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 from .worker import PLUGIN_NAME, forget_worker, handle_call, sweep_forever
@@ -47,10 +49,26 @@ class DPXGBWorkerPlugin(WorkerPlugin):
         forget_worker(worker.address)
 
 
+def budget_file():
+    """Where the scheduler keeps the privacy budgets across fits: Dask's config key
+    ``dpxgb.budget-file`` (environment ``DASK_DPXGB__BUDGET_FILE``), by default
+    ``~/.dpxgb/budgets.json`` in the scheduler's home."""
+    path = dask.config.get("dpxgb.budget-file", None)
+    return os.path.expanduser(path or os.path.join("~", ".dpxgb", "budgets.json"))
+
+
+def budget_required():
+    """bool: Dask's config key ``dpxgb.require-budget``: the scheduler refuses a fit that
+    names no budget."""
+    return bool(dask.config.get("dpxgb.require-budget", False))
+
+
 class DPXGBSchedulerPlugin(SchedulerPlugin):
     """Installs the ``dpxgb_fit`` handler on the scheduler: it runs one fit's coordinator
     (``training.coordinate``) and replies ``{"payload": pickled result}`` or
-    ``{"error": pickled exception}`` (``worker.unpack_reply``)."""
+    ``{"error": pickled exception}`` (``worker.unpack_reply``); and the ``dpxgb_budget``
+    handler, which creates and reads the privacy budgets across fits
+    (:class:`~dpxgb_dask.privacy.budget.BudgetStore` in :func:`budget_file`)."""
 
     idempotent = True
     name = PLUGIN_NAME
@@ -63,10 +81,47 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             self.running = {}  # fit id -> client id, while its coordinator runs
             self.board = FitBoard()
         scheduler.handlers["dpxgb_fit"] = self.fit
+        scheduler.handlers["dpxgb_budget"] = self.budget
         install_routes(scheduler)
 
     async def close(self):
         self._scheduler.handlers.pop("dpxgb_fit", None)
+        self._scheduler.handlers.pop("dpxgb_budget", None)
+
+    def budgets(self):
+        """The :class:`~dpxgb_dask.privacy.budget.BudgetStore` of :func:`budget_file`
+        (read again when the configured path changes)."""
+        from .privacy.budget import BudgetStore
+
+        path = budget_file()
+        store = getattr(self, "_budgets", None)
+        if store is None or store.path != path:
+            store = self._budgets = BudgetStore(path)
+        return store
+
+    async def budget(self, comm=None, action=None, name=None, epsilon=None, delta=None,
+                     accountant=None, fit_id=None, events=None):
+        """``action``: "create" (``name``, ``epsilon``, ``delta``, ``accountant``), "status"
+        (``name``), "list", or "check" (``name``, ``fit_id``, ``events``: a fit's planned
+        releases as dicts). Replies like :meth:`fit`."""
+        from .privacy.ledger import PrivacyEvent
+
+        try:
+            store = self.budgets()
+            if action == "create":
+                result = store.create(name, epsilon, delta, accountant)
+            elif action == "status":
+                result = store.status(name)
+            elif action == "list":
+                result = [store.status(n) for n in store.names()]
+            elif action == "check":
+                result = store.check(name, fit_id, [PrivacyEvent.from_dict(e) for e in events])
+            else:
+                raise ValueError("action must be one of create, status, list, check; got "
+                                 f"{action!r}")
+        except Exception as exc:
+            return {"error": pickle.dumps(exc)}
+        return {"payload": pickle.dumps(result)}
 
     async def fit(self, comm=None, payload=None):
         from .training import coordinate

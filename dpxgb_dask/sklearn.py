@@ -54,7 +54,16 @@ class _DPXGBModel(BaseEstimator):
         Budget for a DP estimate of the feature bounds when they are not given.
     preset : {"dp-xgboost", "dpboost", "maddock", "s-bdt"}, optional
     random_state : int, optional
-        Seed of all noise and sampling (use a secret of >= 128 bits, or None).
+        Seed of the public random choices (random trees' features and thresholds). The DP
+        noise and the row subsamples are keyed by a fresh secret at every fit.
+    reproducible_noise : bool, default False
+        Key the noise by ``random_state`` too, to reproduce a fit exactly. Warns with a
+        ``PrivacyLeakWarning``: refits on neighbouring data (``clone``, ``GridSearchCV``)
+        then share their noise, which cancels in their difference.
+    budget : str, optional
+        Name of a privacy budget across fits on the scheduler (``create_budget``): the
+        fit is refused, before it reads a row, if it would exceed it, and charged with its
+        releases when it ends. ``privacy_report()["budget"]`` says what it spent.
     client : distributed.Client, optional
     dp_params : dict, optional
         Any other field of ``TrainParams`` (e.g. ``split_method``, ``accountant``).
@@ -66,8 +75,9 @@ class _DPXGBModel(BaseEstimator):
     def __init__(self, n_estimators=None, max_depth=None, learning_rate=None, reg_lambda=None,
                  subsample=None, min_child_weight=None, max_bin=None, epsilon=None, delta=None,
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
-                 bounds_epsilon=None, preset=None, random_state=None, client=None,
-                 dp_params=None, verbose=False):
+                 bounds_epsilon=None, preset=None, random_state=None,
+                 reproducible_noise=False, budget=None, client=None, dp_params=None,
+                 verbose=False):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.learning_rate = learning_rate
@@ -83,6 +93,8 @@ class _DPXGBModel(BaseEstimator):
         self.bounds_epsilon = bounds_epsilon
         self.preset = preset
         self.random_state = random_state
+        self.reproducible_noise = reproducible_noise
+        self.budget = budget
         self.client = client
         self.dp_params = dp_params
         self.verbose = verbose
@@ -91,16 +103,20 @@ class _DPXGBModel(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN is a missing value
         tags.input_tags.sparse = False    # refused with a message that names .toarray()
+        # Every fit draws fresh secret noise: two fits agree only with the opt-in.
+        tags.non_deterministic = not self.reproducible_noise
         return tags
 
     def _train_params(self, feature_names):
         params = dict(self.dp_params or {})
         for name in ("n_estimators", "max_depth", "learning_rate", "reg_lambda", "subsample",
                      "min_child_weight", "max_bin", "epsilon", "delta", "dp_epsilon_per_tree",
-                     "label_bounds", "bounds_epsilon", "random_state"):
+                     "label_bounds", "bounds_epsilon", "random_state", "budget"):
             value = getattr(self, name)
             if value is not None:
                 params[name] = value
+        if self.reproducible_noise is not False:
+            params["reproducible_noise"] = self.reproducible_noise
         if self.feature_bounds is not None:
             params["feature_bounds"] = _bounds_by_name(self.feature_bounds, feature_names)
         params["objective"] = self._objective
@@ -172,7 +188,8 @@ class _DPXGBModel(BaseEstimator):
         -------
         dict
             ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant",
-            "epsilon", "events": [dict, ...]}``
+            "epsilon", "neighbouring_relation", "not_dp", "is_dp", "budget",
+            "events": [dict, ...]}`` (``plan.model_privacy_report``)
         """
         check_is_fitted(self, "booster_")
         return model_privacy_report(self.booster_.ledger)
@@ -221,15 +238,17 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
     def __init__(self, n_estimators=None, max_depth=None, learning_rate=None, reg_lambda=None,
                  subsample=None, min_child_weight=None, max_bin=None, epsilon=None, delta=None,
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
-                 bounds_epsilon=None, preset=None, random_state=None, client=None,
-                 dp_params=None, verbose=False, classes=None):
+                 bounds_epsilon=None, preset=None, random_state=None,
+                 reproducible_noise=False, budget=None, client=None, dp_params=None,
+                 verbose=False, classes=None):
         super().__init__(
             n_estimators=n_estimators, max_depth=max_depth, learning_rate=learning_rate,
             reg_lambda=reg_lambda, subsample=subsample, min_child_weight=min_child_weight,
             max_bin=max_bin, epsilon=epsilon, delta=delta,
             dp_epsilon_per_tree=dp_epsilon_per_tree, feature_bounds=feature_bounds,
             label_bounds=label_bounds, bounds_epsilon=bounds_epsilon, preset=preset,
-            random_state=random_state, client=client, dp_params=dp_params, verbose=verbose)
+            random_state=random_state, reproducible_noise=reproducible_noise, budget=budget,
+            client=client, dp_params=dp_params, verbose=verbose)
         self.classes = classes
 
     def _public_classes(self):

@@ -29,7 +29,8 @@ from .model import Booster
 from .objective import Objective
 from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
 from .plan import check_privacy_claims, make_plan
-from .privacy.validation import PrivacyLeakWarning, warn_if_large_epsilon
+from .privacy.validation import (BudgetError, NoBudgetWarning, PrivacyLeakWarning,
+                                 warn_if_large_epsilon)
 from .progress import ProgressDisplay
 from .worker import KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, unpack_reply
 
@@ -90,13 +91,28 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
         only when asked (wall-clock times grow with the rows of each node: a coarse side
         channel, which is why they are not sent by default).
     """
+    from .plugin import budget_required
+
     backend = DaskBackend(dask_scheduler, fit_id, capability, placement, sources)
     plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
     board = getattr(plugin, "board", None)
     running = getattr(plugin, "running", {})
+    budgets = None
+    try:
+        if params.budget is not None:
+            # Checked and reserved before the first release: a refused fit spends nothing.
+            budgets = plugin.budgets()
+            budgets.reserve(params.budget, fit_id, plan.ledger().events)
+        elif budget_required():
+            raise BudgetError("this scheduler requires every fit to name a privacy budget "
+                              "(dpxgb.require-budget): pass budget=<name>")
+    except BaseException:
+        await backend.close()
+        raise
     running[fit_id] = client_id
     ended = "failed", None
     progress = coordinator = None
+    budget_status = None
     try:
         progress = None if board is None else board.start(fit_id, client_id)
 
@@ -122,6 +138,7 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
                 asyncio.ensure_future(backend.touch())
                 last_touch = time.monotonic()
         booster = fit.result()
+        ended = "finished", None
     except ClientLeftError as exc:
         ended = "stopped", str(exc)
         raise
@@ -130,17 +147,35 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
         raise
     finally:
         running.pop(fit_id, None)
+        if budgets is not None:  # charged with the releases made, however the fit ended
+            budget_status = budgets.settle(
+                params.budget, fit_id, () if coordinator is None else coordinator.ledger.events,
+                ended[0])
         if progress is not None:
             if coordinator is not None:  # releases of a fit that stopped between events
                 progress.update({"releases": coordinator.unpublished_releases()})
             board.end(fit_id, *ended)
         await backend.close()
-    result = {"model": booster.to_dict(), "warnings": coordinator.warnings}
+    model = booster.to_dict()
+    if budget_status is not None:
+        model["ledger"]["budget"] = budget_record(budget_status, fit_id)
+    result = {"model": model, "warnings": coordinator.warnings}
     if with_timings:
         result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
                                  worker_seconds=backend.worker_seconds,
                                  recoveries=backend.recoveries)
     return result
+
+
+def budget_record(status, fit_id):
+    """What a model says of its budget across fits (public): the budget's terms, the ε of
+    this fit's releases under the budget's accountant and δ, and the budget's total
+    after it (``PrivacyBudget.status``)."""
+    this_fit = next(f for f in status["fits"] if f["fit"] == fit_id)
+    return {"name": status["name"], "epsilon": status["epsilon"], "delta": status["delta"],
+            "accountant": status["accountant"], "spent": status["spent"],
+            "remaining": status["remaining"], "n_fits": status["n_fits"],
+            "this_fit": this_fit["epsilon"]}
 
 
 @contextmanager
@@ -268,6 +303,21 @@ def train_in_process(params, X, y, n_partitions=1, publish=None):
     return booster, coordinator
 
 
+_said_no_budget = False
+
+
+def _say_no_budget_once():
+    """Warn (once per process) that fits without a budget are not checked across fits."""
+    global _said_no_budget
+    if not _said_no_budget:
+        _said_no_budget = True
+        warnings.warn("this fit names no privacy budget: each fit's epsilon holds for that "
+                      "fit alone, and nothing checks what several fits on the same data "
+                      "spend together. Create one with dpxgb_dask.create_budget(name, "
+                      "epsilon, delta) (or `dpxgb budget create`) and pass budget=name.",
+                      NoBudgetWarning, stacklevel=3)
+
+
 def emit_warnings(records, stacklevel=3):
     """Raise in this process the warnings a fit's coordinator recorded (on the scheduler),
     as the same warning classes."""
@@ -318,12 +368,20 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     from .plugin import DPXGBSchedulerPlugin, DPXGBWorkerPlugin
 
     objective = Objective(p.objective, p.label_bounds)
+    if p.budget is None:
+        _say_no_budget_once()
     with ThreadPoolExecutor(1) as pool, _client_or_embedded(client) as c:
         planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
         c.register_plugin(DPXGBWorkerPlugin(), name=PLUGIN_NAME)
         c.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
         fit_id = uuid.uuid4().hex
         capability = os.urandom(32)
+        if p.budget is not None:
+            # Before any row is read: a fit the budget refuses loads nothing. (The
+            # coordinator checks again and reserves, atomically, before its first release.)
+            events = [e.to_dict() for e in planning.result().ledger().events]
+            unpack_reply(c.sync(c.scheduler.dpxgb_budget, action="check", name=p.budget,
+                                fit_id=fit_id, events=events))
         coordinated = False
         try:
             placement, sources = data.load_partitions(c, X, y, objective, fit_id, capability,

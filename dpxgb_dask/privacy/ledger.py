@@ -280,8 +280,15 @@ class Ledger:
         self.budget_epsilon = None if budget_epsilon is None else check_epsilon(budget_epsilon, "budget_epsilon")
         self.budget_delta = check_delta(budget_delta, "budget_delta")
         self._accountant = accountant
+        events = list(events)
         for event in events:
-            self.add(event)
+            if not isinstance(event, PrivacyEvent):
+                raise TypeError(f"events must be PrivacyEvent objects, got {type(event).__name__}")
+        if self.budget_epsilon is not None and events:
+            Ledger(accountant=self._accountant, budget_epsilon=self.budget_epsilon,
+                   budget_delta=self.budget_delta).check_all(events)
+        for event in events:
+            self._append(event)
 
     @property
     def events(self):
@@ -439,15 +446,41 @@ class Ledger:
             event = self.make_event(**fields)
         if replay:
             self._replayed(event)
+            return self.check_all(())
+        return self.check_all((event,))
+
+    def check_all(self, events):
+        """Raise :class:`BudgetError` if recording all of ``events`` would exceed the budget.
+
+        Parameters
+        ----------
+        events : sequence of PrivacyEvent
+            Planned releases (e.g. every release of a fit, checked before it starts).
+
+        Returns
+        -------
+        float or None
+            The ε the ledger would reach at ``budget_delta`` under :meth:`accountant`
+            (None when no budget is set).
+
+        Raises
+        ------
+        BudgetError
+            If that ε exceeds ``budget_epsilon`` (compared exactly, without tolerance).
+        """
+        events = tuple(events)
         if self.budget_epsilon is None:
             return None
-        candidate = self if replay else Ledger(self._events + [event])
+        candidate = Ledger(self._events + list(events)) if events else self
         spent = self.accountant().get_epsilon(candidate, self.budget_delta)
         if spent > self.budget_epsilon:
+            what = (f"release {events[0].purpose!r} (tree={events[0].tree}, "
+                    f"depth={events[0].depth})" if len(events) == 1
+                    else f"{len(events)} releases")
             raise BudgetError(
-                f"release {event.purpose!r} (tree={event.tree}, depth={event.depth}) would bring the "
-                f"privacy loss to epsilon={spent:.6g} at delta={self.budget_delta:g}, above the "
-                f"budget epsilon={self.budget_epsilon:g}"
+                f"{what} would bring the privacy loss to epsilon={spent:.6g} at "
+                f"delta={self.budget_delta:g} ({self.accountant()!r}), above the budget "
+                f"epsilon={self.budget_epsilon:g}"
             )
         return spent
 

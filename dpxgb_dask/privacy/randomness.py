@@ -111,6 +111,10 @@ class NoiseSource:
         :class:`PrivacyLeakWarning` because they can be guessed. The check measures the
         seed's length (the int's bit length, or 8 bits per byte), not its entropy: a long but
         guessable seed such as ``2**200`` does not warn and is not secret either.
+    secret : bool, default True
+        False for a source of public, data-independent choices only (e.g. the structure of
+        a random tree, which the model publishes anyway): a short seed then does not warn.
+        Never draw DP noise or a secret subsample from such a source.
 
     Notes
     -----
@@ -129,13 +133,13 @@ class NoiseSource:
     True
     """
 
-    def __init__(self, seed=None):
+    def __init__(self, seed=None, *, secret=True):
         if seed is None:
             self._master = os.urandom(32)
             self._seeded = False
         else:
             encoded, n_bits = _seed_bytes(seed)
-            if n_bits < 128:
+            if secret and n_bits < 128:
                 warnings.warn(
                     f"the noise seed has only {n_bits} bits: anyone who guesses it can recompute "
                     "and subtract the DP noise; use seed=None (secure) or a secret seed of at "

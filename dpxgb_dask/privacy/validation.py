@@ -17,6 +17,7 @@ __all__ = [
     "BudgetError",
     "EPSILON_WARNING_THRESHOLD",
     "LargeEpsilonWarning",
+    "NoBudgetWarning",
     "PrivacyLeakWarning",
     "check_delta",
     "check_epsilon",
@@ -45,6 +46,11 @@ class LargeEpsilonWarning(PrivacyLeakWarning):
 
 class BudgetError(RuntimeError):
     """A release would make the accounted privacy loss exceed the budget the user granted."""
+
+
+class NoBudgetWarning(UserWarning):
+    """A fit names no privacy budget across fits: nothing stops repeated fits on the same
+    data from adding up (ten fits at ε = 1 spend about 3.5 under PLD, unchecked)."""
 
 
 warnings.simplefilter("always", PrivacyLeakWarning)

@@ -93,6 +93,17 @@ def test_short_seed_warns(seed):
         NoiseSource(seed)
 
 
+def test_a_source_of_public_choices_takes_a_short_seed_silently():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        public = NoiseSource(7, secret=False)
+    same = NoiseSource(7, secret=False)
+    a = public.stream(purpose="split", tree=0).uint64(4)
+    assert np.array_equal(a, same.stream(purpose="split", tree=0).uint64(4))
+
+
 @pytest.mark.parametrize("seed", [-1, 1.5, "abc", True])
 def test_bad_seed_refused(seed):
     with pytest.raises(ValueError, match="seed"):

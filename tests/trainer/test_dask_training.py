@@ -56,6 +56,7 @@ def test_numpy_pandas_and_dask_inputs_give_the_same_model(client, seed, classifi
 
     X, y, bounds = classification_data
     params = {"feature_bounds": bounds, "epsilon": 2.0, "random_state": seed,
+              "reproducible_noise": True,
               "split_method": "noisy_histogram", "newton": True, **SMALL}
     from_numpy = train(params, X, y, client=client, n_partitions=2)
     frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(6)])
@@ -107,7 +108,8 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
         return {w for calls in calls_per_worker.values() for a, w in calls if a == action}
 
     X, y, bounds = classification_data
-    params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}
+    params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+              "reproducible_noise": True, **SMALL}
     client.run(spy, 1 << 22)
     try:
         inline = train(params, X, y, client=client)
@@ -127,17 +129,34 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
     assert threaded == inline
 
 
-def test_seeds_reproduce_the_model_and_secure_noise_does_not(client, seed, classification_data):
+def test_random_state_fixes_the_public_structure_and_the_noise_stays_fresh(
+        client, seed, classification_data):
+    """Issue 13: with an integer random_state, two fits on neighbouring datasets drew
+    identical noise (their difference was noise-free). Now the noise and the secret row
+    subsamples are fresh at every fit; random_state fixes the random trees' structure only,
+    and reproducible noise is an opt-in that warns."""
     X, y, bounds = classification_data
-    params = {"feature_bounds": bounds, "epsilon": 1.0, "subsample": 0.5, **SMALL}
-    a = train({**params, "random_state": seed}, X, y, client=client)
-    b = train({**params, "random_state": seed}, X, y, client=client)
-    assert a == b
-    c = train(params, X, y, client=client)
-    d = train(params, X, y, client=client)
-    assert not np.array_equal(c.nodes["value"], d.nodes["value"])
-    assert a.params["seeded"] and not c.params["seeded"]
-    assert "random_state" not in a.params  # the seed keys the noise: never saved
+    # (uniform candidates: the DP sketch's would differ from fit to fit, hence thresholds)
+    params = {"feature_bounds": bounds, "epsilon": 1.0, "subsample": 0.5,
+              "split_candidates": "uniform", "random_state": seed, **SMALL}
+    neighbour = slice(1, None)  # the same table without its first row
+    a = train(params, X, y, client=client)
+    b = train(params, X[neighbour], y[neighbour], client=client)
+    for key in ("feature", "threshold", "missing_left", "left", "right"):
+        assert np.array_equal(a.nodes[key], b.nodes[key])  # public structure: the same
+    assert not np.array_equal(a.nodes["value"], b.nodes["value"])
+    with pytest.warns(PrivacyLeakWarning, match="reproducible_noise=True"):
+        c = train({**params, "reproducible_noise": True}, X, y, client=client)
+    with pytest.warns(PrivacyLeakWarning, match="reproducible_noise=True"):
+        d = train({**params, "reproducible_noise": True}, X, y, client=client)
+    assert c == d
+    assert not np.array_equal(a.nodes["value"], c.nodes["value"])
+    assert a.params["seeded"] and not a.params["reproducible_noise"]
+    assert c.params["reproducible_noise"]
+    assert "random_state" not in c.params  # with the opt-in it keys the noise: never saved
+    with pytest.raises(ValueError, match="reproducible_noise=True needs random_state"):
+        train({**params, "random_state": None, "reproducible_noise": True}, X, y,
+              client=client)
 
 
 def test_saved_model_predicts_identically_without_a_cluster(client, seed, classification_data,
@@ -262,7 +281,8 @@ def test_regression_labels_outside_label_bounds_are_clipped(client, seed, regres
 
     X, y, bounds, _ = regression_data
     params = {"objective": "reg:squarederror", "feature_bounds": bounds,
-              "label_bounds": (-5.0, 5.0), "random_state": seed, **SMALL}
+              "label_bounds": (-5.0, 5.0), "random_state": seed,
+              "reproducible_noise": True, **SMALL}
     outside, at_bound = y.copy(), y.copy()
     outside[17], at_bound[17] = 1e6, 5.0
     inputs = lambda labels: (da.from_array(X, chunks=(1000, X.shape[1])),  # noqa: E731
@@ -272,7 +292,7 @@ def test_regression_labels_outside_label_bounds_are_clipped(client, seed, regres
     assert model_outside == model_at_bound
     with pytest.raises(ValueError, match="label_bounds is required"):
         train({"objective": "reg:squarederror", "feature_bounds": bounds,
-               "random_state": seed, **SMALL}, X, y, client=client)
+               "random_state": seed, "reproducible_noise": True, **SMALL}, X, y, client=client)
     assert _cluster_is_clean(client)
 
 
@@ -291,7 +311,7 @@ def test_a_row_with_a_nan_label_is_left_out_as_if_absent(client, seed, classific
     X, unlabelled = X.copy(), y.copy()
     unlabelled[[17, 2500]] = np.nan
     X[17] = 1e6  # would move every data-dependent bound if the row counted
-    params = {"random_state": seed, "subsample": 1.0, **SMALL,
+    params = {"random_state": seed, "reproducible_noise": True, "subsample": 1.0, **SMALL,
               **{"public bounds": {"feature_bounds": bounds},
                  "DP bounds": {"bounds_epsilon": 0.5},
                  "data bounds": {"feature_bounds": "data"},
@@ -322,7 +342,7 @@ def test_values_outside_the_public_domain_take_the_path_of_the_bound(client, see
     else:
         outside_X[17, 1], edge_X[17, 1] = np.inf, bounds[1, 1]
         outside_X[29, 2], edge_X[29, 2] = -np.inf, bounds[2, 0]
-    params = {"feature_bounds": bounds, "random_state": seed, **SMALL}
+    params = {"feature_bounds": bounds, "random_state": seed, "reproducible_noise": True, **SMALL}
 
     def fit(X_, y_):
         return train(params, da.from_array(X_, chunks=(1000, X.shape[1])),

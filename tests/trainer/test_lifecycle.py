@@ -141,9 +141,11 @@ def test_two_clients_at_once_each_get_the_model_they_get_alone(cluster, client, 
 
     X, y, bounds = classification_data
     jobs = {
-        "a": ({"feature_bounds": bounds, "random_state": seed, "n_estimators": 30,
+        "a": ({"feature_bounds": bounds, "random_state": seed,
+               "reproducible_noise": True, "n_estimators": 30,
                "max_depth": 3, "split_method": "noisy_histogram"}, X, y),
-        "b": ({"feature_bounds": bounds, "random_state": seed + 1, "n_estimators": 40,
+        "b": ({"feature_bounds": bounds, "random_state": seed + 1,
+               "reproducible_noise": True, "n_estimators": 40,
                "max_depth": 4}, X[::-1], y[::-1]),
     }
     alone = {name: train(*job, client=client) for name, job in jobs.items()}
@@ -208,7 +210,8 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     import signal
 
     X, y, bounds = classification_data
-    params = {"feature_bounds": bounds, "random_state": seed, "n_estimators": 150,
+    params = {"feature_bounds": bounds, "random_state": seed,
+              "reproducible_noise": True, "n_estimators": 150,
               "max_depth": 4, "split_method": "noisy_histogram"}
     undisturbed = train(params, *_inputs(kind, X, y), client=client)
     thread, outcome = _fit_in_background(params, *_inputs(kind, X, y), client=client,

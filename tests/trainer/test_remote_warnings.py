@@ -26,11 +26,13 @@ def test_scheduler_warnings_reach_a_remote_client(monkeypatch, tmp_path):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             train({"bounds_epsilon": 1.0, "epsilon": 2.0, "random_state": 12345,
-                   "n_estimators": 2, "max_depth": 2}, X, y, client=client)
+                   "reproducible_noise": True, "n_estimators": 2, "max_depth": 2}, X, y,
+                  client=client)
     raised = [(w.category, str(w.message)) for w in caught]
     assert any(c is DPBoundsWarning and "features [2]" in m for c, m in raised), raised
     # the short seed is checked by the coordinator's noise source, on the scheduler
     assert any(c is PrivacyLeakWarning and "bits" in m for c, m in raised), raised
+    assert any(c is PrivacyLeakWarning and "reproducible_noise" in m for c, m in raised)
     # emitted once, in this process, where the user called train()
     assert sum(c is DPBoundsWarning for c, _ in raised) == 1
     assert all(w.filename.endswith("test_remote_warnings.py") for w in caught

@@ -199,7 +199,8 @@ def test_regressor_predictions_are_clipped_to_the_label_bounds_in_every_api(
 
 def test_integer_column_labels_and_nullable_dtypes(client, seed, classification_data):
     X, y, bounds = classification_data
-    params = dict(feature_bounds=bounds, random_state=seed, client=client, **SMALL)
+    params = dict(feature_bounds=bounds, random_state=seed, reproducible_noise=True,
+                  client=client, **SMALL)
     on_array = DPXGBClassifier(**params).fit(X, y)
     int_columns = pd.DataFrame(X)  # columns 0..5
     on_frame = DPXGBClassifier(**params).fit(int_columns, y)
@@ -218,7 +219,7 @@ def test_feature_bounds_by_column_name(client, seed, classification_data):
     X, y, bounds = classification_data
     frame, X_frame, y_series = _frames(X, y)
     by_name = {f"f{i}": tuple(bounds[i]) for i in range(X.shape[1])}
-    params = dict(random_state=seed, client=client, **SMALL)
+    params = dict(random_state=seed, reproducible_noise=True, client=client, **SMALL)
     expected = DPXGBClassifier(feature_bounds=bounds, **params).fit(frame, y)
     shuffled = dict(reversed(list(by_name.items())))  # order of the dict does not matter
     assert DPXGBClassifier(feature_bounds=shuffled, **params).fit(frame, y).booster_ == \
@@ -272,13 +273,16 @@ def test_classes_are_public_or_read_with_a_warning(client, seed, classification_
 
     X, y, bounds = classification_data
     labels = np.where(y > 0, "yes", "no")
-    params = dict(feature_bounds=bounds, random_state=seed, client=client, **SMALL)
+    params = dict(feature_bounds=bounds, random_state=seed, reproducible_noise=True,
+                  client=client, **SMALL)
     with pytest.warns(PrivacyLeakWarning, match="classes="):
         read = DPXGBClassifier(**params).fit(X, labels)
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
+        # (only the reproducible noise the comparisons below need warns)
+        warnings.filterwarnings("ignore", "reproducible_noise", PrivacyLeakWarning)
         public = DPXGBClassifier(classes=["yes", "no"], **params).fit(X, labels)
         # one class present: it trains, since the label set is public
         one = DPXGBClassifier(classes=["no", "yes"], **params).fit(X, np.full(len(X), "no"))

@@ -1,0 +1,336 @@
+"""Privacy budgets across fits: a named total (ε, δ) under one accountant, charged with the
+releases of every fit that names it, and kept in a file that outlives the process.
+
+Composition across fits
+-----------------------
+Every fit reads all the rows of the dataset, so the releases of several fits compose
+sequentially: the budget's ledger is the concatenation of the fits' ledgers and its
+accountant composes them, ε at the budget's δ being what the fits have spent together
+(with PLD or RDP this is much less than the sum of the fits' ε: ten fits at ε = 1 under
+PLD at δ = 1e-6 spend about 3.5, not 10). Only the names that tie releases together are
+made each fit's own (:func:`fit_events`): a fit's Poisson subsample of tree 3 and another
+fit's are different samples, amplified separately, and the disjoint row parts of one fit's
+DPBoost ensemble are disjoint from each other, never from another fit's rows.
+
+Protocol
+--------
+:meth:`PrivacyBudget.reserve` takes the planned releases of a fit before its first release
+(DESIGN.md: "checked before data is touched"). If they would bring the total above the
+budget it raises :class:`~dpxgb_dask.privacy.validation.BudgetError` and records nothing.
+:meth:`PrivacyBudget.settle` replaces the reservation by the releases the fit actually
+made, however it ended (finished, failed, stopped). A reservation that is never settled (the
+process died mid-fit) stays charged in full, which can only overstate what was spent.
+
+Every number here is computed from public parameters (mechanisms, sensitivities, noise
+scales, sampling rates): a budget's status is public.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+
+from .accountants import get_accountant
+from .ledger import Ledger, PrivacyEvent
+from .validation import BudgetError, check_delta, check_epsilon
+
+__all__ = ["BudgetStore", "PrivacyBudget", "fit_events"]
+
+_FORMAT = "dpxgb-budgets"
+_VERSION = 1
+#: Accountants a budget may use (``"best"``: the smallest of the three).
+BUDGET_ACCOUNTANTS = ("basic", "best", "pld", "rdp")
+_MAX_NAME = 100
+#: How a charged fit ended ("reserved" while it runs).
+FIT_STATES = ("finished", "failed", "stopped")
+
+
+def _check_name(name):
+    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME \
+            or not name.isprintable():
+        raise ValueError(f"budget must be a non-empty printable str of at most {_MAX_NAME} "
+                         f"characters (the budget's name), got {name!r}")
+    return name
+
+
+def fit_events(events, fit_id):
+    """A fit's release events as a budget records them: its Poisson subsample and disjoint
+    group names prefixed by ``fit_id``, its noise stream ids dropped (they identify replays
+    within one fit only).
+
+    Parameters
+    ----------
+    events : iterable of PrivacyEvent
+    fit_id : str
+
+    Returns
+    -------
+    list of PrivacyEvent
+    """
+    out = []
+    for event in events:
+        changes = {"stream": None}
+        if event.subsample is not None:
+            changes["subsample"] = f"{fit_id}/{event.subsample}"
+        if event.disjoint_group is not None:
+            changes["disjoint_group"] = f"{fit_id}/{event.disjoint_group}"
+        out.append(dataclasses.replace(event, **changes))
+    return out
+
+
+class PrivacyBudget:
+    """A named privacy budget and the fits charged to it.
+
+    Parameters
+    ----------
+    name : str
+    epsilon : float
+        Total ε the fits may spend together, > 0.
+    delta : float
+        δ at which the total is accounted, in [0, 1).
+    accountant : {"pld", "rdp", "basic", "best"}
+        Composes the fits' releases (:func:`~dpxgb_dask.privacy.accountants.get_accountant`).
+    fits : list of dict, optional
+        The charges so far (as :meth:`to_dict` writes them).
+    created : float, optional
+        Creation time (Unix seconds).
+    """
+
+    def __init__(self, name, epsilon, delta, accountant="pld", fits=(), created=None):
+        self.name = _check_name(name)
+        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.delta = check_delta(delta, "delta")
+        if accountant not in BUDGET_ACCOUNTANTS:
+            raise ValueError(f"accountant must be one of {list(BUDGET_ACCOUNTANTS)}, "
+                             f"got {accountant!r}")
+        self.accountant = accountant
+        self.created = time.time() if created is None else float(created)
+        self.fits = []
+        for fit in fits:
+            self.fits.append({
+                "fit": str(fit["fit"]), "state": fit["state"], "time": float(fit["time"]),
+                "events": [e if isinstance(e, PrivacyEvent) else PrivacyEvent.from_dict(e)
+                           for e in fit["events"]]})
+
+    def __repr__(self):
+        return (f"PrivacyBudget({self.name!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"accountant={self.accountant!r}, fits={len(self.fits)})")
+
+    def _events(self):
+        return [e for fit in self.fits for e in fit["events"]]
+
+    def _epsilon_of(self, events):
+        if not events:
+            return 0.0
+        return float(get_accountant(self.accountant).get_epsilon(Ledger(events), self.delta))
+
+    def spent(self):
+        """float: ε the charged fits have spent together, at :attr:`delta` under
+        :attr:`accountant` (reservations count in full)."""
+        return self._epsilon_of(self._events())
+
+    def reserve(self, fit_id, events):
+        """Charge a fit's planned releases, or refuse it.
+
+        Parameters
+        ----------
+        fit_id : str
+        events : iterable of PrivacyEvent
+            Every release the fit will make (``ReleasePlan.ledger()``).
+
+        Returns
+        -------
+        float
+            The total ε with this fit.
+
+        Raises
+        ------
+        BudgetError
+            If the total would exceed :attr:`epsilon`; nothing is recorded.
+        ValueError
+            If ``fit_id`` is already charged.
+        """
+        fit_id, events = str(fit_id), list(events)
+        total = self.check(fit_id, events)
+        self.fits.append({"fit": fit_id, "state": "reserved", "time": time.time(),
+                          "events": fit_events(events, fit_id)})
+        return total
+
+    def check(self, fit_id, events):
+        """The total ε with a fit's planned releases, or :class:`BudgetError` (nothing is
+        recorded either way; :meth:`reserve` checks and records).
+
+        Parameters
+        ----------
+        fit_id : str
+        events : iterable of PrivacyEvent
+
+        Returns
+        -------
+        float
+        """
+        fit_id = str(fit_id)
+        if any(f["fit"] == fit_id for f in self.fits):
+            raise ValueError(f"fit {fit_id} is already charged to budget {self.name!r}")
+        planned = fit_events(events, fit_id)
+        try:
+            total = Ledger(self._events(), accountant=get_accountant(self.accountant),
+                           budget_epsilon=self.epsilon,
+                           budget_delta=self.delta).check_all(planned)
+        except BudgetError:
+            total = self._epsilon_of(self._events() + planned)
+            spent_before = self.spent()
+            raise BudgetError(
+                f"budget {self.name!r} refuses this fit: its releases would bring the total "
+                f"to epsilon = {total:.6g} (at delta = {self.delta:g}, {self.accountant} "
+                f"accountant) above the budget's {self.epsilon:g}; {spent_before:.6g} is "
+                f"spent by {len(self.fits)} fits. Nothing was spent. Lower epsilon or "
+                "n_estimators, or use another budget.") from None
+        return total
+
+    def settle(self, fit_id, events, state):
+        """Replace a fit's reservation by the releases it made.
+
+        Parameters
+        ----------
+        fit_id : str
+        events : iterable of PrivacyEvent
+            The fit's recorded releases (its ledger), as many as it made before it ended.
+        state : {"finished", "failed", "stopped"}
+        """
+        if state not in FIT_STATES:
+            raise ValueError(f"state must be one of {list(FIT_STATES)}, got {state!r}")
+        for fit in self.fits:
+            if fit["fit"] == str(fit_id):
+                fit["events"] = fit_events(events, fit["fit"])
+                fit["state"] = state
+                fit["time"] = time.time()
+                return
+        raise ValueError(f"fit {fit_id} has no reservation in budget {self.name!r}")
+
+    def status(self):
+        """Public summary: totals and one row per fit.
+
+        Returns
+        -------
+        dict
+            ``{"name", "epsilon", "delta", "accountant", "spent", "remaining", "n_fits",
+            "fits": [{"fit", "state", "time", "n_releases", "epsilon"}]}``; a fit's
+            ``epsilon`` is its own releases' ε under the budget's accountant and δ.
+        """
+        spent = self.spent()
+        return {
+            "name": self.name, "epsilon": self.epsilon, "delta": self.delta,
+            "accountant": self.accountant, "spent": spent,
+            "remaining": max(0.0, self.epsilon - spent), "n_fits": len(self.fits),
+            "created": self.created,
+            "fits": [{"fit": f["fit"], "state": f["state"], "time": f["time"],
+                      "n_releases": len(f["events"]),
+                      "epsilon": self._epsilon_of(f["events"])} for f in self.fits],
+        }
+
+    def to_dict(self):
+        """JSON-ready dict (inverse: ``PrivacyBudget(**d)``)."""
+        return {"name": self.name, "epsilon": self.epsilon, "delta": self.delta,
+                "accountant": self.accountant, "created": self.created,
+                "fits": [dict(f, events=[e.to_dict() for e in f["events"]])
+                         for f in self.fits]}
+
+
+class BudgetStore:
+    """Named budgets kept in one JSON file, rewritten atomically at every change.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (created with its directory at the first budget). A file of another
+        format is refused rather than overwritten.
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._budgets = {}
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                try:
+                    data = json.load(f)
+                except ValueError as exc:
+                    raise ValueError(f"the budget file {self.path} is not JSON: {exc}") from None
+            if not isinstance(data, dict) or data.get("format") != _FORMAT \
+                    or data.get("version") != _VERSION:
+                raise ValueError(f"the budget file {self.path} is not a dpxgb budget file "
+                                 f"(format {_FORMAT!r}, version {_VERSION})")
+            for entry in data.get("budgets", []):
+                budget = PrivacyBudget(**entry)
+                self._budgets[budget.name] = budget
+
+    def names(self):
+        """list of str: the budgets' names, sorted."""
+        return sorted(self._budgets)
+
+    def create(self, name, epsilon, delta, accountant="pld"):
+        """Create and save a budget; a name already in use is refused (a budget is never
+        reset by creating it again).
+
+        Returns
+        -------
+        dict
+            Its :meth:`PrivacyBudget.status`.
+        """
+        budget = PrivacyBudget(name, epsilon, delta, accountant)
+        if name in self._budgets:
+            raise ValueError(f"budget {name!r} already exists (epsilon = "
+                             f"{self._budgets[name].epsilon:g}); choose another name")
+        self._budgets[name] = budget
+        self._save()
+        return budget.status()
+
+    def get(self, name):
+        """The :class:`PrivacyBudget` named ``name``; ValueError naming the known ones."""
+        _check_name(name)
+        if name not in self._budgets:
+            known = ", ".join(repr(n) for n in self.names()) or "none"
+            raise ValueError(f"budget {name!r} does not exist on this scheduler (budgets: "
+                             f"{known}); create it first (dpxgb budget create, or "
+                             "dpxgb_dask.create_budget)")
+        return self._budgets[name]
+
+    def check(self, name, fit_id, events):
+        """:meth:`PrivacyBudget.check` (nothing saved)."""
+        return self.get(name).check(fit_id, events)
+
+    def reserve(self, name, fit_id, events):
+        """:meth:`PrivacyBudget.reserve`, saved."""
+        total = self.get(name).reserve(fit_id, events)
+        self._save()
+        return total
+
+    def settle(self, name, fit_id, events, state):
+        """:meth:`PrivacyBudget.settle`, saved; returns the budget's status."""
+        budget = self.get(name)
+        budget.settle(fit_id, events, state)
+        self._save()
+        return budget.status()
+
+    def status(self, name):
+        return self.get(name).status()
+
+    def _save(self):
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        data = {"format": _FORMAT, "version": _VERSION,
+                "budgets": [self._budgets[n].to_dict() for n in self.names()]}
+        fd, tmp = tempfile.mkstemp(prefix=".budgets-", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, allow_nan=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
