@@ -3,7 +3,8 @@
 Public API: :class:`DPXGBClassifier`, :class:`DPXGBRegressor` (scikit-learn estimators),
 :func:`train` (``train(params, X, y, client=None) -> Booster``), :class:`Booster`,
 :func:`load_model`, the privacy budgets across fits (:func:`create_budget`,
-:func:`budget_status`, :func:`list_budgets`), and the typed warnings and errors of :mod:`dpxgb_dask.privacy`.
+:func:`budget_status`, :func:`list_budgets`), and the typed warnings and errors of
+:mod:`dpxgb_dask.privacy`.
 """
 from ._lazy import lazy_exports
 

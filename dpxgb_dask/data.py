@@ -36,6 +36,10 @@ def _check_numeric_dtypes(dtypes, names):
            if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))]
     if bad:
         raise ValueError(f"X has non-numeric columns {bad}; encode them as numbers first")
+    complex_ = [str(name) for name, dtype in zip(names, dtypes)
+                if getattr(dtype, "kind", None) == "c"]
+    if complex_:
+        raise ValueError(f"X has complex columns {complex_}; features must be real numbers")
 
 
 def describe_features(X):
@@ -49,7 +53,9 @@ def describe_features(X):
     Raises
     ------
     ValueError
-        If X is not 2-dimensional or has non-numeric columns.
+        If X is not 2-dimensional or has non-numeric or complex columns.
+    TypeError
+        If X is sparse, or not array-like.
     """
     if _is_frame(X):
         names = [str(c) for c in X.columns]
@@ -60,6 +66,12 @@ def describe_features(X):
             raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
         _check_numeric_dtypes([X.dtype], ["X"])
         return None, int(X.shape[1])
+    if hasattr(X, "toarray") and hasattr(X, "nnz"):
+        raise TypeError("X is a sparse matrix, which dpxgb_dask does not take: pass "
+                        "X.toarray() (NaN, not 0, marks a missing value)")
+    if X is None or isinstance(X, (dict, str, bytes)) or np.isscalar(X):
+        raise TypeError("X must be a 2-D array-like (NumPy array, pandas DataFrame, dask "
+                        f"array or DataFrame), got {type(X).__name__}")
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")

@@ -324,7 +324,13 @@ class Booster:
         a valid signature under that key (``ValueError`` otherwise).
         """
         with open(os.fspath(path)) as f:
-            data = json.load(f)
+            try:
+                data = json.load(f)
+            except ValueError as exc:
+                raise ValueError(f"{os.fspath(path)} is not a JSON model file: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{os.fspath(path)} is not a dpxgb_dask model file (its JSON is "
+                             f"a {type(data).__name__}, not an object)")
         signature = data.pop("signature", None)
         if key is not None:
             if signature is None:

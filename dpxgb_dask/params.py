@@ -350,9 +350,18 @@ def _check_number(name, value, lo=None, hi=None, lo_open=False, hi_open=False, i
         raise ValueError(f"{name} must be in {left}{lo_s}, {hi_s}{right}, got {value!r}")
 
 
+def _as_float_array(name, value, expected):
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {expected}, got {value!r}") from None
+
+
 def check_feature_bounds(bounds, n_features):
     """Validate public feature bounds: array (n_features, 2) of finite lo < hi."""
-    arr = np.asarray(bounds, dtype=np.float64)
+    arr = _as_float_array("feature_bounds", bounds, "an (n_features, 2) array of numbers")
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(f"feature_bounds must have shape (n_features, 2), got {arr.shape}")
     if arr.shape[0] != n_features:
@@ -367,7 +376,7 @@ def check_feature_bounds(bounds, n_features):
 
 def check_label_bounds(bounds):
     """Validate public label bounds (lo, hi) with finite lo < hi."""
-    arr = np.asarray(bounds, dtype=np.float64).ravel()
+    arr = _as_float_array("label_bounds", bounds, "(lo, hi) with finite lo < hi").ravel()
     if arr.shape != (2,) or not np.all(np.isfinite(arr)) or arr[0] >= arr[1]:
         raise ValueError(f"label_bounds must be (lo, hi) with finite lo < hi, got {bounds!r}")
     return float(arr[0]), float(arr[1])

@@ -257,6 +257,29 @@ def test_set_params_with_a_client_then_pickle(client, seed, classification_data)
     np.testing.assert_array_equal(again.predict_proba(X), model.predict_proba(X))
 
 
+def test_clones_and_a_grid_search_refit_with_fresh_noise(client, classification_data):
+    """Issue 13: with an integer random_state, clone() and GridSearchCV refit on
+    neighbouring folds with identical noise, which cancels in the difference of two
+    models. Now every fit draws its own noise."""
+    from sklearn.model_selection import GridSearchCV
+
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(feature_bounds=bounds, classes=[0, 1], random_state=3,
+                            client=client, dp_params={"split_candidates": "uniform"}, **SMALL)
+    a = clone(model).fit(X, y)
+    b = clone(model).fit(X[1:], y[1:])  # the neighbouring table: one row less
+    nodes_a, nodes_b = a.booster_.nodes, b.booster_.nodes
+    assert np.array_equal(nodes_a["feature"], nodes_b["feature"])  # public structure
+    assert np.array_equal(nodes_a["threshold"], nodes_b["threshold"])
+    # (a leaf whose noisy hessian sum is negative is 0 in both: S-BDT's cut-off)
+    leaves = (nodes_a["left"] < 0) & (nodes_a["value"] != 0) & (nodes_b["value"] != 0)
+    assert leaves.sum() > 10
+    assert not np.isclose(nodes_a["value"][leaves], nodes_b["value"][leaves]).any()
+    search = GridSearchCV(model, {"epsilon": [0.5, 1.0]}, cv=2).fit(X, y)
+    assert search.best_estimator_.booster_.ledger["epsilon"] in (
+        pytest.approx(0.5, rel=2e-3), pytest.approx(1.0, rel=2e-3))
+
+
 def test_sparse_input_is_refused_with_the_alternative(classification_data):
     from scipy import sparse
 
