@@ -169,8 +169,9 @@ class DaskBackend:
                 if not call.done() and address not in self._scheduler.workers:
                     call.cancel()
                     raise WorkerLost(f"worker {address} holding partitions "
-                                     f"{self._placement[address]} of the fit left the "
-                                     "cluster during the fit", address)
+                                     f"{self._placement[address]} of the fit was lost: it "
+                                     "left the cluster during the fit (killed, or the "
+                                     "cluster restarted)", address)
             reply = call.result()
         except OSError as exc:  # CommClosedError is an OSError
             raise WorkerLost(f"worker {address} holding partitions "

@@ -208,7 +208,7 @@ class Coordinator:
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)
         booster.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
-        booster.ledger = privacy_summary(self.ledger, p, self.plan.scale)
+        booster.ledger = privacy_summary(self.ledger, p, self.plan.budget_scale)
         self._publish({"event": "done", "epsilon": booster.ledger["epsilon"],
                        "accountant": p.accountant, "delta": p.delta})
         return booster

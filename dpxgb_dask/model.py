@@ -20,6 +20,8 @@ MODEL_FORMAT_VERSION = 1
 MODEL_FORMAT_NAME = "dpxgb_dask.booster"
 
 OBJECTIVES = ("reg:squarederror", "binary:logistic")
+#: Kinds of :meth:`Booster.feature_importance` (public values only).
+IMPORTANCE_TYPES = ("leaf_spread", "weight")
 
 #: Node fields of the trees while they are grown (``Tree.to_arrays``): bin thresholds index
 #: the cuts the tree was grown with (iterative-Hessian candidates change between trees).
@@ -174,6 +176,50 @@ class Booster:
         view.flags.writeable = False
         return view
 
+    def feature_importance(self, importance_type="leaf_spread"):
+        """Importance of each feature, computed from the model's public values only: it
+        releases nothing the model does not.
+
+        Parameters
+        ----------
+        importance_type : {"leaf_spread", "weight"}
+            "weight": the number of splits on the feature. With data-independent (random)
+            splits it reflects only how features were drawn, not the data. "leaf_spread":
+            the sum, over the splits on the feature, of the absolute difference between
+            the mean leaf value under the left child and under the right one (unweighted
+            means: the leaves' row counts are private, their values are DP releases, so
+            this is post-processing). It shows which splits the noisy leaves say matter,
+            for random splits too.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_features,)
+            Normalised to sum to 1 (all zeros for a forest without splits).
+        """
+        if importance_type not in IMPORTANCE_TYPES:
+            raise ValueError(f"importance_type must be one of {list(IMPORTANCE_TYPES)}, "
+                             f"got {importance_type!r}")
+        nodes = self._nodes
+        internal = np.flatnonzero(nodes["left"] >= 0)
+        if importance_type == "weight":
+            score = np.bincount(nodes["feature"][internal], minlength=self.n_features)
+        else:
+            # Children follow their parent in the flat arrays: one backward pass gives
+            # each node's sum and number of leaves below it.
+            leaf_sum = np.where(nodes["left"] < 0, nodes["value"], 0.0)
+            n_leaves = (nodes["left"] < 0).astype(np.float64)
+            for j in internal[::-1]:
+                left, right = nodes["left"][j], nodes["right"][j]
+                leaf_sum[j] = leaf_sum[left] + leaf_sum[right]
+                n_leaves[j] = n_leaves[left] + n_leaves[right]
+            mean = leaf_sum / np.maximum(n_leaves, 1.0)
+            spread = np.abs(mean[nodes["left"][internal]] - mean[nodes["right"][internal]])
+            score = np.bincount(nodes["feature"][internal], weights=spread,
+                                minlength=self.n_features)
+        score = score.astype(np.float64)
+        total = score.sum()
+        return score / total if total > 0 else score
+
     def trees_to_dataframe(self):
         """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas)."""
         import pandas as pd
@@ -298,7 +344,7 @@ class Booster:
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         return booster
 
-    def save_model(self, path, key=None):
+    def save_model(self, path, key=None, format="dpxgb"):
         """Write the model as versioned JSON to ``path``.
 
         Parameters
@@ -307,7 +353,21 @@ class Booster:
         key : bytes or str, optional
             A secret: the file then carries an HMAC-SHA256 of its content under that key
             (``"signature"``), which :meth:`load_model` verifies when given the key.
+        format : {"dpxgb", "xgboost"}
+            "xgboost" writes XGBoost's JSON model, which ``xgboost.Booster(model_file=)``
+            loads (``export.py``: what differs, and where the ledger goes).
         """
+        if format not in ("dpxgb", "xgboost"):
+            raise ValueError(f"format must be 'dpxgb' or 'xgboost', got {format!r}")
+        if format == "xgboost":
+            if key is not None:
+                raise ValueError("key= signs files of format='dpxgb' only; XGBoost's format "
+                                 "has no place for a signature")
+            from .export import to_xgboost_json
+
+            with open(os.fspath(path), "w") as f:
+                json.dump(to_xgboost_json(self), f)
+            return
         data = self.to_dict()
         if key is not None:
             data["signature"] = _signature(data, key)

@@ -1,11 +1,24 @@
 """The release plan: every DP release of a fit, its budget share, sensitivity, noise and
 ledger event, computed once per fit from public parameters only.
 
-:func:`make_plan` calibrates the plan's scale to the fit's total (ε, δ) under its
+:func:`make_plan` calibrates the plan's budget scale to the fit's total (ε, δ) under its
 accountant (or takes DP-XGBoost's ε per tree) and returns a :class:`ReleasePlan`; the
 coordinator reads every release's noise parameters and ledger fields from it. Nothing here
 reads data or knows about Dask, so the client computes the plan before (and while) the
 data is loaded, and calibrations of identical public parameters are cached.
+
+Vocabulary (the same in the ledger, the report, the coordinator and the tests):
+
+* **release**: one application of a DP mechanism to exact aggregates (a level's
+  histograms, a tree's leaves, the sketch, the initial score), recorded as one ledger event
+  (:class:`~dpxgb_dask.privacy.ledger.PrivacyEvent`); a :class:`Release` here is the noise
+  recipe of one kind of release.
+* **sensitivity** Δ: the L1 (Laplace), L2 (Gaussian) or utility (exponential) sensitivity
+  of the released quantity to adding or removing one row (``privacy/sensitivity.py``).
+* **noise scale**: the Laplace scale b = Δ/ε or the Gaussian σ = z·Δ of a release
+  (:attr:`PrivacyEvent.noise_scale`); z is the **noise multiplier**.
+* **budget scale** s: the one number the whole plan is a function of, calibrated so that
+  the fit spends its ε (:func:`calibrate_budget_scale`).
 """
 from dataclasses import dataclass
 import functools
@@ -65,7 +78,7 @@ class Release:
 
 
 class ReleasePlan:
-    """Every release of a fit and its noise, as a function of one scale ``s``.
+    """Every release of a fit and its noise, as a function of one budget scale ``s``.
 
     Built once per fit from public parameters (:func:`make_plan`) and read by the
     coordinator for each release's noise and ledger event.
@@ -73,22 +86,22 @@ class ReleasePlan:
     Pure-ε releases with share ``w`` occurring ``m`` times per tree get ε = s·w/m (so s is
     DP-XGBoost's ε per tree when the shares sum to one, §4.4); Gaussian releases get the
     noise multiplier z = sqrt(m/w)/s (zCDP ρ = s²w/(2m)). Everything is monotone in s,
-    which :func:`calibrate_scale` finds by bisection on the accountant's ε of
+    which :func:`calibrate_budget_scale` finds by bisection on the accountant's ε of
     :meth:`ledger`, the exact ledger the fit will record.
 
     Parameters
     ----------
     params : TrainParams
     n_features : int
-    scale : float
+    budget_scale : float
     """
 
-    def __init__(self, params, n_features, scale):
+    def __init__(self, params, n_features, budget_scale):
         self.params = p = params
         self.n_features = n_features
-        self.scale = float(scale)
+        self.budget_scale = float(budget_scale)
         self.shares = shares = release_shares(p)
-        s = self.scale
+        s = self.budget_scale
         h_bound = p.hessian_bound if p.newton else 1.0
         self.ih_rounds = (min(p.iterative_hessian_rounds, p.n_estimators)
                           if p.split_candidates == "iterative_hessian" else 0)
@@ -203,8 +216,8 @@ def bounds_event(p, n_features):
                 n_parallel=2 * BOUNDS_N_EXPONENTS + 1)
 
 
-def calibrate_scale(params, n_features, rtol=1e-3):
-    """The scale s whose schedule spends ``params.epsilon`` under ``params.accountant``.
+def calibrate_budget_scale(params, n_features, rtol=1e-3):
+    """The budget scale s whose plan spends ``params.epsilon`` under ``params.accountant``.
 
     ε(s) is increasing and close to a power law in s, so a safeguarded secant search
     (Illinois) on (log s, log ε) converges in a few accountant calls. For PLD the search
@@ -305,20 +318,20 @@ def _solve_log(f, rtol, start=1.0, step=8.0):
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_scale(params_json, n_features):
+def _cached_budget_scale(params_json, n_features):
     from .params import TrainParams
 
     fields = json.loads(params_json)
     fields.pop("seeded")
     if isinstance(fields.get("label_bounds"), list):
         fields["label_bounds"] = tuple(fields["label_bounds"])
-    return calibrate_scale(TrainParams(**fields), n_features)
+    return calibrate_budget_scale(TrainParams(**fields), n_features)
 
 
 def make_plan(params, n_features):
     """The calibrated :class:`ReleasePlan` of a fit (public parameters only).
 
-    The scale depends only on public parameters, so identical calibrations in one process
+    The budget scale depends only on public parameters, so identical calibrations in one process
     (repeated fits, cross-validation) are computed once.
 
     Parameters
@@ -339,7 +352,7 @@ def make_plan(params, n_features):
     if public["feature_bounds"] is not None:
         public["feature_bounds"] = "public"  # only their presence shapes the plan
     key = json.dumps(public, sort_keys=True, default=str)
-    return ReleasePlan(params, n_features, _cached_scale(key, int(n_features)))
+    return ReleasePlan(params, n_features, _cached_budget_scale(key, int(n_features)))
 
 
 #: The neighbouring relation of every fit (the README's privacy model).
@@ -364,7 +377,7 @@ def not_dp_choices(params):
     return found
 
 
-def privacy_summary(ledger, params, scale):
+def privacy_summary(ledger, params, budget_scale):
     """The privacy part of a model (``Booster.ledger``, JSON-ready): the fit's ledger, its
     δ, the accountant that calibrated it and the ε it reports, and every accountant's ε.
 
@@ -373,13 +386,13 @@ def privacy_summary(ledger, params, scale):
     ledger : Ledger
         The releases the fit made.
     params : TrainParams
-    scale : float
-        The plan's calibrated scale (:func:`calibrate_scale`).
+    budget_scale : float
+        The plan's calibrated budget scale (:func:`calibrate_budget_scale`).
 
     Returns
     -------
     dict
-        ``{"events", "delta", "accountant", "epsilon", "epsilon_by_accountant", "scale",
+        ``{"events", "delta", "accountant", "epsilon", "epsilon_by_accountant", "budget_scale",
         "neighbouring_relation", "not_dp"}``; an infinite ε (pure accounting of a
         Gaussian release at δ = 0) is written as the string ``"inf"``. ``not_dp`` lists
         the fit's non-DP choices (:func:`not_dp_choices`): the ε values account for the DP
@@ -394,7 +407,7 @@ def privacy_summary(ledger, params, scale):
         "accountant": params.accountant,
         "epsilon": epsilon,
         "epsilon_by_accountant": {k: _finite_or_text(v) for k, v in report.items()},
-        "scale": scale,
+        "budget_scale": budget_scale,
         "neighbouring_relation": NEIGHBOURING_RELATION,
         "not_dp": not_dp_choices(params),
     }

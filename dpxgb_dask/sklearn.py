@@ -141,11 +141,13 @@ class _DPXGBModel(BaseEstimator):
                                      index=frame.index)
         return X_checked, y_checked
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, classes=None):
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         booster = train(self._train_params(names), X, y, client=self.client,
                         verbose=self.verbose)
         self.booster_ = booster
+        if classes is not None:
+            self.classes_ = classes
         if _is_dask(X):  # (validate_data set these for in-memory X)
             self.n_features_in_ = booster.n_features
             if hasattr(X, "columns") and all(isinstance(c, str) for c in X.columns):
@@ -173,13 +175,25 @@ class _DPXGBModel(BaseEstimator):
         def flat(values):
             if values is None:
                 return None
+            if getattr(values, "ndim", 1) == 2 and hasattr(values, "columns"):
+                if len(values.columns) != 1:
+                    raise ValueError(f"y must have one column, got {len(values.columns)}")
+                values = values.iloc[:, 0]  # a one-column frame: its column
             values = values.to_dask_array() if hasattr(values, "to_dask_array") else values
-            return values.reshape(-1) if hasattr(values, "reshape") else values
+            # (1-D as it is: a dask array of unknown chunk sizes cannot be reshaped)
+            return values.reshape(-1) if getattr(values, "ndim", 1) != 1 else values
 
         prediction, y_true, weight = dask.compute(flat(self.predict(X)), flat(y),
                                                   flat(sample_weight))
         return float(self._metric(np.asarray(y_true), np.asarray(prediction),
                                   sample_weight=weight))
+
+    @property
+    def feature_importances_(self):
+        """ndarray of float64, shape (n_features,): ``Booster.feature_importance``
+        ("leaf_spread"), from the model's public values only (nothing new is released)."""
+        check_is_fitted(self, "booster_")
+        return self.booster_.feature_importance("leaf_spread")
 
     def privacy_report(self):
         """ε of the fit under every accountant, and the ledger's events as rows.
@@ -265,24 +279,24 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         for where ``classes_`` comes from.
         """
         X, y = self._validate_fit_input(X, y, y_numeric=False)
+        # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
         if _is_dask(y):
             if self.classes is None:
-                self.classes_ = np.array([0, 1])
-                encoded = y
+                classes, encoded = np.array([0, 1]), y
             else:
-                self.classes_ = self._public_classes()
-                positive = (y == self.classes_[1]).astype(np.float64)
+                classes = self._public_classes()
+                positive = (y == classes[1]).astype(np.float64)
                 missing = y != y  # NaN labels stay NaN: their rows are left out
                 encoded = (positive.mask(missing) if hasattr(positive, "mask")
                            else _dask_where(missing, np.nan, positive))
-            return self._fit(X, encoded)
+            return self._fit(X, encoded, classes)
         y_values = np.asarray(y).reshape(-1)
         check_classification_targets(y_values)
         if self.classes is not None:
-            self.classes_ = self._public_classes()
-            if not np.isin(y_values, self.classes_).all():
+            classes = self._public_classes()
+            if not np.isin(y_values, classes).all():
                 # (the user's process holds these labels: this reveals nothing to anyone else)
-                raise ValueError(f"y holds labels outside classes={self.classes_.tolist()!r}")
+                raise ValueError(f"y holds labels outside classes={classes.tolist()!r}")
         else:
             target = type_of_target(y_values, input_name="y")
             if target not in ("binary", "unknown") and np.unique(y_values).size > 2:
@@ -296,9 +310,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                           "labels present is not differentially private. Give the public "
                           "label set as classes=[...] instead.", PrivacyLeakWarning,
                           stacklevel=2)
-            self.classes_ = classes
-        encoded = (y_values == self.classes_[1]).astype(np.float64)
-        self._fit(X, encoded)
+        self._fit(X, (y_values == classes[1]).astype(np.float64), classes)
         if self.classes is None:
             self.booster_.ledger.setdefault("not_dp", []).append({
                 "purpose": "classes", "parameter": "classes=None",

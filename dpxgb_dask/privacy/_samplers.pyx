@@ -47,6 +47,42 @@ cdef void* _alloc(Py_ssize_t n_bytes) except NULL:
     return p
 
 
+cdef enum:
+    MAX_SCRATCH = 8  # scratch arrays one sampler call may take
+
+
+cdef class _Scratch:
+    """The scratch arrays of one sampler call: taken one by one, freed together when the
+    call returns or raises (the object is dropped then)."""
+    cdef void* blocks[MAX_SCRATCH]
+    cdef int n_blocks
+
+    cdef void* take(self, Py_ssize_t n_bytes) except NULL:
+        if self.n_blocks == MAX_SCRATCH:
+            raise MemoryError(f"a sampler call takes at most {MAX_SCRATCH} scratch arrays")
+        cdef void* p = _alloc(n_bytes)
+        self.blocks[self.n_blocks] = p
+        self.n_blocks += 1
+        return p
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.n_blocks):
+            PyMem_Free(self.blocks[i])
+
+
+cdef inline Py_ssize_t _keep_where(Py_ssize_t* active, const uint8_t* flag, bint want,
+                                   Py_ssize_t n) noexcept nogil:
+    """Keep the entries ``active[i]`` whose ``flag[i]`` is ``want``, in order, at the
+    front of ``active``; return how many."""
+    cdef Py_ssize_t i, c = 0
+    for i in range(n):
+        if (flag[i] != 0) == want:
+            active[c] = active[i]
+            c += 1
+    return c
+
+
 cdef inline int _bit_length(uint64_t v) noexcept nogil:
     cdef int n = 0
     while v:
@@ -99,84 +135,76 @@ cdef class _Words:
         cdef int n_bits = _bit_length(bound - 1)
         cdef uint64_t mask = ((<uint64_t>1) << n_bits) - 1 if n_bits < 64 else <uint64_t>(-1)
         cdef bint narrow = bound < ((<uint64_t>1) << 32)
-        cdef uint64_t* words = <uint64_t*> _alloc(n * sizeof(uint64_t))
-        cdef uint32_t* words32 = <uint32_t*> _alloc(n * sizeof(uint32_t))
-        cdef Py_ssize_t* bad = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
+        cdef _Scratch scratch = _Scratch()
+        cdef uint64_t* words = <uint64_t*> scratch.take(n * sizeof(uint64_t))
+        cdef uint32_t* words32 = <uint32_t*> scratch.take(n * sizeof(uint32_t))
+        cdef Py_ssize_t* bad = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
         cdef Py_ssize_t i, n_bad = 0, k
         cdef uint64_t v
-        try:
+        if narrow:
+            self.words32(words32, n)
+            for i in range(n):
+                words[i] = words32[i]
+        else:
+            self.words64(words, n)
+        for i in range(n):
+            v = words[i] & mask
+            out[i] = <int64_t>v
+            if v >= bound:
+                bad[n_bad] = i
+                n_bad += 1
+        while n_bad:
             if narrow:
-                self.words32(words32, n)
-                for i in range(n):
+                self.words32(words32, n_bad)
+                for i in range(n_bad):
                     words[i] = words32[i]
             else:
-                self.words64(words, n)
-            for i in range(n):
+                self.words64(words, n_bad)
+            k = 0
+            for i in range(n_bad):
                 v = words[i] & mask
-                out[i] = <int64_t>v
+                out[bad[i]] = <int64_t>v
                 if v >= bound:
-                    bad[n_bad] = i
-                    n_bad += 1
-            while n_bad:
-                if narrow:
-                    self.words32(words32, n_bad)
-                    for i in range(n_bad):
-                        words[i] = words32[i]
-                else:
-                    self.words64(words, n_bad)
-                k = 0
-                for i in range(n_bad):
-                    v = words[i] & mask
-                    out[bad[i]] = <int64_t>v
-                    if v >= bound:
-                        bad[k] = bad[i]
-                        k += 1
-                n_bad = k
-        finally:
-            PyMem_Free(words)
-            PyMem_Free(words32)
-            PyMem_Free(bad)
+                    bad[k] = bad[i]
+                    k += 1
+            n_bad = k
         return 0
 
     cdef int below_each(self, const int64_t* bound, Py_ssize_t n, int64_t* out) except -1:
         """``RandomStream.uniform_below(bound_array)``: one 64-bit draw per bound (>= 1)."""
         if n == 0:
             return 0
-        cdef uint64_t* words = <uint64_t*> _alloc(n * sizeof(uint64_t))
-        cdef uint64_t* mask = <uint64_t*> _alloc(n * sizeof(uint64_t))
-        cdef Py_ssize_t* bad = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
+        cdef _Scratch scratch = _Scratch()
+        cdef uint64_t* words = <uint64_t*> scratch.take(n * sizeof(uint64_t))
+        cdef uint64_t* mask = <uint64_t*> scratch.take(n * sizeof(uint64_t))
+        cdef Py_ssize_t* bad = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
         cdef Py_ssize_t i, n_bad = 0, k
         cdef uint64_t v, m
         cdef int shift
-        try:
-            for i in range(n):
-                m = <uint64_t>bound[i] - 1
-                shift = 1
-                while shift <= 32:
-                    m |= m >> shift
-                    shift <<= 1
-                mask[i] = m
-            self.words64(words, n)
-            for i in range(n):
-                v = words[i] & mask[i]
-                out[i] = <int64_t>v
-                if v >= <uint64_t>bound[i]:
-                    bad[n_bad] = i
-                    n_bad += 1
-            while n_bad:
-                self.words64(words, n_bad)
-                k = 0
-                for i in range(n_bad):
-                    v = words[i] & mask[bad[i]]
-                    out[bad[i]] = <int64_t>v
-                    if v >= <uint64_t>bound[bad[i]]:
-                        bad[k] = bad[i]
-                        k += 1
-                n_bad = k
-        finally:
-            PyMem_Free(words)
-            PyMem_Free(mask)
-            PyMem_Free(bad)
+        for i in range(n):
+            m = <uint64_t>bound[i] - 1
+            shift = 1
+            while shift <= 32:
+                m |= m >> shift
+                shift <<= 1
+            mask[i] = m
+        self.words64(words, n)
+        for i in range(n):
+            v = words[i] & mask[i]
+            out[i] = <int64_t>v
+            if v >= <uint64_t>bound[i]:
+                bad[n_bad] = i
+                n_bad += 1
+        while n_bad:
+            self.words64(words, n_bad)
+            k = 0
+            for i in range(n_bad):
+                v = words[i] & mask[bad[i]]
+                out[bad[i]] = <int64_t>v
+                if v >= <uint64_t>bound[bad[i]]:
+                    bad[k] = bad[i]
+                    k += 1
+            n_bad = k
         return 0
 
     cdef int bits(self, Py_ssize_t n, uint8_t* out) except -1:
@@ -195,33 +223,23 @@ cdef int _ln2(_Words w, Py_ssize_t n, uint8_t* out) except -1:
     """Bernoulli(ln 2): K fair flips up to the first head, accept with 1/K."""
     if n == 0:
         return 0
-    cdef int64_t* k = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef int64_t* u = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef Py_ssize_t* active = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    cdef uint8_t* heads = <uint8_t*> _alloc(n)
-    cdef Py_ssize_t i, n_active = n, c
-    try:
-        for i in range(n):
-            k[i] = 1
-            active[i] = i
-        while n_active:
-            w.bits(n_active, heads)
-            c = 0
-            for i in range(n_active):
-                if not heads[i]:
-                    active[c] = active[i]
-                    c += 1
-            n_active = c
-            for i in range(n_active):
-                k[active[i]] += 1
-        w.below_each(k, n, u)
-        for i in range(n):
-            out[i] = u[i] == 0
-    finally:
-        PyMem_Free(k)
-        PyMem_Free(u)
-        PyMem_Free(active)
-        PyMem_Free(heads)
+    cdef _Scratch scratch = _Scratch()
+    cdef int64_t* k = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef int64_t* u = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
+    cdef uint8_t* heads = <uint8_t*> scratch.take(n)
+    cdef Py_ssize_t i, n_active = n
+    for i in range(n):
+        k[i] = 1
+        active[i] = i
+    while n_active:
+        w.bits(n_active, heads)
+        n_active = _keep_where(active, heads, False, n_active)
+        for i in range(n_active):
+            k[active[i]] += 1
+    w.below_each(k, n, u)
+    for i in range(n):
+        out[i] = u[i] == 0
     return 0
 
 
@@ -231,58 +249,45 @@ cdef int _exp_neg_unit(_Words w, const int64_t* num, Py_ssize_t n, int64_t den, 
     with ``times_ln2`` the exponent is (num/den)·ln 2."""
     if n == 0:
         return 0
-    cdef int64_t* k = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef int64_t* u = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef int64_t* u2 = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef Py_ssize_t* active = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* chosen = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    cdef uint8_t* a = <uint8_t*> _alloc(n)
-    cdef uint8_t* coin = <uint8_t*> _alloc(n)
+    cdef _Scratch scratch = _Scratch()
+    cdef int64_t* k = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef int64_t* u = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef int64_t* u2 = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* chosen = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
+    cdef uint8_t* a = <uint8_t*> scratch.take(n)
+    cdef uint8_t* coin = <uint8_t*> scratch.take(n)
     cdef Py_ssize_t i, n_active = n, c
     cdef int64_t kk = k0
-    try:
-        for i in range(n):
-            k[i] = k0
-            active[i] = i
-        while n_active:
-            if den <= (INT64_SAFE - 1) // kk:
-                w.below(<uint64_t>(den * kk), n_active, u)
-                for i in range(n_active):
-                    a[i] = u[i] < num[active[i]]
-            else:
-                # Bernoulli(num/(den K)) = Bernoulli(num/den) AND Bernoulli(1/K)
-                w.below(<uint64_t>den, n_active, u)
-                w.below(<uint64_t>kk, n_active, u2)
-                for i in range(n_active):
-                    a[i] = (u[i] < num[active[i]]) and u2[i] == 0
-            if times_ln2:
-                c = 0
-                for i in range(n_active):
-                    if a[i]:
-                        chosen[c] = i
-                        c += 1
-                _ln2(w, c, coin)
-                for i in range(c):
-                    a[chosen[i]] = coin[i]
+    for i in range(n):
+        k[i] = k0
+        active[i] = i
+    while n_active:
+        if den <= (INT64_SAFE - 1) // kk:
+            w.below(<uint64_t>(den * kk), n_active, u)
+            for i in range(n_active):
+                a[i] = u[i] < num[active[i]]
+        else:
+            # Bernoulli(num/(den K)) = Bernoulli(num/den) AND Bernoulli(1/K)
+            w.below(<uint64_t>den, n_active, u)
+            w.below(<uint64_t>kk, n_active, u2)
+            for i in range(n_active):
+                a[i] = (u[i] < num[active[i]]) and u2[i] == 0
+        if times_ln2:
             c = 0
             for i in range(n_active):
                 if a[i]:
-                    active[c] = active[i]
+                    chosen[c] = i
                     c += 1
-            n_active = c
-            kk += 1
-            for i in range(n_active):
-                k[active[i]] = kk
-        for i in range(n):
-            out[i] = (k[i] & 1) == 1
-    finally:
-        PyMem_Free(k)
-        PyMem_Free(u)
-        PyMem_Free(u2)
-        PyMem_Free(active)
-        PyMem_Free(chosen)
-        PyMem_Free(a)
-        PyMem_Free(coin)
+            _ln2(w, c, coin)
+            for i in range(c):
+                a[chosen[i]] = coin[i]
+        n_active = _keep_where(active, a, True, n_active)
+        kk += 1
+        for i in range(n_active):
+            k[active[i]] = kk
+    for i in range(n):
+        out[i] = (k[i] & 1) == 1
     return 0
 
 
@@ -290,150 +295,130 @@ cdef int _exp_minus_one(_Words w, Py_ssize_t n, uint8_t* out) except -1:
     """Bernoulli(exp(-1)): K reaches k iff U < 12!/(k-1)!, for U uniform on [0, 12!)."""
     if n == 0:
         return 0
-    cdef int64_t* u = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef Py_ssize_t* tail = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    cdef int64_t* ones = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef uint8_t* tail_out = <uint8_t*> _alloc(n)
+    cdef _Scratch scratch = _Scratch()
+    cdef int64_t* u = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef Py_ssize_t* tail = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
+    cdef int64_t* ones = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef uint8_t* tail_out = <uint8_t*> scratch.take(n)
     cdef Py_ssize_t i, n_tail = 0
     cdef int64_t kk
-    try:
-        w.below(<uint64_t>E1_FACT, n, u)
-        for i in range(n):
-            # K = the number of thresholds 12!/(k-1)!, k = 1..13, strictly above U
-            kk = 2  # 12!/0! = 12!/1! = 12! > U always
-            while kk <= E1_LAST and E1_THRESHOLDS[kk] > u[i]:
-                kk += 1
-            out[i] = (kk & 1) == 1
-            if kk == E1_LAST + 1:
-                tail[n_tail] = i
-                ones[n_tail] = 1
-                n_tail += 1
-        if n_tail:
-            _exp_neg_unit(w, ones, n_tail, 1, E1_LAST + 1, False, tail_out)
-            for i in range(n_tail):
-                out[tail[i]] = tail_out[i]
-    finally:
-        PyMem_Free(u)
-        PyMem_Free(tail)
-        PyMem_Free(ones)
-        PyMem_Free(tail_out)
+    w.below(<uint64_t>E1_FACT, n, u)
+    for i in range(n):
+        # K = the number of thresholds 12!/(k-1)!, k = 1..13, strictly above U
+        kk = 2  # 12!/0! = 12!/1! = 12! > U always
+        while kk <= E1_LAST and E1_THRESHOLDS[kk] > u[i]:
+            kk += 1
+        out[i] = (kk & 1) == 1
+        if kk == E1_LAST + 1:
+            tail[n_tail] = i
+            ones[n_tail] = 1
+            n_tail += 1
+    if n_tail:
+        _exp_neg_unit(w, ones, n_tail, 1, E1_LAST + 1, False, tail_out)
+        for i in range(n_tail):
+            out[tail[i]] = tail_out[i]
     return 0
 
 
 cdef int _exp_neg(_Words w, const int64_t* num, Py_ssize_t n, int64_t den, uint8_t* out) except -1:
     """Bernoulli(exp(-num/den)), num >= 0: exp(-1)^floor(γ) AND exp(-frac(γ))."""
-    cdef int64_t* whole = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef int64_t* frac = <int64_t*> _alloc(n * sizeof(int64_t))
-    cdef Py_ssize_t* active = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    cdef uint8_t* ok = <uint8_t*> _alloc(n)
+    cdef _Scratch scratch = _Scratch()
+    cdef int64_t* whole = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef int64_t* frac = <int64_t*> scratch.take(n * sizeof(int64_t))
+    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
+    cdef uint8_t* ok = <uint8_t*> scratch.take(n)
     cdef Py_ssize_t i, n_active = 0, c, r
-    try:
-        for i in range(n):
-            whole[i] = num[i] // den
-            frac[i] = num[i] - whole[i] * den
-            out[i] = 1
-            if whole[i] > 0:
-                active[n_active] = i
-                n_active += 1
-        while n_active:
-            _exp_minus_one(w, n_active, ok)
-            c = 0
-            for i in range(n_active):
-                r = active[i]
-                if not ok[i]:
-                    out[r] = 0
-                whole[r] -= 1
-                if ok[i] and whole[r] > 0:
-                    active[c] = r
-                    c += 1
-            n_active = c
+    for i in range(n):
+        whole[i] = num[i] // den
+        frac[i] = num[i] - whole[i] * den
+        out[i] = 1
+        if whole[i] > 0:
+            active[n_active] = i
+            n_active += 1
+    while n_active:
+        _exp_minus_one(w, n_active, ok)
         c = 0
-        for i in range(n):
-            if out[i] and frac[i] > 0:
-                active[c] = i
-                whole[c] = frac[i]  # reused: the fractional numerators of the survivors
+        for i in range(n_active):
+            r = active[i]
+            if not ok[i]:
+                out[r] = 0
+            whole[r] -= 1
+            if ok[i] and whole[r] > 0:
+                active[c] = r
                 c += 1
-        if c:
-            _exp_neg_unit(w, whole, c, den, 1, False, ok)
-            for i in range(c):
-                out[active[i]] = ok[i]
-    finally:
-        PyMem_Free(whole)
-        PyMem_Free(frac)
-        PyMem_Free(active)
-        PyMem_Free(ok)
+        n_active = c
+    c = 0
+    for i in range(n):
+        if out[i] and frac[i] > 0:
+            active[c] = i
+            whole[c] = frac[i]  # reused: the fractional numerators of the survivors
+            c += 1
+    if c:
+        _exp_neg_unit(w, whole, c, den, 1, False, ok)
+        for i in range(c):
+            out[active[i]] = ok[i]
     return 0
 
 
 cdef int _geometric_exp_neg_one(_Words w, Py_ssize_t n, int64_t* v) except -1:
     """V with P(V = v) = (1 - e^-1) e^-v: successes of Bernoulli(e^-1) before a failure."""
-    cdef Py_ssize_t* active = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    cdef uint8_t* ok = <uint8_t*> _alloc(n)
+    cdef _Scratch scratch = _Scratch()
+    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
+    cdef uint8_t* ok = <uint8_t*> scratch.take(n)
     cdef Py_ssize_t i, n_active = n, c
-    try:
-        for i in range(n):
-            v[i] = 0
-            active[i] = i
-        while n_active:
-            _exp_minus_one(w, n_active, ok)
-            c = 0
-            for i in range(n_active):
-                if ok[i]:
-                    v[active[i]] += 1
-                    active[c] = active[i]
-                    c += 1
-            n_active = c
-    finally:
-        PyMem_Free(active)
-        PyMem_Free(ok)
+    for i in range(n):
+        v[i] = 0
+        active[i] = i
+    while n_active:
+        _exp_minus_one(w, n_active, ok)
+        c = 0
+        for i in range(n_active):
+            if ok[i]:
+                v[active[i]] += 1
+                active[c] = active[i]
+                c += 1
+        n_active = c
     return 0
 
 
 cdef int _laplace(_Words w, int64_t t, Py_ssize_t size, int64_t* out) except -1:
     """Discrete Laplace of integer scale t (CKS Algorithm 2), ``size`` samples into ``out``."""
-    cdef Py_ssize_t* pending = <Py_ssize_t*> _alloc(size * sizeof(Py_ssize_t))
-    cdef int64_t* u = <int64_t*> _alloc(size * sizeof(int64_t))
-    cdef int64_t* x = <int64_t*> _alloc(size * sizeof(int64_t))
-    cdef int64_t* g = <int64_t*> _alloc(size * sizeof(int64_t))
-    cdef uint8_t* keep = <uint8_t*> _alloc(size)
-    cdef uint8_t* negative = <uint8_t*> _alloc(size)
+    cdef _Scratch scratch = _Scratch()
+    cdef Py_ssize_t* pending = <Py_ssize_t*> scratch.take(size * sizeof(Py_ssize_t))
+    cdef int64_t* u = <int64_t*> scratch.take(size * sizeof(int64_t))
+    cdef int64_t* x = <int64_t*> scratch.take(size * sizeof(int64_t))
+    cdef int64_t* g = <int64_t*> scratch.take(size * sizeof(int64_t))
+    cdef uint8_t* keep = <uint8_t*> scratch.take(size)
+    cdef uint8_t* negative = <uint8_t*> scratch.take(size)
     cdef Py_ssize_t i, n_pending = size, n_kept, c, j
-    try:
-        for i in range(size):
-            pending[i] = i
-        while n_pending:
-            w.below(<uint64_t>t, n_pending, u)
-            _exp_neg(w, u, n_pending, t, keep)
-            n_kept = 0
-            for i in range(n_pending):
-                if keep[i]:
-                    x[n_kept] = u[i]
-                    n_kept += 1
-            _geometric_exp_neg_one(w, n_kept, g)
-            for i in range(n_kept):
-                x[i] += t * g[i]
-            w.bits(n_kept, negative)
-            c = 0
-            j = 0
-            for i in range(n_pending):
-                if keep[i]:
-                    if negative[j] and x[j] == 0:  # "-0" is rejected
-                        pending[c] = pending[i]
-                        c += 1
-                    else:
-                        out[pending[i]] = -x[j] if negative[j] else x[j]
-                    j += 1
-                else:
+    for i in range(size):
+        pending[i] = i
+    while n_pending:
+        w.below(<uint64_t>t, n_pending, u)
+        _exp_neg(w, u, n_pending, t, keep)
+        n_kept = 0
+        for i in range(n_pending):
+            if keep[i]:
+                x[n_kept] = u[i]
+                n_kept += 1
+        _geometric_exp_neg_one(w, n_kept, g)
+        for i in range(n_kept):
+            x[i] += t * g[i]
+        w.bits(n_kept, negative)
+        c = 0
+        j = 0
+        for i in range(n_pending):
+            if keep[i]:
+                if negative[j] and x[j] == 0:  # "-0" is rejected
                     pending[c] = pending[i]
                     c += 1
-            n_pending = c
-    finally:
-        PyMem_Free(pending)
-        PyMem_Free(u)
-        PyMem_Free(x)
-        PyMem_Free(g)
-        PyMem_Free(keep)
-        PyMem_Free(negative)
+                else:
+                    out[pending[i]] = -x[j] if negative[j] else x[j]
+                j += 1
+            else:
+                pending[c] = pending[i]
+                c += 1
+        n_pending = c
     return 0
 
 
@@ -457,51 +442,43 @@ cdef bint _exp_neg_big(_Words w, object a, int64_t den) except -1:
 cdef int _gaussian(_Words w, int64_t t, int64_t m, Py_ssize_t size, int64_t* out) except -1:
     """Discrete Gaussian with σ² = t·m (CKS Algorithm 3), ``size`` samples into ``out``."""
     cdef int64_t den = 2 * t * m
-    cdef Py_ssize_t* pending = <Py_ssize_t*> _alloc(size * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* small = <Py_ssize_t*> _alloc(size * sizeof(Py_ssize_t))
-    cdef int64_t* y = <int64_t*> _alloc(size * sizeof(int64_t))
-    cdef int64_t* a = <int64_t*> _alloc(size * sizeof(int64_t))
-    cdef int64_t* squares = <int64_t*> _alloc(size * sizeof(int64_t))
-    cdef uint8_t* accept = <uint8_t*> _alloc(size)
-    cdef uint8_t* small_accept = <uint8_t*> _alloc(size)
+    cdef _Scratch scratch = _Scratch()
+    cdef Py_ssize_t* pending = <Py_ssize_t*> scratch.take(size * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* small = <Py_ssize_t*> scratch.take(size * sizeof(Py_ssize_t))
+    cdef int64_t* y = <int64_t*> scratch.take(size * sizeof(int64_t))
+    cdef int64_t* a = <int64_t*> scratch.take(size * sizeof(int64_t))
+    cdef int64_t* squares = <int64_t*> scratch.take(size * sizeof(int64_t))
+    cdef uint8_t* accept = <uint8_t*> scratch.take(size)
+    cdef uint8_t* small_accept = <uint8_t*> scratch.take(size)
     cdef Py_ssize_t i, n_pending = size, n_small, c
-    try:
-        for i in range(size):
-            pending[i] = i
-        while n_pending:
-            _laplace(w, t, n_pending, y)
-            n_small = 0
-            for i in range(n_pending):
-                a[i] = (y[i] if y[i] >= 0 else -y[i]) - m
-                if -SQUARE_SAFE < a[i] < SQUARE_SAFE:
-                    small[n_small] = i
-                    squares[n_small] = a[i] * a[i]
-                    n_small += 1
-            _exp_neg(w, squares, n_small, den, small_accept)
-            c = 0
-            for i in range(n_pending):
-                if c < n_small and small[c] == i:
-                    accept[i] = small_accept[c]
-                    c += 1
-            for i in range(n_pending):
-                if not (-SQUARE_SAFE < a[i] < SQUARE_SAFE):
-                    accept[i] = _exp_neg_big(w, a[i], den)
-            c = 0
-            for i in range(n_pending):
-                if accept[i]:
-                    out[pending[i]] = y[i]
-                else:
-                    pending[c] = pending[i]
-                    c += 1
-            n_pending = c
-    finally:
-        PyMem_Free(pending)
-        PyMem_Free(small)
-        PyMem_Free(y)
-        PyMem_Free(a)
-        PyMem_Free(squares)
-        PyMem_Free(accept)
-        PyMem_Free(small_accept)
+    for i in range(size):
+        pending[i] = i
+    while n_pending:
+        _laplace(w, t, n_pending, y)
+        n_small = 0
+        for i in range(n_pending):
+            a[i] = (y[i] if y[i] >= 0 else -y[i]) - m
+            if -SQUARE_SAFE < a[i] < SQUARE_SAFE:
+                small[n_small] = i
+                squares[n_small] = a[i] * a[i]
+                n_small += 1
+        _exp_neg(w, squares, n_small, den, small_accept)
+        c = 0
+        for i in range(n_pending):
+            if c < n_small and small[c] == i:
+                accept[i] = small_accept[c]
+                c += 1
+        for i in range(n_pending):
+            if not (-SQUARE_SAFE < a[i] < SQUARE_SAFE):
+                accept[i] = _exp_neg_big(w, a[i], den)
+        c = 0
+        for i in range(n_pending):
+            if accept[i]:
+                out[pending[i]] = y[i]
+            else:
+                pending[c] = pending[i]
+                c += 1
+        n_pending = c
     return 0
 
 

@@ -443,36 +443,6 @@ class RDPAccountant(Accountant):
             return parts[0]
         return sum(parts, np.zeros(len(self.orders)))
 
-    def dp_event(self, ledger, delta):
-        """A ``dp_accounting`` event describing the ledger (for independent checking).
-
-        ``dp_accounting.rdp.RdpAccountant(orders).compose(event).get_epsilon(delta)`` gives
-        the same ε as :meth:`get_epsilon` for ledgers without subsamples of pure-ε
-        releases. With such subsamples :meth:`get_epsilon` takes the per-order minimum of
-        two valid curves, which no single event expresses; the event returned is then the
-        better, at ``delta``, of "every such subsample amplified" and "none amplified", and
-        its ε is >= :meth:`get_epsilon`.
-
-        Parameters
-        ----------
-        ledger : Ledger
-        delta : float
-            δ at which the two descriptions are compared.
-
-        Returns
-        -------
-        dp_accounting.DpEvent
-        """
-        delta = check_delta(delta)
-        terms = _distinct_terms(composition_terms(_as_ledger(ledger)))
-        options = [
-            dp_accounting.ComposedDpEvent([_repeat(self._term_event(t, amplify), m) for t, m in terms])
-            for amplify in (False, True)
-        ]
-        if delta == 0.0:
-            return options[0]
-        return min(options, key=lambda ev: self._fresh().compose(ev).get_epsilon(delta))
-
     def _total_curve(self, ledger):
         total = np.zeros(len(self.orders))
         for term, mult in _distinct_terms(composition_terms(_as_ledger(ledger))):

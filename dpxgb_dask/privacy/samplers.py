@@ -150,10 +150,8 @@ def discrete_gaussian(scale, mean_shift, size, stream):
         The discrete Laplace proposal scale t >= 1 (normally floor(σ) + 1).
     mean_shift : int
         m >= 1, so that σ² = t·m (in squared grid units); t <= 64·m is required.
-    size : int
-        Number of samples.
-    stream : RandomStream
-        Source of uniform integers.
+    size, stream
+        As for :func:`discrete_laplace`.
 
     Returns
     -------

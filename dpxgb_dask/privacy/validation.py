@@ -62,109 +62,54 @@ def _as_real(value, name):
     return float(value)
 
 
-def check_epsilon(epsilon, name="epsilon"):
-    """Validate a privacy parameter ε.
-
-    Parameters
-    ----------
-    epsilon : float
-        The value to check.
-    name : str, default "epsilon"
-        Argument name used in the error message.
-
-    Returns
-    -------
-    float
-        ``epsilon`` as a Python float.
-
-    Raises
-    ------
-    ValueError
-        If ``epsilon`` is not a finite real number > 0 (ε = 0 would need infinite noise
-        and ε = ∞ is no privacy at all).
-    """
-    value = _as_real(epsilon, name)
-    if not (math.isfinite(value) and value > 0.0):
-        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
-    return value
-
-
-def check_delta(delta, name="delta"):
-    """Validate a privacy parameter δ.
-
-    Parameters
-    ----------
-    delta : float
-        The value to check.
-    name : str, default "delta"
-        Argument name used in the error message.
-
-    Returns
-    -------
-    float
-        ``delta`` as a Python float.
-
-    Raises
-    ------
-    ValueError
-        If ``delta`` is not in the half-open interval [0, 1).
-    """
-    value = _as_real(delta, name)
-    if not (0.0 <= value < 1.0):
-        raise ValueError(f"{name} must be in [0, 1), got {delta!r}")
-    return value
-
-
-def check_sampling_rate(rate, name="sampling_rate"):
-    """Validate a Poisson sampling probability γ.
-
-    Parameters
-    ----------
-    rate : float
-        The value to check.
-    name : str, default "sampling_rate"
-        Argument name used in the error message.
-
-    Returns
-    -------
-    float
-        ``rate`` as a Python float.
-
-    Raises
-    ------
-    ValueError
-        If ``rate`` is not in the half-open interval (0, 1].
-    """
-    value = _as_real(rate, name)
-    if not (0.0 < value <= 1.0):
-        raise ValueError(f"{name} must be in (0, 1], got {rate!r}")
-    return value
+def _check_range(value, name, low, high, include_low, include_high, allowed):
+    """``value`` as a float if it lies in the interval from ``low`` to ``high`` (ends
+    included as the flags say), else ValueError naming ``name`` and ``allowed``."""
+    out = _as_real(value, name)
+    above = out > low or (include_low and out == low)
+    below = out < high or (include_high and out == high)
+    if not (above and below):  # (NaN fails both)
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return out
 
 
 def check_positive(value, name):
-    """Validate a strictly positive finite real (sensitivity, noise scale, bound).
+    """Validate a finite real > 0 (a sensitivity, noise scale or bound).
 
     Parameters
     ----------
     value : float
-        The value to check.
     name : str
-        Argument name used in the error message.
+        The argument's name, for the error message.
 
     Returns
     -------
     float
-        ``value`` as a Python float.
 
     Raises
     ------
     ValueError
-        If ``value`` is not a finite real number > 0.
+        Naming ``name``, if ``value`` is not a finite real number > 0.
     """
-    out = _as_real(value, name)
-    if not (math.isfinite(out) and out > 0.0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return out
+    return _check_range(value, name, 0.0, math.inf, False, False, "a finite number > 0")
+
+
+def check_epsilon(epsilon, name="epsilon"):
+    """Validate a privacy parameter ε: a finite real > 0 (ε = 0 would need infinite noise,
+    ε = ∞ is no privacy at all); returns it as a float, else ValueError naming ``name``."""
+    return check_positive(epsilon, name)
+
+
+def check_delta(delta, name="delta"):
+    """Validate a privacy parameter δ in [0, 1); returns it as a float, else ValueError
+    naming ``name``."""
+    return _check_range(delta, name, 0.0, 1.0, True, False, "in [0, 1)")
+
+
+def check_sampling_rate(rate, name="sampling_rate"):
+    """Validate a Poisson sampling probability γ in (0, 1]; returns it as a float, else
+    ValueError naming ``name``."""
+    return _check_range(rate, name, 0.0, 1.0, False, True, "in (0, 1]")
 
 
 def warn_if_large_epsilon(epsilon, threshold=EPSILON_WARNING_THRESHOLD, stacklevel=2):

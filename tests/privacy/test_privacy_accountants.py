@@ -162,17 +162,6 @@ def test_rdp_pure_mechanisms_match_direct_events():
     assert acct.get_epsilon(ledger, 1e-5) == pytest.approx(direct, rel=1e-9)
 
 
-def test_rdp_dp_event_is_inspectable():
-    ledger = maddock_ledger(3, 2, 0.1, 5.0, 3.0, 10.0)
-    acct = RDPAccountant()
-    event = acct.dp_event(ledger, 1e-6)
-    assert isinstance(event, dp_accounting.DpEvent)
-    assert "PoissonSampledDpEvent" in repr(event)
-    direct = dp_accounting.rdp.RdpAccountant(list(acct.orders), ADD_REMOVE).compose(event)
-    assert acct.get_epsilon(ledger, 1e-6) == pytest.approx(direct.get_epsilon(1e-6), rel=1e-12)
-    assert acct.get_delta(ledger, 2.0) == pytest.approx(direct.get_delta(2.0), rel=1e-12)
-
-
 @pytest.mark.parametrize("gamma", [1.0, 0.05])
 def test_pld_matches_dp_accounting_run_directly(gamma):
     n_trees, depth, zs, zl, zi, delta = 40, 4, 6.0, 3.0, 8.0, 1e-6

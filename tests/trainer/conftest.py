@@ -17,7 +17,10 @@ def cluster():
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}), \
+    # The lifecycle tests compare the scheduler's event counts before and after fits: a
+    # topic's log must not reach its length limit (1000 by default) and rotate meanwhile.
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h",
+                          "distributed.admin.low-level-log-length": 100_000}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                          dashboard_address=":0") as cluster:
         yield cluster

@@ -8,7 +8,7 @@ from sklearn.metrics import roc_auc_score
 from dpxgb_dask import decisions
 from dpxgb_dask.decisions import hessian_refined_cuts, uniform_cuts
 from dpxgb_dask.params import PRESETS, resolve_params
-from dpxgb_dask.plan import ReleasePlan, calibrate_scale
+from dpxgb_dask.plan import ReleasePlan, calibrate_budget_scale
 from dpxgb_dask.training import train_in_process
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.sensitivity import leaf_value_sensitivity
@@ -23,7 +23,7 @@ def _fit(params, X, y, n_parts=3):
 def test_calibration_spends_the_requested_epsilon(preset, accountant):
     params = resolve_params("binary:logistic", preset=preset, epsilon=1.0, accountant=accountant,
                             n_estimators=10, max_depth=3, feature_bounds=np.zeros((4, 2)) + [0, 1])
-    scale = calibrate_scale(params, 4)
+    scale = calibrate_budget_scale(params, 4)
     spent = get_accountant(accountant).get_epsilon(ReleasePlan(params, 4, scale).ledger(),
                                                    params.delta)
     assert 0.99 <= spent <= 1.0
@@ -35,7 +35,7 @@ def test_the_fit_records_exactly_the_planned_releases(seed, classification_data)
         params = resolve_params("binary:logistic", preset=preset, feature_bounds=bounds,
                                 epsilon=1.0, random_state=seed, n_estimators=3, max_depth=2)
         booster, coordinator = _fit(params, X, y)
-        planned = ReleasePlan(params, 6, booster.ledger["scale"]).ledger()
+        planned = ReleasePlan(params, 6, booster.ledger["budget_scale"]).ledger()
         recorded = [e for e in coordinator.ledger if e.purpose != "bounds"]
         assert len(recorded) == len(planned)
         accountant = get_accountant(params.accountant)

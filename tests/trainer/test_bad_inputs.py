@@ -375,8 +375,6 @@ ESTIMATOR_CASES = [
 @pytest.mark.parametrize("call, error, pattern",
                          [pytest.param(*c[1:], id=c[0]) for c in ESTIMATOR_CASES])
 def test_estimator_misuse_gives_a_clear_error(call, error, pattern, clean_cluster):
-    from distributed import default_client  # noqa: F401  (the estimators use the default)
-
     with pytest.raises(error, match=pattern):
         call()
 

@@ -5,7 +5,7 @@ import pytest
 
 from dpxgb_dask import plan as plan_module
 from dpxgb_dask.params import PRESETS, resolve_params
-from dpxgb_dask.plan import ReleasePlan, calibrate_scale, make_plan
+from dpxgb_dask.plan import ReleasePlan, calibrate_budget_scale, make_plan
 from dpxgb_dask.privacy.accountants import PLDAccountant, RDPAccountant, get_accountant
 from dpxgb_dask.privacy.validation import BudgetError, PrivacyLeakWarning
 
@@ -53,17 +53,17 @@ def test_calibration_refuses_an_accountant_that_jumps_over_the_target(monkeypatc
                             accountant="basic", n_estimators=5, feature_bounds=BOUNDS)
     monkeypatch.setattr(plan_module, "get_accountant", lambda name: Jumpy())
     with pytest.raises(BudgetError, match="jumps over the target"):
-        calibrate_scale(params, 4)
+        calibrate_budget_scale(params, 4)
     monkeypatch.undo()
     assert 3.0 * (1 - 1e-2) <= get_accountant("basic").get_epsilon(
-        ReleasePlan(params, 4, calibrate_scale(params, 4)).ledger(), 0.0) <= 3.0
+        ReleasePlan(params, 4, calibrate_budget_scale(params, 4)).ledger(), 0.0) <= 3.0
 
 
 def test_the_plan_never_spends_more_than_the_fixed_releases_allow():
     params = resolve_params("binary:logistic", epsilon=1.0, bounds_epsilon=1.0,
                             n_estimators=5)
     with pytest.raises(BudgetError, match="bounds_epsilon"):
-        calibrate_scale(params, 4)
+        calibrate_budget_scale(params, 4)
 
 
 @pytest.mark.parametrize("preset", [None, *PRESETS])

@@ -280,6 +280,29 @@ def test_clones_and_a_grid_search_refit_with_fresh_noise(client, classification_
         pytest.approx(0.5, rel=2e-3), pytest.approx(1.0, rel=2e-3))
 
 
+def test_a_failed_refit_keeps_the_fitted_classes_and_model(client, classification_data):
+    X, y, bounds = classification_data
+    labels = np.where(y > 0, "yes", "no")
+    model = DPXGBClassifier(feature_bounds=bounds, classes=["no", "yes"], client=client,
+                            **SMALL).fit(X, labels)
+    booster = model.booster_
+    model.set_params(classes=["n", "y"], budget="no-such-budget")
+    with pytest.raises(ValueError, match="budget 'no-such-budget' does not exist"):
+        model.fit(X, np.where(y > 0, "y", "n"))
+    assert list(model.classes_) == ["no", "yes"] and model.booster_ is booster
+
+
+def test_score_takes_a_one_column_dask_frame_of_labels(client, classification_data):
+    import dask.dataframe as dd
+
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(feature_bounds=bounds, classes=[0, 1], client=client,
+                            **SMALL).fit(X, y)
+    frame = dd.from_pandas(pd.DataFrame(np.nan_to_num(X)), npartitions=2)
+    labels = dd.from_pandas(pd.DataFrame({"y": y}), npartitions=2)
+    assert model.score(frame, labels) == pytest.approx(model.score(np.nan_to_num(X), y))
+
+
 def test_sparse_input_is_refused_with_the_alternative(classification_data):
     from scipy import sparse
 

@@ -1,0 +1,132 @@
+"""save_model(format="xgboost"): XGBoost loads the file and predicts what the model does."""
+import json
+
+import numpy as np
+import pytest
+
+from dpxgb_dask.model import Booster
+from dpxgb_dask.params import resolve_params
+from dpxgb_dask.training import train_in_process
+
+xgboost = pytest.importorskip("xgboost", reason="the export tests need xgboost "
+                                                "(pip install '.[bench]')")
+
+
+def _data(n, seed, big=np.inf):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    X[rng.random(X.shape) < 0.05] = np.nan  # missing values take the default direction
+    X[:5, 0] = [-big, big, 40.0, -40.0, 4.0]  # beyond the bounds, and on one
+    return X
+
+
+@pytest.fixture(scope="module", params=[
+    ("binary:logistic", None), ("binary:logistic", "dp-xgboost"),
+    ("reg:squarederror", None), ("reg:squarederror", "s-bdt")])
+def fitted(request, tmp_path_factory):
+    objective, preset = request.param
+    X = _data(4000, 0)
+    signal = np.nan_to_num(X[:, 0] + X[:, 1] * X[:, 2], posinf=4.0, neginf=-4.0)
+    extra = {}
+    if objective == "binary:logistic":
+        y = (signal > 0).astype(float)
+    else:
+        y, extra = np.clip(3.0 * signal, -10, 10), {"label_bounds": (-10.0, 10.0)}
+    params = resolve_params(objective, preset=preset, feature_bounds=np.tile([-4.0, 4.0], (5, 1)),
+                            epsilon=1.0, n_estimators=100 if preset is None else 30, **extra)
+    booster, _ = train_in_process(params, X, y)
+    path = tmp_path_factory.mktemp("export") / "model.json"
+    booster.save_model(path, format="xgboost")
+    return booster, xgboost.Booster(model_file=str(path)), path
+
+
+def test_xgboost_predicts_what_the_model_predicts(fitted):
+    booster, loaded, _ = fitted
+    X = _data(3000, 1, big=1e30)  # (XGBoost refuses infinite features)
+    ours = booster.predict(X, output_margin=True)
+    theirs = loaded.predict(xgboost.DMatrix(X), output_margin=True).astype(np.float64)
+    # XGBoost sums float32 leaf values in float32: each tree's addition (and the float32
+    # leaf value itself) may round by a float32 ulp of the running margin, which never
+    # exceeds |base| + the sum of the trees' largest |leaf|.
+    nodes, roots = booster.nodes, list(booster.tree_roots) + [len(booster.nodes["value"])]
+    largest = abs(booster.base_score) + sum(
+        np.abs(nodes["value"][a:b]).max() for a, b in zip(roots, roots[1:]))
+    bound = 2 * (booster.n_trees + 1) * float(np.spacing(np.float32(largest)))
+    assert np.abs(ours - theirs).max() <= bound
+    if booster.objective == "binary:logistic":
+        probability = loaded.predict(xgboost.DMatrix(X)).astype(np.float64)
+        # the sigmoid's slope is at most 1/4; the float32 result rounds by < 6e-8
+        assert np.abs(booster.predict(X) - probability).max() <= bound / 4 + 6e-8
+    else:  # ours clips to the public label bounds, XGBoost does not
+        bounds = json.loads(loaded.attr("dpxgb_params"))["label_bounds"]
+        clipped = np.clip(loaded.predict(xgboost.DMatrix(X)), *bounds)
+        assert np.abs(booster.predict(X) - clipped).max() <= bound
+
+
+def test_the_ledger_travels_in_the_attributes_and_nothing_exact_is_written(fitted):
+    booster, loaded, path = fitted
+    assert json.loads(loaded.attr("dpxgb_ledger")) == json.loads(json.dumps(booster.ledger))
+    trees = json.loads(path.read_text())["learner"]["gradient_booster"]["model"]["trees"]
+    assert len(trees) == booster.n_trees
+    assert all(set(t["loss_changes"]) == {0.0} and set(t["sum_hessian"]) == {0.0}
+               for t in trees)
+
+
+def test_the_split_condition_is_the_first_float32_above_the_threshold():
+    from dpxgb_dask.export import _split_conditions
+
+    thresholds = np.array([0.1, 0.5, -2.0, 1e-30, 3.0000001])
+    conditions = _split_conditions(thresholds)
+    assert conditions.dtype == np.float32
+    assert np.all(conditions.astype(np.float64) > thresholds)
+    below = np.nextafter(conditions, np.float32(-np.inf)).astype(np.float64)
+    assert np.all(below <= thresholds)
+
+
+def test_a_key_or_an_unknown_format_is_refused(tmp_path):
+    booster = Booster("binary:logistic", 0.0, [[0.0]], [[-1.0, 1.0]], {})
+    with pytest.raises(ValueError, match="key= signs files of format='dpxgb' only"):
+        booster.save_model(tmp_path / "m.json", key=b"k" * 16, format="xgboost")
+    with pytest.raises(ValueError, match="format must be 'dpxgb' or 'xgboost'"):
+        booster.save_model(tmp_path / "m.json", format="lightgbm")
+
+
+def test_feature_importance_uses_public_values_and_finds_the_signal(fitted):
+    booster = fitted[0]
+    for kind in ("weight", "leaf_spread"):
+        importance = booster.feature_importance(kind)
+        assert importance.shape == (5,) and importance.sum() == pytest.approx(1.0)
+    # the label depends on features 0, 1 and 2 only; the leaves' noisy values say so
+    spread = booster.feature_importance("leaf_spread")
+    assert spread[[0, 1, 2]].sum() > spread[[3, 4]].sum()
+    with pytest.raises(ValueError, match="importance_type must be one of"):
+        booster.feature_importance("gain")
+
+
+def test_feature_importance_matches_a_slow_walk_of_the_trees(fitted):
+    booster = fitted[0]
+    nodes = booster.nodes
+
+    def leaves_under(j):
+        if nodes["left"][j] < 0:
+            return [nodes["value"][j]]
+        return leaves_under(nodes["left"][j]) + leaves_under(nodes["right"][j])
+
+    expected = np.zeros(booster.n_features)
+    for j in np.flatnonzero(nodes["left"] >= 0):
+        left, right = leaves_under(nodes["left"][j]), leaves_under(nodes["right"][j])
+        expected[nodes["feature"][j]] += abs(np.mean(left) - np.mean(right))
+    np.testing.assert_allclose(booster.feature_importance("leaf_spread"),
+                               expected / expected.sum(), rtol=1e-9)
+
+
+def test_plot_importance(fitted):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dpxgb_dask.plotting import plot_importance
+
+    ax = plot_importance(fitted[0], max_features=3)
+    assert len(ax.patches) == 3
+    with pytest.raises(ValueError, match="max_features"):
+        plot_importance(fitted[0], max_features=0)
