@@ -1,10 +1,14 @@
-"""Weighted quantile sketch: exact summaries, merge, prune and cut queries.
+"""Weighted quantile sketch: exact summaries and cut queries.
 
 This is the weighted quantile summary of the XGBoost paper's appendix (Chen & Guestrin,
-2016). In dpxgb_dask it turns a DP-released per-feature histogram of hessian weights (points =
-bin centres, weights = noisy hessian sums clipped at 0) into split candidates, and it also
-summarises up to millions of weighted points per feature on each worker, to be merged
-across workers and pruned.
+2016). In dpxgb_dask it turns a DP-released per-feature histogram of weights (points = bin
+centres, weights = noisy sums clipped at 0) into split candidates.
+
+The paper's merge and prune operations (combining summaries of many partitions) are not
+here: their summaries hold data points, so merging exact per-partition summaries would
+release raw feature values. Across partitions dpxgb_dask sums histograms instead, releases
+the sum once with DP noise, and builds one summary from its (at most a few thousand)
+noisy bins, which needs neither merging nor pruning.
 
 Definitions
 -----------
@@ -29,18 +33,12 @@ value both ranks are 0, above the last both are ``W``). Its uncertainty ``U(y)``
 (``rmax - rmin - wmin``) or in a gap between consecutive entries
 (``rmax[i+1] - wmin[i+1] - rmin[i] - wmin[i]``). The summary's *error* is
 
-    eps = max_y U(y) / W        (``summary_error`` computes it from the summary alone)
+    eps = max_y U(y) / W
 
-Error bounds (all in units of the total weight ``W``; proved in the comments of the kernels
+Error bounds (in units of the total weight ``W``; proved in the comments of the kernels
 and tested in tests/kernels/test_sketch.py):
 
 - ``make_summary``: exact, ``eps = 0``.
-- ``merge_summaries(a, b)``: ``eps <= (eps_a W_a + eps_b W_b) / (W_a + W_b) <= max(eps_a, eps_b)``.
-- ``prune_summary(s, b)`` with ``b = max_size >= 2``: ``eps' <= eps + 1 / (b - 1)`` (no change
-  when ``len(s) <= b``). Equivalently, pruning to ``k + 1`` entries adds at most ``1/k``.
-- ``make_pruned_summaries(..., max_size=b)``: ``eps <= 1 / (b - 1)`` per feature.
-- ``reduce_summaries`` of ``m`` summaries (a binary tree of merge + prune):
-  ``eps <= max_i eps_i + ceil(log2 m) / (b - 1)``.
 - ``query_cuts(s, n)``: the cut ``c`` chosen for target rank ``t_k = k W / (n + 1)`` satisfies
   ``r-(c) - eps W / 2 <= t_k <= r+(c) + eps W / 2``, i.e. ``t_k`` is within ``eps W / 2`` of the
   interval ``[r-(c), r+(c)]``. For an exact summary (``eps = 0``) the cut is the exact weighted
@@ -55,16 +53,13 @@ Inputs: NaN values are missing points and are skipped, as are zero weights; infi
 are refused (cuts must be finite), and so are negative or non-finite weights (``ValueError``).
 
 Everything is deterministic: the summaries and cuts do not depend on the order of the input
-points (equal values are combined after sorting by (value, weight)), nor on ``n_threads``.
-Rank sums are float64; the bounds hold up to their rounding (relative ~1e-15 of ``W`` per
-operation). Kernels run without the GIL; the batched entry point runs one feature per
-thread.
+points (equal values are combined after sorting by (value, weight)). Rank sums are
+float64; the bounds hold up to their rounding (relative ~1e-15 of ``W`` per operation).
+Kernels run without the GIL.
 """
 cimport cython
-from cython.parallel cimport parallel, prange
 from libc.math cimport isnan, isfinite
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
 
 import numpy as np
 
@@ -256,77 +251,6 @@ cdef Py_ssize_t _make_exact(
     return k
 
 
-cdef Py_ssize_t _merge(
-    const entry_t* a,       # IN (n_a,) summary of A
-    Py_ssize_t n_a,         # IN
-    const entry_t* b,       # IN (n_b,) summary of B
-    Py_ssize_t n_b,         # IN
-    entry_t* out,           # OUT (<= n_a + n_b,) summary of A + B
-) noexcept nogil:
-    """Merge: at every value y of either summary, add the rank bounds each summary gives at y.
-
-    A summary S with total W_S gives at y not among its values: lower bound of r-(y) =
-    rmin[p] + wmin[p] (p = last entry below y; 0 below the first value; W_S above the last),
-    upper bound of r+(y) = rmax[q] - wmin[q] (q = first entry above y; 0 below the first
-    value; W_S above the last). Proof of the error bound: the merged uncertainty at an entry
-    is the sum of the two uncertainties there; in a merged gap, each input contributes one of
-    its own gaps, or its uncertainty at its first/last entry, or 0. Hence
-    U_merged <= eps_a W_a + eps_b W_b everywhere.
-    """
-    cdef Py_ssize_t i = 0, j = 0, k = 0
-    cdef Y_DTYPE_C w_a, w_b, lo, hi
-    if n_a == 0:
-        if n_b > 0:
-            memcpy(out, b, n_b * sizeof(entry_t))
-        return n_b
-    if n_b == 0:
-        memcpy(out, a, n_a * sizeof(entry_t))
-        return n_a
-    w_a = a[n_a - 1].rmax
-    w_b = b[n_b - 1].rmax
-    while i < n_a or j < n_b:
-        if j == n_b or (i < n_a and a[i].value < b[j].value):
-            # a[i].value is not in B: B's bounds from its neighbours b[j-1] < y < b[j].
-            if j == 0:
-                lo = 0.0
-                hi = 0.0
-            elif j == n_b:
-                lo = w_b
-                hi = w_b
-            else:
-                lo = b[j - 1].rmin + b[j - 1].wmin
-                hi = b[j].rmax - b[j].wmin
-            out[k].value = a[i].value
-            out[k].rmin = a[i].rmin + lo
-            out[k].rmax = a[i].rmax + hi
-            out[k].wmin = a[i].wmin
-            i += 1
-        elif i == n_a or b[j].value < a[i].value:
-            if i == 0:
-                lo = 0.0
-                hi = 0.0
-            elif i == n_a:
-                lo = w_a
-                hi = w_a
-            else:
-                lo = a[i - 1].rmin + a[i - 1].wmin
-                hi = a[i].rmax - a[i].wmin
-            out[k].value = b[j].value
-            out[k].rmin = b[j].rmin + lo
-            out[k].rmax = b[j].rmax + hi
-            out[k].wmin = b[j].wmin
-            j += 1
-        else:
-            out[k].value = a[i].value
-            out[k].rmin = a[i].rmin + b[j].rmin
-            out[k].rmax = a[i].rmax + b[j].rmax
-            out[k].wmin = a[i].wmin + b[j].wmin
-            i += 1
-            j += 1
-        k += 1
-    return k
-
-
 cdef inline Y_DTYPE_C _lower_rplus(const entry_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     # Lower bound of r+(x_i); exact (= W) for the last entry, which is max D.
     if i == n - 1:
@@ -393,43 +317,6 @@ cdef Py_ssize_t _select_entry(
     return best
 
 
-cdef Py_ssize_t _prune(
-    const entry_t* s,       # IN (n,) summary
-    Py_ssize_t n,           # IN
-    Py_ssize_t max_size,    # IN >= 2
-    entry_t* out,           # OUT (<= max_size,) a sub-summary of s
-) noexcept nogil:
-    """Keep the first and last entries and the entries the rank query selects for the targets
-    t_m = m W / (max_size - 1), m = 1 .. max_size - 2 (each once).
-
-    Proof of eps' <= eps + 1/(max_size - 1): entries keep their bounds, so uncertainties at
-    entries are unchanged; a new gap lies between the entries chosen for consecutive targets
-    t_m < t_{m+1}, and _select_entry gives a_p >= t_m - eps W / 2, b_q <= t_{m+1} + eps W / 2,
-    so the gap b_q - a_p <= W / (max_size - 1) + eps W (at the ends: a_0 >= 0, b_{n-1} <= W).
-    """
-    cdef Py_ssize_t k = 0, m, i, last = 0, cursor = 0
-    cdef Py_ssize_t n_targets = max_size - 2
-    cdef Y_DTYPE_C W, t
-    if n <= max_size:
-        if n > 0:
-            memcpy(out, s, n * sizeof(entry_t))
-        return n
-    W = s[n - 1].rmax
-    out[0] = s[0]
-    k = 1
-    for m in range(1, n_targets + 1):
-        t = W * <Y_DTYPE_C>m / <Y_DTYPE_C>(max_size - 1)
-        i = _select_entry(s, n, t, &cursor, last)
-        if i > last:
-            out[k] = s[i]
-            k += 1
-            last = i
-    if last < n - 1:
-        out[k] = s[n - 1]
-        k += 1
-    return k
-
-
 cdef Py_ssize_t _query(
     const entry_t* s,       # IN (n,) summary
     Py_ssize_t n,           # IN
@@ -490,12 +377,6 @@ def _check_points(values, weights, values_ndim):
     return values, weights
 
 
-def _check_max_size(max_size):
-    if int(max_size) != max_size or max_size < 2:
-        raise ValueError(f"max_size must be an integer >= 2, got {max_size!r}")
-    return int(max_size)
-
-
 def make_summary(values, weights):
     """Exact weighted quantile summary of the points ``(values[i], weights[i])``.
 
@@ -534,48 +415,6 @@ def make_summary(values, weights):
     return out if k == n else out[:k].copy()
 
 
-def merge_summaries(a, b):
-    """Summary of the union of the data of summaries ``a`` and ``b``.
-
-    Error: ``eps <= (eps_a W_a + eps_b W_b) / (W_a + W_b) <= max(eps_a, eps_b)``; merging two
-    exact summaries gives the exact summary of the union. ``merge_summaries(a, b)`` and
-    ``merge_summaries(b, a)`` are identical. The result has up to ``len(a) + len(b)`` entries.
-    """
-    a = _as_summary(a, "a")
-    b = _as_summary(b, "b")
-    cdef Py_ssize_t n_a = a.shape[0], n_b = b.shape[0], k
-    out = np.empty(n_a + n_b, dtype=SUMMARY_DTYPE)
-    if n_a + n_b == 0:
-        return out
-    cdef entry_t[::1] a_view = a if n_a else np.empty(1, SUMMARY_DTYPE)
-    cdef entry_t[::1] b_view = b if n_b else np.empty(1, SUMMARY_DTYPE)
-    cdef entry_t[::1] out_view = out
-    with nogil:
-        k = _merge(&a_view[0], n_a, &b_view[0], n_b, &out_view[0])
-    return out if k == n_a + n_b else out[:k].copy()
-
-
-def prune_summary(summary, max_size):
-    """Sub-summary with at most ``max_size`` entries (first and last always kept).
-
-    The kept entries answer the rank query for the targets ``m W / (max_size - 1)``,
-    ``m = 1 .. max_size - 2``. Error: ``eps' <= eps + 1 / (max_size - 1)``; a summary with at
-    most ``max_size`` entries is returned unchanged (as a copy). ``max_size >= 2``.
-    """
-    max_size = _check_max_size(max_size)
-    s = _as_summary(summary, "summary")
-    cdef Py_ssize_t n = s.shape[0], k
-    cdef Py_ssize_t b = max_size
-    if n <= b:
-        return s.copy()
-    out = np.empty(b, dtype=SUMMARY_DTYPE)
-    cdef entry_t[::1] s_view = s
-    cdef entry_t[::1] out_view = out
-    with nogil:
-        k = _prune(&s_view[0], n, b, &out_view[0])
-    return out if k == b else out[:k].copy()
-
-
 def query_cuts(summary, n_cuts):
     """Split candidates at the weighted quantiles ``k W / (n_cuts + 1)``, ``k = 1..n_cuts``.
 
@@ -589,8 +428,8 @@ def query_cuts(summary, n_cuts):
     cuts : ndarray of float64, shape (<= n_cuts,)
         Strictly increasing values of the summary; a split "``x <= cut`` goes left" at cut
         ``c`` sends the weight ``r+(c)`` left. Cut ``k`` (before removing repeats) satisfies
-        ``r-(c) - eps W / 2 <= k W / (n_cuts + 1) <= r+(c) + eps W / 2`` with
-        ``eps = summary_error(summary)``; for an exact summary it is the exact weighted
+        ``r-(c) - eps W / 2 <= k W / (n_cuts + 1) <= r+(c) + eps W / 2`` with ``eps`` the
+        summary's error (module docstring); for an exact summary it is the exact weighted
         quantile ``min{x : r+(x) >= k W / (n_cuts + 1)}``. Fewer than ``n_cuts`` cuts come back
         when targets share a value (few distinct values, heavy points). Empty summary -> empty.
     """
@@ -606,112 +445,6 @@ def query_cuts(summary, n_cuts):
     with nogil:
         k = _query(&s_view[0], n, nc, &cuts_view[0])
     return cuts[:k].copy()
-
-
-def make_pruned_summaries(values, weights, max_size, n_threads=1):
-    """Summaries of every feature, each made exactly then pruned to ``max_size`` entries.
-
-    Parameters
-    ----------
-    values : array-like of float64, shape (n_samples, n_features)
-        Any memory order (Fortran order reads each feature contiguously). NaN = missing,
-        skipped; infinite values raise ``ValueError``.
-    weights : array-like of float64, shape (n_samples,) or (n_samples, n_features)
-        Finite, non-negative; one weight per row (shared by all features) or per cell.
-    max_size : int >= 2
-    n_threads : int >= 1
-        Threads of the parallel loop over features (one feature per thread at a time). The
-        result does not depend on it. Each thread uses 48 * n_samples bytes of scratch.
-
-    Returns
-    -------
-    summaries : list of n_features ndarrays of SUMMARY_DTYPE
-        ``summaries[f] == prune_summary(make_summary(values[:, f], w_f), max_size)``, error
-        ``<= 1 / (max_size - 1)`` (0 when the feature has at most ``max_size`` distinct values).
-    """
-    max_size = _check_max_size(max_size)
-    if int(n_threads) != n_threads or n_threads < 1:
-        raise ValueError(f"n_threads must be an integer >= 1, got {n_threads!r}")
-    values, weights = _check_points(values, weights, 2)
-    cdef Py_ssize_t n = values.shape[0], n_features = values.shape[1]
-    if weights.ndim == 1 and weights.shape[0] == n:
-        weights = np.broadcast_to(weights[:, None], (n, n_features))
-    elif weights.shape != (n, n_features):
-        raise ValueError(
-            f"weights must have shape ({n},) or ({n}, {n_features}), got {weights.shape}")
-    out = np.empty((n_features, max_size), dtype=SUMMARY_DTYPE)
-    sizes = np.zeros(n_features, dtype=np.intp)
-    if n_features == 0:
-        return []
-    cdef const X_DTYPE_C[:, :] v2 = values
-    cdef const Y_DTYPE_C[:, :] w2 = weights
-    cdef entry_t[:, ::1] out_view = out
-    cdef Py_ssize_t[::1] sizes_view = sizes
-    cdef Py_ssize_t b = max_size, f, k
-    cdef int threads = n_threads
-    cdef pair_t* pairs = NULL
-    cdef entry_t* exact = NULL
-    cdef size_t n_alloc = n if n > 0 else 1
-    with nogil, parallel(num_threads=threads):
-        pairs = <pair_t*> malloc(n_alloc * sizeof(pair_t))
-        exact = <entry_t*> malloc(n_alloc * sizeof(entry_t))
-        for f in prange(n_features, schedule="dynamic"):
-            if pairs == NULL or exact == NULL:
-                sizes_view[f] = -1
-            else:
-                k = _collect_pairs(v2, w2, f, pairs)
-                _sort_pairs(pairs, k)
-                k = _make_exact(pairs, k, exact)
-                sizes_view[f] = _prune(exact, k, b, &out_view[f, 0])
-        free(pairs)
-        free(exact)
-    if np.any(sizes < 0):
-        raise MemoryError(f"could not allocate the scratch buffers for {n} samples")
-    return [out[f, : sizes[f]].copy() for f in range(n_features)]
-
-
-@cython.wraparound(True)
-@cython.boundscheck(True)
-def reduce_summaries(summaries, max_size):
-    """Merge many summaries of one feature (e.g. one per worker) into one of <= max_size entries.
-
-    A balanced binary tree: neighbours are merged, each merge is pruned to ``max_size``, until
-    one summary is left. Error: ``eps <= max_i eps_i + ceil(log2 m) / (max_size - 1)`` for ``m``
-    summaries. An empty sequence gives an empty summary.
-    """
-    max_size = _check_max_size(max_size)
-    level = [_as_summary(s, "summaries[%d]" % i) for i, s in enumerate(summaries)]
-    if not level:
-        return np.empty(0, dtype=SUMMARY_DTYPE)
-    if len(level) == 1:
-        return prune_summary(level[0], max_size)
-    while len(level) > 1:
-        nxt = [prune_summary(merge_summaries(level[i], level[i + 1]), max_size)
-               for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
-
-
-@cython.wraparound(True)
-@cython.boundscheck(True)
-def summary_error(summary):
-    """The error ``eps`` of a summary, in units of its total weight: max over entries of
-    ``rmax - rmin - wmin`` and over consecutive pairs of ``rmax[i+1] - wmin[i+1] - rmin[i] -
-    wmin[i]`` (also ``rmax[0] - wmin[0]``), divided by ``W = rmax[-1]``. 0 for an empty
-    summary. Only meaningful for a valid summary (one made by this module)."""
-    s = _as_summary(summary, "summary")
-    if s.shape[0] == 0:
-        return 0.0
-    rmin, rmax, wmin = s["rmin"], s["rmax"], s["wmin"]
-    W = rmax[-1]
-    if W <= 0:
-        return 0.0
-    worst = max(float(np.max(rmax - rmin - wmin)), float(rmax[0] - wmin[0]), 0.0)
-    if s.shape[0] > 1:
-        worst = max(worst, float(np.max((rmax[1:] - wmin[1:]) - (rmin[:-1] + wmin[:-1]))))
-    return worst / W
 
 
 def _sort_points(values, weights, int depth_limit=-1, bint final_insertion_sort=True):

@@ -21,7 +21,7 @@ from dpxgb_dask._core.histogram import (
     subtract_histograms,
 )
 from dpxgb_dask._core.partition import rows_of_nodes
-from dpxgb_dask._core.sketch import make_summary, merge_summaries, prune_summary
+from dpxgb_dask._core.sketch import make_summary, query_cuts
 
 
 def best_time(fn, repeat):
@@ -111,23 +111,18 @@ def main():
         rate = n_rows * F / (seconds * 1e9)
         print(f"{name:<52} {threads:>7} {seconds * 1e3:>10.1f} {rate:>11.3f} {rate / threads:>9.3f}")
 
-    # Weighted quantile sketch: 1M weighted points split over two "workers", each summary
-    # made and pruned, then merged and pruned again, as one feature's reduction does.
-    values = rng.lognormal(size=n)
-    weights = rng.exponential(size=n)
-    half = n // 2
-    max_size = 256
+    # Weighted quantile sketch, as a fit's DP candidates use it: per feature, one summary of
+    # the 1024 bin centres of the noisy histogram, queried for max_bin - 1 = 63 cuts.
+    centres = np.linspace(-4.0, 4.0, 1024)
+    noisy = np.clip(rng.normal(100.0, 30.0, size=(F, 1024)), 0.0, None)
 
     def sketch():
-        a = prune_summary(make_summary(values[:half], weights[:half]), max_size)
-        b = prune_summary(make_summary(values[half:], weights[half:]), max_size)
-        return prune_summary(merge_summaries(a, b), max_size)
+        return [query_cuts(make_summary(centres, noisy[f]), 63) for f in range(F)]
 
     seconds = best_time(sketch, args.repeat)
     print()
-    print(f"sketch: make+prune of 2 x {half} weighted points, merge, prune to {max_size}: "
-          f"{seconds * 1e3:.1f} ms")
-
+    print(f"sketch: {F} features x (summary of 1024 noisy bins + 63 cuts): "
+          f"{seconds * 1e3:.2f} ms")
 
 if __name__ == "__main__":
     main()

@@ -1,10 +1,9 @@
 """Weighted quantile sketch kernel against its naive twin and the exact weighted quantiles.
 
 The documented bounds (module docstring of dpxgb_dask._core.sketch), in units of W:
-make eps = 0; merge eps <= (eps_a W_a + eps_b W_b) / W; prune to b entries adds <= 1/(b-1);
-query cut k is within eps W / 2 of the target rank k W / (n_cuts + 1).
+make eps = 0; query cut k is within eps W / 2 of the target rank k W / (n_cuts + 1), for
+exact summaries and for the approximate ones a sub-summary of an exact summary is.
 """
-import math
 
 import numpy as np
 import pytest
@@ -111,6 +110,26 @@ def assert_invariants(s):
     assert np.all(s["rmax"][1:] - s["wmin"][1:] >= s["rmax"][:-1] - tol)
 
 
+def summary_error(summary):
+    """The error eps of a summary in units of W (module docstring of the kernel): the largest
+    uncertainty at an entry or in a gap, over W."""
+    if summary.shape[0] == 0 or summary["rmax"][-1] <= 0:
+        return 0.0
+    rmin, rmax, wmin = summary["rmin"], summary["rmax"], summary["wmin"]
+    worst = max(float(np.max(rmax - rmin - wmin)), float(rmax[0] - wmin[0]), 0.0)
+    if summary.shape[0] > 1:
+        worst = max(worst, float(np.max((rmax[1:] - wmin[1:]) - (rmin[:-1] + wmin[:-1]))))
+    return worst / rmax[-1]
+
+
+def sub_summary(summary, rng, keep):
+    """A valid approximate summary: the first, the last and ``keep`` random other entries
+    of an exact one (each kept entry keeps its bounds)."""
+    n = summary.shape[0]
+    inner = rng.permutation(np.arange(1, n - 1))[:keep] if n > 2 else np.empty(0, int)
+    return summary[np.unique(np.r_[0, inner, n - 1]) if n else np.empty(0, int)].copy()
+
+
 def assert_same(a, b):
     assert a.dtype == b.dtype == K.SUMMARY_DTYPE
     assert a.shape == b.shape
@@ -124,12 +143,6 @@ def assert_close(a, b, W):
     for f in FIELDS[1:]:
         np.testing.assert_allclose(a[f], b[f], rtol=0, atol=REL_TOL * max(W, 1e-300),
                                    err_msg=f)
-
-
-def split_points(rng, values, weights, n_parts):
-    """Random disjoint partitions, as rows spread over workers."""
-    owner = rng.integers(0, n_parts, size=values.size)
-    return [(values[owner == p], weights[owner == p]) for p in range(n_parts)]
 
 
 def check_cuts(cuts, values, weights, n_cuts, eps):
@@ -172,7 +185,7 @@ def test_make_matches_naive(value_kind, weight_kind):
     else:
         assert_close(got, want, W)
     assert_invariants(got)
-    assert K.summary_error(got) <= REL_TOL
+    assert summary_error(got) <= REL_TOL
 
 
 @pytest.mark.parametrize("order", ["random", "sorted", "reversed", "all_equal", "organ_pipe",
@@ -241,8 +254,6 @@ def test_make_edge_cases():
 def test_make_rejects_bad_weights(bad):
     with pytest.raises(ValueError, match="weights"):
         K.make_summary([1.0, 2.0], [1.0, bad])
-    with pytest.raises(ValueError, match="weights"):
-        K.make_pruned_summaries(np.ones((2, 3)), [1.0, bad], 4)
 
 
 def test_make_rejects_bad_shapes_and_values():
@@ -252,8 +263,6 @@ def test_make_rejects_bad_shapes_and_values():
         K.make_summary([1.0, np.inf], [1.0, 1.0])
     with pytest.raises(ValueError, match="values"):
         K.make_summary(np.ones((2, 2)), np.ones((2, 2)))
-    with pytest.raises(ValueError, match="weights"):
-        K.make_pruned_summaries(np.ones((4, 2)), np.ones(3), 4)
 
 
 @HYPOTHESIS
@@ -263,13 +272,10 @@ def test_make_is_exact_and_order_independent(pts, data):
     s = K.make_summary(values, weights)
     assert_valid(s, values, weights)
     assert_invariants(s)
-    assert K.summary_error(s) <= REL_TOL
+    assert summary_error(s) <= REL_TOL
     perm = np.array(data.draw(st.permutations(range(values.size))), dtype=np.intp)
     s_perm = K.make_summary(values[perm], weights[perm])
     assert s_perm.tobytes() == s.tobytes()
-    pruned = K.make_pruned_summaries(values[:, None], weights, 9)[0]
-    pruned_perm = K.make_pruned_summaries(values[perm][:, None], weights[perm], 9)[0]
-    assert pruned.tobytes() == pruned_perm.tobytes()
 
 
 @HYPOTHESIS
@@ -280,127 +286,6 @@ def test_make_small_lists(pts):
     assert_valid(s, values, weights)
     assert_invariants(s)
     assert_close(s, N.make_summary(values, weights), total(values, weights))
-
-
-# ----------------------------------------------------------------------------------------
-# merge
-# ----------------------------------------------------------------------------------------
-
-@HYPOTHESIS
-@given(a=point_sets(max_n=150), b=point_sets(max_n=150), size_a=st.integers(2, 12),
-       size_b=st.integers(2, 12))
-def test_merge_matches_naive_and_bound(a, b, size_a, size_b):
-    sa = K.prune_summary(K.make_summary(*a), size_a)
-    sb = K.prune_summary(K.make_summary(*b), size_b)
-    merged = K.merge_summaries(sa, sb)
-    # Same formula, same floating-point operations: identical.
-    assert_same(merged, N.merge_summaries(sa, sb))
-    # Commutative, bit for bit.
-    assert K.merge_summaries(sb, sa).tobytes() == merged.tobytes()
-    values = np.concatenate([a[0], b[0]])
-    weights = np.concatenate([a[1], b[1]])
-    assert_valid(merged, values, weights)
-    assert_invariants(merged)
-    W_a, W_b = total(*a), total(*b)
-    if W_a + W_b > 0:
-        weighted = (K.summary_error(sa) * W_a + K.summary_error(sb) * W_b) / (W_a + W_b)
-        assert K.summary_error(merged) <= weighted + REL_TOL
-
-
-@HYPOTHESIS
-@given(a=point_sets(max_n=120), b=point_sets(max_n=120))
-def test_merge_of_exact_summaries_is_exact(a, b):
-    merged = K.merge_summaries(K.make_summary(*a), K.make_summary(*b))
-    values = np.concatenate([a[0], b[0]])
-    weights = np.concatenate([a[1], b[1]])
-    assert_close(merged, K.make_summary(values, weights), total(values, weights))
-    assert K.summary_error(merged) <= REL_TOL
-
-
-@HYPOTHESIS
-@given(parts=st.lists(point_sets(max_n=100), min_size=3, max_size=3),
-       size=st.integers(2, 10))
-def test_merge_associative_up_to_rounding(parts, size):
-    sa, sb, sc = (K.prune_summary(K.make_summary(*p), size) for p in parts)
-    left = K.merge_summaries(K.merge_summaries(sa, sb), sc)
-    right = K.merge_summaries(sa, K.merge_summaries(sb, sc))
-    values = np.concatenate([p[0] for p in parts])
-    weights = np.concatenate([p[1] for p in parts])
-    W = total(values, weights)
-    assert_close(left, right, W)
-    eps_max = max(K.summary_error(s) for s in (sa, sb, sc))
-    for s in (left, right):
-        assert_valid(s, values, weights)
-        assert K.summary_error(s) <= eps_max + REL_TOL
-
-
-def test_merge_with_empty_and_by_hand():
-    a = K.make_summary([1.0, 3.0], [1.0, 2.0])
-    empty = K.make_summary(np.empty(0), np.empty(0))
-    assert_same(K.merge_summaries(a, empty), a)
-    assert_same(K.merge_summaries(empty, a), a)
-    assert K.merge_summaries(empty, empty).shape == (0,)
-    # A pruned summary of 1..5 (unit weights) keeps 1 and 5; merging with {2: 1} gives the
-    # bounds at 2 from the gap (1, 5) of the first summary: r- >= 1, r+ <= 4.
-    s = K.prune_summary(K.make_summary([1.0, 2.0, 3.0, 4.0, 5.0], np.ones(5)), 2)
-    assert s.tolist() == [(1.0, 0.0, 1.0, 1.0), (5.0, 4.0, 5.0, 1.0)]
-    m = K.merge_summaries(s, K.make_summary([2.0], [1.0]))
-    assert m.tolist() == [(1.0, 0.0, 1.0, 1.0), (2.0, 1.0, 5.0, 1.0), (5.0, 5.0, 6.0, 1.0)]
-
-
-# ----------------------------------------------------------------------------------------
-# prune
-# ----------------------------------------------------------------------------------------
-
-@HYPOTHESIS
-@given(pts=point_sets(weight_kinds=("integer_with_zeros",)), max_size=st.integers(2, 40))
-def test_prune_matches_naive_exactly_with_integer_weights(pts, max_size):
-    s = K.make_summary(*pts)
-    # Make it approximate first, so prune meets non-exact rank bounds too.
-    half = pts[0].size // 2
-    approx = K.merge_summaries(K.prune_summary(K.make_summary(pts[0][:half], pts[1][:half]), 7),
-                               K.make_summary(pts[0][half:], pts[1][half:]))
-    for summary in (s, approx):
-        got = K.prune_summary(summary, max_size)
-        assert_same(got, N.prune_summary(summary, max_size))
-
-
-@HYPOTHESIS
-@given(pts=point_sets(), max_size=st.integers(2, 40))
-def test_prune_bound_and_validity(pts, max_size):
-    values, weights = pts
-    s = K.make_summary(values, weights)
-    p = K.prune_summary(s, max_size)
-    assert p.shape[0] <= max_size
-    assert_valid(p, values, weights)
-    assert_invariants(p)
-    if s.shape[0] <= max_size:
-        assert_same(p, s)
-    else:
-        assert p[0] == s[0] and p[-1] == s[-1]
-        assert np.all(np.isin(p["value"], s["value"]))
-    assert K.summary_error(p) <= 1.0 / (max_size - 1) + REL_TOL
-    # Pruning an approximate summary adds at most 1/(b-1) to its error.
-    again = K.prune_summary(p, max(2, max_size // 2))
-    assert_valid(again, values, weights)
-    assert K.summary_error(again) <= (K.summary_error(p) + 1.0 / (max(2, max_size // 2) - 1)
-                                      + REL_TOL)
-
-
-def test_prune_bound_is_attained_closely():
-    # Dense unit-weight data: the bound 1/(b-1) is nearly reached, so it cannot be loosened
-    # into a smaller constant.
-    values = np.arange(10000, dtype=np.float64)
-    s = K.prune_summary(K.make_summary(values, np.ones_like(values)), 11)
-    assert 0.099 <= K.summary_error(s) <= 0.1 + 1e-12
-
-
-def test_prune_rejects_bad_sizes():
-    s = K.make_summary([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
-    for bad in (1, 0, -3, 2.5):
-        with pytest.raises(ValueError, match="max_size"):
-            K.prune_summary(s, bad)
-    assert K.prune_summary(K.make_summary(np.empty(0), np.empty(0)), 2).shape == (0,)
 
 
 # ----------------------------------------------------------------------------------------
@@ -426,14 +311,14 @@ def test_query_exact_summary_gives_exact_weighted_quantiles(pts, n_cuts):
 
 
 @HYPOTHESIS
-@given(pts=point_sets(), n_cuts=st.integers(1, 40), max_size=st.integers(2, 30))
-def test_query_bound_on_pruned_summaries(pts, n_cuts, max_size):
+@given(pts=point_sets(), n_cuts=st.integers(1, 40), keep=st.integers(0, 30),
+       seed=st.integers(0, 2**32 - 1))
+def test_query_bound_on_approximate_summaries(pts, n_cuts, keep, seed):
     values, weights = pts
-    s = K.prune_summary(K.make_summary(values, weights), max_size)
-    eps = K.summary_error(s)
-    assert eps <= 1.0 / (max_size - 1) + REL_TOL
+    s = sub_summary(K.make_summary(values, weights), np.random.default_rng(seed), keep)
+    assert_valid(s, values, weights)
     cuts = K.query_cuts(s, n_cuts)
-    check_cuts(cuts, values, weights, n_cuts, eps)
+    check_cuts(cuts, values, weights, n_cuts, summary_error(s))
     if np.all(weights == np.round(weights)):
         np.testing.assert_array_equal(cuts, N.query_cuts(s, n_cuts))
 
@@ -459,111 +344,8 @@ def test_summary_arguments_are_checked():
     with pytest.raises(TypeError, match="SUMMARY_DTYPE"):
         K.query_cuts(np.zeros(3), 2)
     with pytest.raises(ValueError, match="increasing"):
-        K.merge_summaries(s[::-1], s)
+        K.query_cuts(s[::-1], 2)
     bad = s.copy()
     bad["rmax"][0] = np.nan
     with pytest.raises(ValueError, match="rmax"):
-        K.prune_summary(bad, 2)
-
-
-# ----------------------------------------------------------------------------------------
-# batched entry point and reductions over workers
-# ----------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("weights_per_cell", [False, True])
-def test_make_pruned_summaries_matches_per_feature_and_threads(weights_per_cell):
-    rng = np.random.default_rng(3)
-    n, n_features, max_size = 3000, 5, 17
-    values = np.column_stack([
-        rng.normal(size=n),
-        rng.integers(0, 4, size=n).astype(np.float64),
-        np.where(rng.random(n) < 0.5, np.nan, rng.lognormal(size=n)),
-        np.full(n, np.nan),
-        rng.integers(0, 10, size=n) / 10.0,
-    ])
-    weights = (rng.lognormal(sigma=2.0, size=(n, n_features)) if weights_per_cell
-               else rng.lognormal(sigma=2.0, size=n))
-    results = [K.make_pruned_summaries(values, weights, max_size, n_threads=t) for t in (1, 2)]
-    results.append(K.make_pruned_summaries(np.asfortranarray(values), weights, max_size, 2))
-    assert len(results[0]) == n_features
-    for f in range(n_features):
-        w_f = weights[:, f] if weights_per_cell else weights
-        want = K.prune_summary(K.make_summary(values[:, f], w_f), max_size)
-        for res in results:
-            assert res[f].tobytes() == want.tobytes()
-        assert K.summary_error(want) <= 1.0 / (max_size - 1) + REL_TOL
-    assert results[0][3].shape == (0,)
-    assert K.make_pruned_summaries(np.empty((5, 0)), np.ones(5), 4) == []
-    with pytest.raises(ValueError, match="n_threads"):
-        K.make_pruned_summaries(values, weights, max_size, n_threads=0)
-
-
-@HYPOTHESIS
-@given(pts=point_sets(max_n=400), max_size=st.integers(3, 24), n_cuts=st.integers(1, 32),
-       seed=st.integers(0, 2**32 - 1))
-def test_tree_reduction_over_8_workers_within_bound(pts, max_size, n_cuts, seed):
-    values, weights = pts
-    parts = split_points(np.random.default_rng(seed), values, weights, 8)
-    local = [K.make_pruned_summaries(v[:, None], w, max_size)[0] for v, w in parts]
-    final = K.reduce_summaries(local, max_size)
-    assert final.shape[0] <= max_size
-    assert_valid(final, values, weights)
-    assert_invariants(final)
-    # Local prune (1/(b-1)) then ceil(log2 8) = 3 levels of merge + prune.
-    bound = (1 + math.ceil(math.log2(8))) / (max_size - 1)
-    eps = K.summary_error(final)
-    assert eps <= bound + REL_TOL
-    check_cuts(K.query_cuts(final, n_cuts), values, weights, n_cuts, eps)
-    # The same data reduced in another order stays within the same bound.
-    other = K.reduce_summaries(local[::-1], max_size)
-    assert_valid(other, values, weights)
-    assert K.summary_error(other) <= bound + REL_TOL
-
-
-@HYPOTHESIS
-@given(pts=point_sets(max_n=300), max_size=st.integers(3, 16), rounds=st.integers(1, 6),
-       seed=st.integers(0, 2**32 - 1))
-def test_repeated_merge_prune_chain(pts, max_size, rounds, seed):
-    # A sequential chain (worst case of a reduction): each round merges in a fresh exact
-    # summary and prunes; each prune adds at most 1/(b-1).
-    values, weights = pts
-    parts = split_points(np.random.default_rng(seed), values, weights, rounds + 1)
-    acc = K.make_summary(*parts[0])
-    for k, (v, w) in enumerate(parts[1:], start=1):
-        acc = K.prune_summary(K.merge_summaries(acc, K.make_summary(v, w)), max_size)
-        seen_v = np.concatenate([p[0] for p in parts[: k + 1]])
-        seen_w = np.concatenate([p[1] for p in parts[: k + 1]])
-        assert_valid(acc, seen_v, seen_w)
-        assert K.summary_error(acc) <= k / (max_size - 1) + REL_TOL
-
-
-def test_reduce_summaries_edge_cases():
-    assert K.reduce_summaries([], 4).shape == (0,)
-    s = K.make_summary(np.arange(10.0), np.ones(10))
-    assert_same(K.reduce_summaries([s], 4), K.prune_summary(s, 4))
-    empty = K.make_summary(np.empty(0), np.empty(0))
-    assert_same(K.reduce_summaries([empty, s, empty], 100), s)
-
-
-def test_one_million_points_make_merge_prune():
-    # The benchmark's path at full size: two "workers" of 500k points, merge, prune.
-    rng = np.random.default_rng(11)
-    n, max_size = 1_000_000, 256
-    values = rng.lognormal(size=n)
-    weights = rng.exponential(size=n)
-    a = K.prune_summary(K.make_summary(values[: n // 2], weights[: n // 2]), max_size)
-    b = K.prune_summary(K.make_summary(values[n // 2:], weights[n // 2:]), max_size)
-    s = K.prune_summary(K.merge_summaries(a, b), max_size)
-    assert s.shape[0] <= max_size
-    assert K.summary_error(s) <= 2.0 / (max_size - 1) + REL_TOL
-    # Check the rank bounds of the final entries against the data (sorted cumulative sums).
-    order = np.argsort(values, kind="stable")
-    cum = np.cumsum(weights[order])
-    pos_lo = np.searchsorted(values[order], s["value"], side="left")
-    pos_hi = np.searchsorted(values[order], s["value"], side="right")
-    r_minus = np.where(pos_lo > 0, cum[np.maximum(pos_lo - 1, 0)], 0.0)
-    r_plus = cum[pos_hi - 1]
-    W = cum[-1]
-    assert np.all(s["rmin"] <= r_minus + REL_TOL * W)
-    assert np.all(s["rmax"] >= r_plus - REL_TOL * W)
-    assert s["value"][0] == values.min() and s["value"][-1] == values.max()
+        K.query_cuts(bad, 2)
