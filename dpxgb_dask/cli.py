@@ -158,13 +158,14 @@ def cmd_train(args):
     params = _train_params(args)
     if args.bounds:
         params["feature_bounds"] = _read_bounds(args.bounds, [str(c) for c in X.columns])
-    elif args.bounds_epsilon is None:
+    elif args.bounds_epsilon is None and args.xgb_model is None:
         raise SystemExit("dpxgb: give --bounds FILE (public feature bounds) or --bounds-epsilon")
     if args.label_bounds:
         params["label_bounds"] = tuple(args.label_bounds)
     key = _read_key(args.key_file)  # before the fit: a bad key file must not waste it
     with _client(args.scheduler) as client:
-        booster = train(params, X, y, client=client, verbose=not args.quiet)
+        booster = train(params, X, y, client=client, verbose=not args.quiet,
+                        xgb_model=args.xgb_model)
     booster.save_model(args.out, key=key)
     info = booster.ledger
     print(f"wrote {args.out}: {booster.n_trees} trees; epsilon spent = {info['epsilon']:.6g} "
@@ -287,6 +288,9 @@ def build_parser():
     tr.add_argument("--learning-rate", type=float)
     tr.add_argument("--subsample", type=float)
     tr.add_argument("--out", default="model.json")
+    tr.add_argument("--xgb-model", metavar="MODEL",
+                    help="continue this saved model: --n-estimators more trees for --epsilon "
+                         "more, from its margins, bounds and cuts")
     tr.add_argument("--key-file", help="sign the model file with the secret in this file "
                                        "(HMAC-SHA256)")
     common(tr)

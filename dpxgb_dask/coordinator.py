@@ -31,8 +31,9 @@ import numpy as np
 
 from . import decisions, ops
 from .model import Booster, Tree
-from .objective import Objective, to_label_units
-from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, privacy_summary
+from .objective import Objective, to_label_units, to_training_units
+from .plan import (BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, continued_model,
+                   privacy_summary)
 from .privacy.ledger import Ledger
 from .privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from .privacy.randomness import NoiseSource
@@ -73,11 +74,16 @@ class Coordinator:
     feature_names : list of str or None
     publish : callable, optional
         ``publish(dict)`` receives progress events (public values only).
+    init_model : Booster, optional
+        A model this fit continues (``train(xgb_model=)``): its bounds, cuts and margins
+        are the fit's start, and the returned model holds its trees, then the new ones.
     """
 
-    def __init__(self, params, plan, backend, n_features, feature_names=None, publish=None):
+    def __init__(self, params, plan, backend, n_features, feature_names=None, publish=None,
+                 init_model=None):
         self.params = params
         self.plan = plan
+        self.init_model = init_model
         self.backend = backend
         self.n_features = n_features
         self.feature_names = feature_names
@@ -162,13 +168,18 @@ class Coordinator:
         t0 = time.perf_counter()
         lengths = await be.collect("length")
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64).tolist()
-        bounds = await self._feature_bounds()
-        base_score = await self._init_score()
-        cuts = await self._candidates(bounds)
+        if self.init_model is None:
+            bounds = await self._feature_bounds()
+            base_score = await self._init_score()
+            cuts = await self._candidates(bounds)
+            forest = None
+        else:  # public: the model's own bounds, cuts and margins
+            bounds, cuts = self.init_model.feature_bounds, list(self.init_model.cuts)
+            base_score, forest = to_training_units(self.init_model, self.objective)
         self._phase("candidates", t0)
         t0 = time.perf_counter()
         await be.prepare(ops.Prepare(bounds, cuts, p.max_bin, base_score,
-                                     dict(enumerate(offsets))))
+                                     dict(enumerate(offsets)), init_forest=forest))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
                           self.feature_names, p.label_bounds)
@@ -208,7 +219,11 @@ class Coordinator:
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)
         booster.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
-        booster.ledger = privacy_summary(self.ledger, p, self.plan.budget_scale)
+        if self.init_model is None:
+            booster.ledger = privacy_summary(self.ledger, p, self.plan.budget_scale)
+        else:
+            booster = continued_model(self.init_model, booster, self.ledger, p,
+                                      self.plan.budget_scale)
         self._publish({"event": "done", "epsilon": booster.ledger["epsilon"],
                        "accountant": p.accountant, "delta": p.delta})
         return booster

@@ -150,6 +150,21 @@ class Booster:
             self._nodes[name] = np.concatenate([self._nodes[name], arrays[name]])
         self._tree_roots = np.append(self._tree_roots, np.int32(offset)).astype(np.int32)
 
+    def append_forest(self, other):
+        """Append the trees of ``other`` (a Booster over the same features, its leaf values
+        in the same units) after this forest's: the model of a continued fit."""
+        if other.n_features != self.n_features:
+            raise ValueError(f"the forests have {self.n_features} and {other.n_features} "
+                             "features")
+        offset = self._nodes["feature"].shape[0]
+        for name in _NODE_FIELDS:
+            add = other._nodes[name]
+            if name in ("left", "right"):
+                add = np.where(add >= 0, add + offset, -1).astype(np.int32)
+            self._nodes[name] = np.concatenate([self._nodes[name], add])
+        self._tree_roots = np.concatenate([self._tree_roots,
+                                           other._tree_roots + np.int32(offset)]).astype(np.int32)
+
     # -- inspection -------------------------------------------------------------------
 
     @property

@@ -114,3 +114,21 @@ def to_label_units(booster, objective):
     leaf = nodes["left"] < 0
     nodes["value"] = np.where(leaf, nodes["value"] * scale, nodes["value"])
     return booster
+
+
+def to_training_units(booster, objective):
+    """A trained booster's base score and forest on the training scale (the inverse of
+    :func:`to_label_units`), for a fit that continues it (``ops.Prepare.init_forest``).
+
+    Returns
+    -------
+    base_score : float
+    forest : dict
+        The flat node arrays and ``tree_roots``, leaf values on the training scale.
+    """
+    offset, scale = objective.label_offset_scale
+    forest = {name: np.array(arr) for name, arr in booster.nodes.items()}
+    forest["tree_roots"] = np.array(booster.tree_roots)
+    leaf = forest["left"] < 0
+    forest["value"] = np.where(leaf, forest["value"] / scale, forest["value"])
+    return (booster.base_score - offset) / scale, forest

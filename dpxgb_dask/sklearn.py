@@ -141,10 +141,11 @@ class _DPXGBModel(BaseEstimator):
                                      index=frame.index)
         return X_checked, y_checked
 
-    def _fit(self, X, y, classes=None):
+    def _fit(self, X, y, classes=None, xgb_model=None):
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         booster = train(self._train_params(names), X, y, client=self.client,
-                        verbose=self.verbose)
+                        verbose=self.verbose,
+                        xgb_model=getattr(xgb_model, "booster_", xgb_model))
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -272,11 +273,13 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                              f"is binary), got {self.classes!r}")
         return np.unique(classes)
 
-    def fit(self, X, y):
+    def fit(self, X, y, xgb_model=None):
         """Fit on X (n_rows, n_features) and binary labels y (n_rows,).
 
         Labels are encoded as 0 (``classes_[0]``) and 1 (``classes_[1]``); see ``classes``
-        for where ``classes_`` comes from.
+        for where ``classes_`` comes from. ``xgb_model`` (a Booster, a model file or a
+        fitted estimator) is continued: ``n_estimators`` more trees for ``epsilon`` more
+        (``train(xgb_model=)``).
         """
         X, y = self._validate_fit_input(X, y, y_numeric=False)
         # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
@@ -289,7 +292,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                 missing = y != y  # NaN labels stay NaN: their rows are left out
                 encoded = (positive.mask(missing) if hasattr(positive, "mask")
                            else _dask_where(missing, np.nan, positive))
-            return self._fit(X, encoded, classes)
+            return self._fit(X, encoded, classes, xgb_model)
         y_values = np.asarray(y).reshape(-1)
         check_classification_targets(y_values)
         if self.classes is not None:
@@ -310,7 +313,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                           "labels present is not differentially private. Give the public "
                           "label set as classes=[...] instead.", PrivacyLeakWarning,
                           stacklevel=2)
-        self._fit(X, (y_values == classes[1]).astype(np.float64), classes)
+        self._fit(X, (y_values == classes[1]).astype(np.float64), classes, xgb_model)
         if self.classes is None:
             self.booster_.ledger.setdefault("not_dp", []).append({
                 "purpose": "classes", "parameter": "classes=None",
@@ -380,10 +383,11 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def fit(self, X, y):
-        """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds."""
+    def fit(self, X, y, xgb_model=None):
+        """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds;
+        ``xgb_model`` is continued as in :meth:`DPXGBClassifier.fit`."""
         X, y = self._validate_fit_input(X, y, y_numeric=True)
-        return self._fit(X, y)
+        return self._fit(X, y, xgb_model=xgb_model)
 
     def predict(self, X):
         """Predictions clipped to ``label_bounds``, shape (n_rows,) (lazy for dask

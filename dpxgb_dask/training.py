@@ -77,7 +77,8 @@ def _send_to_client(scheduler, client_id, topic, event):
 
 
 async def coordinate(dask_scheduler, fit_id, capability, placement, sources, params, plan,
-                     n_features, feature_names, client_id, topic, with_timings):
+                     n_features, feature_names, client_id, topic, with_timings,
+                     init_model=None):
     """Run one fit's coordinator inside the scheduler process (the ``dpxgb_fit`` handler of
     ``plugin.DPXGBSchedulerPlugin``).
 
@@ -122,7 +123,8 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
             if topic is not None:
                 _send_to_client(dask_scheduler, client_id, topic, event)
 
-        coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish)
+        coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish,
+                                  init_model)
         fit = asyncio.ensure_future(coordinator.fit())
         last_touch = time.monotonic()
         while not fit.done():
@@ -268,7 +270,54 @@ def check_bounds_policy(params, n_features):
     return params
 
 
-def train_in_process(params, X, y, n_partitions=1, publish=None):
+def continuation_params(params, model, feature_names, n_features):
+    """The parameters of a fit that continues ``model`` (``train(xgb_model=)``): the
+    model's public bounds, cuts (hence ``max_bin``) and margins are its start, so it makes
+    no bounds, initial-score or candidate release and spends its whole ``epsilon`` on the
+    new trees. Refuses a model that does not fit the data or the objective.
+
+    Returns
+    -------
+    TrainParams
+    """
+    from dataclasses import replace
+
+    if model.objective != params.objective:
+        raise ValueError(f"xgb_model was trained for {model.objective!r}, not "
+                         f"{params.objective!r}")
+    if model.n_features != n_features:
+        raise ValueError(f"xgb_model has {model.n_features} features, X has {n_features}")
+    if model.feature_names is not None and feature_names is not None \
+            and list(model.feature_names) != list(feature_names):
+        raise ValueError("X's columns differ from xgb_model's features "
+                         f"{model.feature_names}")
+    bounds = params.feature_bounds
+    if bounds is not None and not _same_bounds(bounds, model.feature_bounds):
+        raise ValueError("feature_bounds must be left out (or equal xgb_model's): a "
+                         "continued fit uses the model's bounds and cuts")
+    if params.bounds_epsilon is not None:
+        raise ValueError("bounds_epsilon does not apply to a continued fit: it uses "
+                         "xgb_model's bounds")
+    if params.objective == "reg:squarederror" and params.label_bounds is not None \
+            and tuple(map(float, params.label_bounds)) != tuple(model.label_bounds):
+        raise ValueError(f"label_bounds must equal xgb_model's {model.label_bounds}")
+    return replace(params, feature_bounds=np.array(model.feature_bounds),
+                   label_bounds=model.label_bounds, bounds_epsilon=None, init_score="zero",
+                   split_candidates="uniform", iterative_hessian_rounds=0,
+                   max_bin=int(model.params.get("max_bin", params.max_bin)))
+
+
+def _same_bounds(given, bounds):
+    if isinstance(given, str):
+        return False
+    try:
+        given = np.asarray(given, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return given.shape == bounds.shape and np.array_equal(given, bounds)
+
+
+def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None):
     """Train without a cluster: the same coordinator over partition states in this process
     (``backends.LocalBackend``), for tests and benchmarks on small data.
 
@@ -282,6 +331,8 @@ def train_in_process(params, X, y, n_partitions=1, publish=None):
         Row chunks, as a cluster would hold them.
     publish : callable, optional
         Receives the coordinator's progress events (``progress.py``).
+    xgb_model : Booster, optional
+        A model to continue (``params`` from :func:`continuation_params`).
 
     Returns
     -------
@@ -297,7 +348,7 @@ def train_in_process(params, X, y, n_partitions=1, publish=None):
     chunks = np.array_split(np.arange(len(y)), n_partitions)
     states = [ops.load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
     coordinator = Coordinator(params, make_plan(params, X.shape[1]), LocalBackend(states),
-                              X.shape[1], publish=publish)
+                              X.shape[1], publish=publish, init_model=xgb_model)
     booster = asyncio.run(coordinator.fit())
     emit_warnings(coordinator.warnings, stacklevel=3)
     return booster, coordinator
@@ -325,7 +376,8 @@ def emit_warnings(records, stacklevel=3):
         warnings.warn(message, category, stacklevel=stacklevel)
 
 
-def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False):
+def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
+          xgb_model=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters
@@ -347,6 +399,11 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     return_timings : bool
         Also return the coordinator's timings (per tree, per level, bytes gathered), for
         benchmarks: wall-clock times depend on node sizes, so they are not DP.
+    xgb_model : Booster or path, optional
+        Continue this model (warm start): the fit starts from its margins, with its
+        bounds and cuts, adds ``n_estimators`` trees and spends ``epsilon`` more
+        (:func:`continuation_params`). The returned model holds both parts' trees and one
+        ledger whose totals compose them; a budget is charged with the new part only.
 
     Returns
     -------
@@ -361,6 +418,11 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         preset = given.pop("preset", None)
         p = resolve_params(objective, preset=preset, **given)
     feature_names, n_features = data.describe_features(X)
+    init_model = None
+    if xgb_model is not None:
+        init_model = (xgb_model if isinstance(xgb_model, Booster)
+                      else Booster.load_model(xgb_model))
+        p = continuation_params(p, init_model, feature_names, n_features)
     p = check_bounds_policy(p, n_features)
     if p.epsilon is not None:
         warn_if_large_epsilon(p.epsilon, stacklevel=3)
@@ -397,7 +459,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
                 request = dict(fit_id=fit_id, capability=capability, placement=placement,
                                sources=sources, params=p, plan=plan, n_features=n_features,
                                feature_names=feature_names, client_id=c.id, topic=topic,
-                               with_timings=return_timings)
+                               with_timings=return_timings, init_model=init_model)
                 try:
                     reply = c.sync(c.scheduler.dpxgb_fit,
                                    payload=pickle.dumps(request, protocol=5))

@@ -1,0 +1,167 @@
+"""Warm start (train(xgb_model=)): a fit continues a model from its margins, with its
+bounds and cuts, and the continued model's ledger composes both parts."""
+import numpy as np
+import pytest
+
+from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, budget_status, create_budget, train
+from dpxgb_dask.model import Booster
+from dpxgb_dask.objective import Objective, to_training_units
+from dpxgb_dask.ops import Prepare, load_partition
+from dpxgb_dask.params import resolve_params
+from dpxgb_dask.plan import check_privacy_claims
+from dpxgb_dask.privacy.accountants import get_accountant
+from dpxgb_dask.privacy.budget import fit_events
+from dpxgb_dask.privacy.ledger import Ledger, shifted_events
+from dpxgb_dask.training import continuation_params, train_in_process
+
+BOUNDS = np.tile([-4.0, 4.0], (4, 1))
+
+
+def _data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    signal = np.nan_to_num(X[:, 0] - X[:, 1])
+    return X, signal
+
+
+def _first(objective, **extra):
+    X, signal = _data(3000, 0)
+    y = (signal > 0).astype(float) if objective == "binary:logistic" else np.clip(signal, -3, 3)
+    if objective == "reg:squarederror":
+        extra.setdefault("label_bounds", (-3.0, 3.0))
+    params = resolve_params(objective, feature_bounds=BOUNDS, epsilon=1.0, n_estimators=20,
+                            max_depth=3, **extra)
+    return train_in_process(params, X, y)[0], X, y
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror"])
+def test_the_continued_fit_starts_from_the_models_margins(objective):
+    model, X, y = _first(objective)
+    obj = Objective(objective, model.label_bounds)
+    base, forest = to_training_units(model, obj)
+    state = load_partition(X, y, obj, 0)
+    state.prepare(Prepare(model.feature_bounds, list(model.cuts), 64, base, {0: 0},
+                          init_forest=forest))
+    offset, scale = obj.label_offset_scale
+    np.testing.assert_allclose(state.margins, (model.predict_margin(X) - offset) / scale,
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror"])
+def test_a_continued_model_holds_both_parts_and_composes_its_ledger(objective, tmp_path):
+    model, X, y = _first(objective)
+    more = resolve_params(objective, epsilon=0.5, n_estimators=10, max_depth=3,
+                          label_bounds=model.label_bounds)
+    params = continuation_params(more, model, None, 4)
+    continued, coordinator = train_in_process(params, X, y, xgb_model=model)
+    assert continued.n_trees == 30
+    n_first = len(model.nodes["value"])
+    for name, values in model.nodes.items():
+        np.testing.assert_array_equal(continued.nodes[name][:n_first], values)
+    assert continued.base_score == model.base_score
+    # one ledger: the first part's releases, then the new part's, trees shifted
+    events = Ledger.from_dict(continued.ledger["events"]).events
+    first = Ledger.from_dict(model.ledger["events"]).events
+    assert events == tuple(first) + tuple(shifted_events(coordinator.ledger.events, 20))
+    assert {e.tree for e in events[len(first):] if e.tree is not None} == set(range(20, 30))
+    # no bounds, initial-score or candidate release in the new part: all of it for trees
+    assert {e.purpose for e in coordinator.ledger.events} <= {"leaf", "split",
+                                                             "leaf_sum", "leaf_count"}
+    pld = get_accountant("pld").get_epsilon(Ledger(events), model.ledger["delta"])
+    assert continued.ledger["epsilon"] == pytest.approx(pld)
+    assert 1.0 < continued.ledger["epsilon"] < 1.5
+    assert continued.ledger["continued"]["from_trees"] == 20
+    check_privacy_claims(continued.ledger, continued.params)
+    continued.save_model(tmp_path / "m.json")
+    again = Booster.load_model(tmp_path / "m.json")
+    np.testing.assert_array_equal(again.predict(X), continued.predict(X))
+
+
+def test_a_model_that_does_not_fit_is_refused():
+    model, X, y = _first("binary:logistic")
+    more = resolve_params("binary:logistic", epsilon=0.5, n_estimators=5)
+    cases = [
+        (dict(params=resolve_params("reg:squarederror", label_bounds=(0, 1))), "trained for"),
+        (dict(n_features=5), "features"),
+        (dict(names=["a", "b", "c", "d"]), None),  # the model has no names: accepted
+        (dict(params=resolve_params("binary:logistic", feature_bounds=BOUNDS * 2)),
+         "feature_bounds must be left out"),
+        (dict(params=resolve_params("binary:logistic", bounds_epsilon=0.5)),
+         "bounds_epsilon does not apply"),
+    ]
+    for case, pattern in cases:
+        call = lambda: continuation_params(case.get("params", more), model,  # noqa: E731
+                                           case.get("names"), case.get("n_features", 4))
+        if pattern is None:
+            call()
+        else:
+            with pytest.raises(ValueError, match=pattern):
+                call()
+    named = Booster.from_dict(dict(model.to_dict(), feature_names=["a", "b", "c", "d"]))
+    with pytest.raises(ValueError, match="columns differ"):
+        continuation_params(more, named, ["a", "b", "x", "d"], 4)
+    regression = _first("reg:squarederror")[0]
+    with pytest.raises(ValueError, match="label_bounds must equal"):
+        continuation_params(resolve_params("reg:squarederror", label_bounds=(-5, 5)),
+                            regression, None, 4)
+
+
+def test_a_budget_is_charged_with_the_new_part_only(client, tmp_path):
+    import dask
+
+    X, signal = _data(3000, 1)
+    y = (signal > 0).astype(float)
+    with dask.config.set({"dpxgb.budget-file": str(tmp_path / "b.json")}):
+        create_budget("warm", epsilon=3.0, client=client)
+        first = train({"feature_bounds": BOUNDS, "epsilon": 1.0, "n_estimators": 10,
+                       "budget": "warm"}, X, y, client=client)
+        continued = train({"epsilon": 0.5, "n_estimators": 5, "budget": "warm"}, X, y,
+                          client=client, xgb_model=first)
+        status = budget_status("warm", client=client)
+    assert continued.n_trees == 15 and status["n_fits"] == 2
+    new_part = Ledger.from_dict(continued.ledger["events"]).events[
+        len(first.ledger["events"]["events"]):]
+    expected = get_accountant("pld").get_epsilon(Ledger(
+        fit_events(Ledger.from_dict(first.ledger["events"]).events, "a")
+        + fit_events(new_part, "b")), 1e-6)
+    assert status["spent"] == pytest.approx(expected, rel=1e-9)
+    assert continued.ledger["epsilon"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_estimators_continue_a_fitted_model(client):
+    X, signal = _data(3000, 2)
+    y = (signal > 0).astype(float)
+    first = DPXGBClassifier(feature_bounds=BOUNDS, classes=[0, 1], n_estimators=10,
+                            client=client).fit(X, y)
+    more = DPXGBClassifier(classes=[0, 1], n_estimators=5, epsilon=0.5, client=client)
+    more.fit(X, y, xgb_model=first)
+    assert more.booster_.n_trees == 15
+    assert more.privacy_report()["epsilon"] > first.privacy_report()["epsilon"]
+    regressor = DPXGBRegressor(feature_bounds=BOUNDS, label_bounds=(-3, 3), n_estimators=5,
+                               client=client).fit(X, np.clip(signal, -3, 3))
+    again = DPXGBRegressor(label_bounds=(-3, 3), n_estimators=5, client=client)
+    again.fit(X, np.clip(signal, -3, 3), xgb_model=regressor.booster_)
+    assert again.booster_.n_trees == 10
+
+
+def test_the_cli_continues_a_saved_model(client, tmp_path, capsys):
+    import pandas as pd
+
+    from dpxgb_dask.cli import main
+    from dpxgb_dask.model import load_model
+
+    X, signal = _data(2000, 3)
+    table = pd.DataFrame(np.nan_to_num(X), columns=list("abcd"))
+    table["y"] = (signal > 0).astype(float)
+    data = tmp_path / "d.csv"
+    table.to_csv(data, index=False)
+    (tmp_path / "b.json").write_text('{"a": [-4, 4], "b": [-4, 4], "c": [-4, 4], "d": [-4, 4]}')
+    address = client.scheduler.address
+    assert main(["train", str(data), "--label", "y", "--bounds", str(tmp_path / "b.json"),
+                 "--n-estimators", "5", "--quiet", "--scheduler", address,
+                 "--out", str(tmp_path / "first.json")]) == 0
+    assert main(["train", str(data), "--label", "y", "--xgb-model", str(tmp_path / "first.json"),
+                 "--n-estimators", "3", "--epsilon", "0.5", "--quiet", "--scheduler", address,
+                 "--out", str(tmp_path / "more.json")]) == 0
+    assert load_model(tmp_path / "more.json").n_trees == 8
