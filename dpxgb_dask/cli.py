@@ -163,9 +163,16 @@ def cmd_train(args):
     if args.label_bounds:
         params["label_bounds"] = tuple(args.label_bounds)
     key = _read_key(args.key_file)  # before the fit: a bad key file must not waste it
+    continued = None
+    if args.xgb_model is not None:
+        from .model import load_model
+
+        # with --key-file, the model continued must carry a signature under that key too:
+        # the continued model is signed with it and vouches for both parts
+        continued = load_model(args.xgb_model, key=key)
     with _client(args.scheduler) as client:
         booster = train(params, X, y, client=client, verbose=not args.quiet,
-                        xgb_model=args.xgb_model)
+                        xgb_model=continued)
     booster.save_model(args.out, key=key)
     info = booster.ledger
     print(f"wrote {args.out}: {booster.n_trees} trees; epsilon spent = {info['epsilon']:.6g} "
@@ -203,12 +210,13 @@ def cmd_budget(args):
     if args.file is not None:  # the scheduler's file, read where it lies
         from .privacy.budget import BudgetStore
 
-        store = BudgetStore(args.file)
-        if args.action == "create":
-            raise SystemExit("dpxgb: create a budget through its scheduler (--scheduler), "
-                             "not in its file")
-        statuses = ([store.status(args.name)] if args.name
-                    else [store.status(n) for n in store.names()])
+        store = BudgetStore(args.file)  # (locked while read or written: safe while the
+        if args.action == "create":      # scheduler runs)
+            if not args.name or args.epsilon is None:
+                raise SystemExit("dpxgb: budget create needs the budget's NAME and --epsilon")
+            statuses = [store.create(args.name, args.epsilon, args.delta, args.accountant)]
+        else:
+            statuses = [store.status(args.name)] if args.name else store.statuses()
     else:
         from .budgets import budget_status, create_budget, list_budgets
 
@@ -290,7 +298,8 @@ def build_parser():
     tr.add_argument("--out", default="model.json")
     tr.add_argument("--xgb-model", metavar="MODEL",
                     help="continue this saved model: --n-estimators more trees for --epsilon "
-                         "more, from its margins, bounds and cuts")
+                         "more, from its margins, bounds and cuts (with --key-file it must be "
+                         "signed with that key)")
     tr.add_argument("--key-file", help="sign the model file with the secret in this file "
                                        "(HMAC-SHA256)")
     common(tr)
@@ -320,7 +329,9 @@ def build_parser():
                     help="address of the scheduler that keeps the budget (default: an "
                          "embedded cluster, i.e. this machine's budget file)")
     bu.add_argument("--file", default=None,
-                    help="show, list: read a scheduler's budget file directly")
+                    help="work on a scheduler's budget file directly, on its machine (the "
+                         "way to create budgets when clients may not: "
+                         "dpxgb.clients-create-budgets false)")
     bu.add_argument("--json", action="store_true", help="print JSON")
     bu.set_defaults(func=cmd_budget)
     return parser

@@ -54,7 +54,8 @@ REPRODUCIBLE_NOISE_WARNING = (
     "reproducible_noise=True keys the DP noise by random_state: two fits with the same "
     "random_state on neighbouring datasets (clone, GridSearchCV, a refit after one row "
     "changed) draw identical noise, and their difference is noise-free. Use it only to "
-    "reproduce a fit, and keep random_state as secret as the data.")
+    "reproduce a fit, keep random_state as secret as the data, and give it to no other "
+    "fit.")
 
 
 class DPBoundsWarning(UserWarning):
@@ -99,10 +100,14 @@ class Coordinator:
             # keys the public, data-independent choices (random trees' structure).
             if params.reproducible_noise:
                 warnings.warn(REPRODUCIBLE_NOISE_WARNING, PrivacyLeakWarning)
-            self.noise = NoiseSource(params.random_state if params.reproducible_noise
-                                     else None)  # warns about guessable seeds
-        self.structure = NoiseSource(params.random_state, secret=False)
-        self.warnings += [(w.category, str(w.message)) for w in caught]
+                # one seed keys both (as the committed benchmark tables were made)
+                self.noise = NoiseSource(params.random_state)  # warns about guessable seeds
+                self.structure = NoiseSource(params.random_state)
+            else:
+                self.noise = NoiseSource()
+                # a public domain: a published structure reveals no secret stream
+                self.structure = NoiseSource(params.random_state, secret=False)
+        self.warnings += list(dict.fromkeys((w.category, str(w.message)) for w in caught))
         self.ledger = Ledger()
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
                         "phases": {}}
@@ -188,22 +193,26 @@ class Coordinator:
         tree_end = None  # the previous tree, applied to the margins in the next round
         drawn = None     # the next random tree's structure, drawn while a round was out
         t_trees = time.perf_counter()
-        for t in range(p.n_estimators):
+        # A continued fit numbers its trees after the model's: every stream key, sample and
+        # ledger event of tree t is then distinct from the first part's.
+        offset = self.init_model.n_trees if self.init_model is not None else 0
+        for local in range(p.n_estimators):
+            t = offset + local
             t0 = time.perf_counter()
-            batch_start = (t // p.batch_size) * p.batch_size
+            batch_start = (local // p.batch_size) * p.batch_size
             batch_len = min(p.batch_size, p.n_estimators - batch_start)
             key, interval = self._tree_rows(t)
             first = dict(end_tree=tree_end,
                          start_tree=ops.TreeStart(key, interval, p.gradient_bound,
                                                   p.gradient_rule, h_bound))
-            if t < self.plan.ih_rounds:
+            if local < self.plan.ih_rounds:
                 root = await self._round(**first, histogram_nodes=np.array([0]))
                 cuts = await self._cpu(self._refresh_candidates, t, root, cuts, bounds,
                                        n_values=root.size)
                 n_cuts = np.array([len(c) for c in cuts])
                 first = dict(rebin_cuts=cuts)
             # the cuts, hence the next structure, are fixed once the refreshes are over
-            draw_next = t + 1 < p.n_estimators and t + 1 >= self.plan.ih_rounds
+            draw_next = local + 1 < p.n_estimators and local + 1 >= self.plan.ih_rounds
             tree, values, last_splits, drawn = await self._grow_tree(
                 t, cuts, n_cuts, first, drawn, draw_next)
             shrink = p.learning_rate / batch_len
@@ -212,9 +221,9 @@ class Coordinator:
                 tree.leaves[node] *= shrink
             booster.append_tree(tree)
             tree_end = ops.TreeEnd(last_splits, values,
-                                   batch_end=t == batch_start + batch_len - 1)
+                                   batch_end=local == batch_start + batch_len - 1)
             self.timings["tree"].append(time.perf_counter() - t0)
-            self._publish({"event": "tree", "tree": t, "n_trees": p.n_estimators,
+            self._publish({"event": "tree", "tree": local, "n_trees": p.n_estimators,
                            "n_leaves": len(tree.leaves)})
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)

@@ -115,7 +115,8 @@ def to_xgboost_json(booster):
                 "name": "gbtree",
             },
             "learner_model_param": {
-                "base_score": f"[{base_score!r}]", "boost_from_average": "0",
+                # a plain number: XGBoost 2.x reads only that, 3.x reads it too
+                "base_score": repr(base_score), "boost_from_average": "0",
                 "num_class": "0", "num_feature": str(n_features), "num_target": "1"},
             "objective": objective,
         },

@@ -486,6 +486,10 @@ def validate(p):
     if p.budget is not None and (not isinstance(p.budget, str) or not p.budget.strip()):
         raise ValueError(f"budget must be the name (a non-empty str) of a budget created "
                          f"on the scheduler, got {p.budget!r}")
+    if p.reproducible_noise and p.budget is not None:
+        raise ValueError("budget= cannot be combined with reproducible_noise=True: fits keyed "
+                         "by the same random_state share their noise and samples, which a "
+                         "budget's composition of independent fits would undercount")
     if p.reproducible_noise and p.random_state is None:
         raise ValueError("reproducible_noise=True needs random_state: the noise is then keyed "
                          "by it")

@@ -27,7 +27,7 @@ import math
 
 
 from .privacy.accountants import PLDAccountant, get_accountant, privacy_report
-from .privacy.ledger import Ledger, shifted_events
+from .privacy.ledger import Ledger
 from .privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sensitivity,
                                   gradient_histogram_l1_sensitivity,
                                   gradient_histogram_l2_sensitivity)
@@ -415,8 +415,8 @@ def privacy_summary(ledger, params, budget_scale):
 
 def continued_model(init_model, new_part, new_ledger, params, budget_scale):
     """The model of a fit that continued ``init_model``: its trees then ``new_part``'s, and
-    one ledger of both parts' releases (the new part's trees shifted after the first's,
-    :func:`~dpxgb_dask.privacy.ledger.shifted_events`) whose totals compose the two.
+    one ledger of both parts' releases whose totals compose the two (the continuing fit
+    numbers its trees after the model's, so its samples and events are its own).
 
     Parameters
     ----------
@@ -424,7 +424,7 @@ def continued_model(init_model, new_part, new_ledger, params, budget_scale):
     new_part : Booster
         The continuing fit's trees (label units, base score of ``init_model``).
     new_ledger : Ledger
-        The continuing fit's releases.
+        The continuing fit's releases (trees numbered from ``init_model.n_trees``).
     params : TrainParams
         The continuing fit's parameters: its accountant and δ account the whole model.
     budget_scale : float
@@ -442,14 +442,17 @@ def continued_model(init_model, new_part, new_ledger, params, budget_scale):
     model = Booster.from_dict(init_model.to_dict())
     model.append_forest(new_part)
     events = list(Ledger.from_dict(init_model.ledger["events"]).events)
-    events += shifted_events(new_ledger.events, init_model.n_trees)
-    summary = privacy_summary(Ledger(events), params, budget_scale)
+    first_trees = {e.tree for e in events if e.tree is not None}
+    if any(e.tree in first_trees for e in new_ledger.events if e.tree is not None):
+        raise AssertionError("the continuing fit's trees overlap the model's in the ledger")
+    summary = privacy_summary(Ledger(events + list(new_ledger.events)), params, budget_scale)
     earlier_not_dp = list(init_model.ledger.get("not_dp", []))
     summary["not_dp"] = earlier_not_dp + [c for c in summary["not_dp"]
                                           if c not in earlier_not_dp]
     summary["continued"] = {"from_trees": init_model.n_trees,
                             "earlier_epsilon": init_model.ledger["epsilon"],
-                            "earlier_delta": init_model.ledger["delta"]}
+                            "earlier_delta": init_model.ledger["delta"],
+                            "earlier_budget": init_model.ledger.get("budget")}
     model.params = dict(params.to_dict(), continued_from=init_model.params)
     model.ledger = summary
     return model

@@ -57,6 +57,18 @@ def budget_file():
     return os.path.expanduser(path or os.path.join("~", ".dpxgb", "budgets.json"))
 
 
+#: The refusal of a fit that names no budget where one is required.
+BUDGET_REQUIRED = ("this scheduler requires every fit to name a privacy budget "
+                   "(dpxgb.require-budget): pass budget=<name>")
+
+
+def clients_create_budgets():
+    """bool: Dask's config key ``dpxgb.clients-create-budgets`` (default true). False keeps
+    budget creation to whoever can write the budget file (``dpxgb budget create --file``),
+    so that clients cannot give themselves a new budget."""
+    return bool(dask.config.get("dpxgb.clients-create-budgets", True))
+
+
 def budget_required():
     """bool: Dask's config key ``dpxgb.require-budget``: the scheduler refuses a fit that
     names no budget."""
@@ -80,6 +92,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         if getattr(self, "board", None) is None:  # a preloaded plugin is started twice
             self.running = {}  # fit id -> client id, while its coordinator runs
             self.board = FitBoard()
+            self._budget_lock = asyncio.Lock()
         scheduler.handlers["dpxgb_fit"] = self.fit
         scheduler.handlers["dpxgb_budget"] = self.budget
         install_routes(scheduler)
@@ -99,6 +112,13 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             store = self._budgets = BudgetStore(path)
         return store
 
+    async def run_budget(self, method, *args):
+        """Run a :class:`~dpxgb_dask.privacy.budget.BudgetStore` method in a thread (the
+        accounting of many fits takes a while: the event loop goes on serving the cluster),
+        one at a time: a reservation's check and record are atomic."""
+        async with self._budget_lock:
+            return await asyncio.to_thread(getattr(self.budgets(), method), *args)
+
     async def budget(self, comm=None, action=None, name=None, epsilon=None, delta=None,
                      accountant=None, fit_id=None, events=None):
         """``action``: "create" (``name``, ``epsilon``, ``delta``, ``accountant``), "status"
@@ -107,18 +127,25 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         from .privacy.ledger import PrivacyEvent
 
         try:
-            store = self.budgets()
             if action == "create":
-                result = store.create(name, epsilon, delta, accountant)
+                if not clients_create_budgets():
+                    raise PermissionError(
+                        "this scheduler does not let clients create budgets "
+                        "(dpxgb.clients-create-budgets: false): its administrator creates "
+                        "them with `dpxgb budget create NAME --file PATH`")
+                result = await self.run_budget("create", name, epsilon, delta, accountant)
             elif action == "status":
-                result = store.status(name)
+                result = await self.run_budget("status", name)
             elif action == "list":
-                result = [store.status(n) for n in store.names()]
+                result = await self.run_budget("statuses")
             elif action == "check":
-                result = store.check(name, fit_id, [PrivacyEvent.from_dict(e) for e in events])
+                result = await self.run_budget(
+                    "check", name, fit_id, [PrivacyEvent.from_dict(e) for e in events])
+            elif action == "required":
+                result = budget_required()
             else:
-                raise ValueError("action must be one of create, status, list, check; got "
-                                 f"{action!r}")
+                raise ValueError("action must be one of create, status, list, check, "
+                                 f"required; got {action!r}")
         except Exception as exc:
             return {"error": pickle.dumps(exc)}
         return {"payload": pickle.dumps(result)}

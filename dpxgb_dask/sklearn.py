@@ -143,9 +143,11 @@ class _DPXGBModel(BaseEstimator):
 
     def _fit(self, X, y, classes=None, xgb_model=None):
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+        if isinstance(xgb_model, BaseEstimator):
+            check_is_fitted(xgb_model, "booster_")  # names xgb_model's estimator class
+            xgb_model = xgb_model.booster_
         booster = train(self._train_params(names), X, y, client=self.client,
-                        verbose=self.verbose,
-                        xgb_model=getattr(xgb_model, "booster_", xgb_model))
+                        verbose=self.verbose, xgb_model=xgb_model)
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -314,10 +316,13 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                           "label set as classes=[...] instead.", PrivacyLeakWarning,
                           stacklevel=2)
         self._fit(X, (y_values == classes[1]).astype(np.float64), classes, xgb_model)
-        if self.classes is None:
-            self.booster_.ledger.setdefault("not_dp", []).append({
-                "purpose": "classes", "parameter": "classes=None",
-                "reveals": "the set of labels present in y (read in the user's process)"})
+        read_classes = {"purpose": "classes", "parameter": "classes=None",
+                        "reveals": "the set of labels present in y (read in the user's "
+                                   "process)"}
+        not_dp = self.booster_.ledger.setdefault("not_dp", [])
+        # (a continued model may list it already, from its first part)
+        if self.classes is None and read_classes not in not_dp:
+            not_dp.append(read_classes)
         return self
 
     def __sklearn_tags__(self):

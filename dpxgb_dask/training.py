@@ -14,6 +14,7 @@ the fit ends or fails, and stops within a second when its client leaves the sche
 import asyncio
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FuturesTimeout
 from contextlib import contextmanager
+import logging
 import os
 import pickle
 import time
@@ -33,6 +34,8 @@ from .privacy.validation import (BudgetError, NoBudgetWarning, PrivacyLeakWarnin
                                  warn_if_large_epsilon)
 from .progress import ProgressDisplay
 from .worker import KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, unpack_reply
+
+logger = logging.getLogger("dpxgb_dask")
 
 #: How often the coordinator checks that its client is still connected.
 CLIENT_CHECK_SECONDS = 0.5
@@ -92,28 +95,27 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
         only when asked (wall-clock times grow with the rows of each node: a coarse side
         channel, which is why they are not sent by default).
     """
-    from .plugin import budget_required
+    from .plugin import BUDGET_REQUIRED, budget_required
 
     backend = DaskBackend(dask_scheduler, fit_id, capability, placement, sources)
     plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
     board = getattr(plugin, "board", None)
     running = getattr(plugin, "running", {})
-    budgets = None
+    budgeted = False
     try:
         if params.budget is not None:
             # Checked and reserved before the first release: a refused fit spends nothing.
-            budgets = plugin.budgets()
-            budgets.reserve(params.budget, fit_id, plan.ledger().events)
+            await plugin.run_budget("reserve", params.budget, fit_id, plan.ledger().events)
+            budgeted = True
         elif budget_required():
-            raise BudgetError("this scheduler requires every fit to name a privacy budget "
-                              "(dpxgb.require-budget): pass budget=<name>")
+            raise BudgetError(BUDGET_REQUIRED)
     except BaseException:
         await backend.close()
         raise
     running[fit_id] = client_id
     ended = "failed", None
     progress = coordinator = None
-    budget_status = None
+    budget_status = settle_error = None
     try:
         progress = None if board is None else board.start(fit_id, client_id)
 
@@ -149,15 +151,22 @@ async def coordinate(dask_scheduler, fit_id, capability, placement, sources, par
         raise
     finally:
         running.pop(fit_id, None)
-        if budgets is not None:  # charged with the releases made, however the fit ended
-            budget_status = budgets.settle(
-                params.budget, fit_id, () if coordinator is None else coordinator.ledger.events,
-                ended[0])
         if progress is not None:
             if coordinator is not None:  # releases of a fit that stopped between events
                 progress.update({"releases": coordinator.unpublished_releases()})
             board.end(fit_id, *ended)
         await backend.close()
+        if budgeted:  # charged with the releases made, however the fit ended
+            try:
+                budget_status = await plugin.run_budget(
+                    "settle", params.budget, fit_id,
+                    () if coordinator is None else coordinator.ledger.events, ended[0])
+            except Exception as exc:  # the fit's own error, if any, goes on
+                settle_error = exc
+                logger.error("fit %s: its budget %r could not be charged (%s); its "
+                             "reservation stays charged in full", fit_id, params.budget, exc)
+    if settle_error is not None:
+        raise settle_error
     model = booster.to_dict()
     if budget_status is not None:
         model["ledger"]["budget"] = budget_record(budget_status, fit_id)
@@ -272,9 +281,10 @@ def check_bounds_policy(params, n_features):
 
 def continuation_params(params, model, feature_names, n_features):
     """The parameters of a fit that continues ``model`` (``train(xgb_model=)``): the
-    model's public bounds, cuts (hence ``max_bin``) and margins are its start, so it makes
-    no bounds, initial-score or candidate release and spends its whole ``epsilon`` on the
-    new trees. Refuses a model that does not fit the data or the objective.
+    model's public bounds, cuts and margins are its start (so ``max_bin`` is the model's,
+    whatever ``params`` say), it makes no bounds, initial-score or candidate release and
+    spends its whole ``epsilon`` on the new trees. Refuses a model that does not fit the
+    data or the objective, and DPBoost's ensembles.
 
     Returns
     -------
@@ -298,6 +308,9 @@ def continuation_params(params, model, feature_names, n_features):
     if params.bounds_epsilon is not None:
         raise ValueError("bounds_epsilon does not apply to a continued fit: it uses "
                          "xgb_model's bounds")
+    if params.ensemble_size is not None:
+        raise ValueError("ensemble_size (DPBoost's ensembles) cannot continue a model: the "
+                         "disjoint row shares of an ensemble are defined over one fit's trees")
     if params.objective == "reg:squarederror" and params.label_bounds is not None \
             and tuple(map(float, params.label_bounds)) != tuple(model.label_bounds):
         raise ValueError(f"label_bounds must equal xgb_model's {model.label_bounds}")
@@ -420,8 +433,15 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     feature_names, n_features = data.describe_features(X)
     init_model = None
     if xgb_model is not None:
-        init_model = (xgb_model if isinstance(xgb_model, Booster)
-                      else Booster.load_model(xgb_model))
+        if isinstance(xgb_model, Booster):
+            # (a file is checked when it loads; a model in memory is checked here)
+            check_privacy_claims(xgb_model.ledger, xgb_model.params)
+            init_model = xgb_model
+        elif isinstance(xgb_model, (str, bytes, os.PathLike)):
+            init_model = Booster.load_model(xgb_model)
+        else:
+            raise TypeError("xgb_model must be a Booster, a fitted estimator or a model "
+                            f"file's path, got {type(xgb_model).__name__}")
         p = continuation_params(p, init_model, feature_names, n_features)
     p = check_bounds_policy(p, n_features)
     if p.epsilon is not None:
@@ -438,12 +458,16 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         c.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
         fit_id = uuid.uuid4().hex
         capability = os.urandom(32)
+        # Before any row is read: a fit the budget refuses loads nothing. (The coordinator
+        # checks again, and reserves atomically, before its first release.)
         if p.budget is not None:
-            # Before any row is read: a fit the budget refuses loads nothing. (The
-            # coordinator checks again and reserves, atomically, before its first release.)
             events = [e.to_dict() for e in planning.result().ledger().events]
             unpack_reply(c.sync(c.scheduler.dpxgb_budget, action="check", name=p.budget,
                                 fit_id=fit_id, events=events))
+        elif unpack_reply(c.sync(c.scheduler.dpxgb_budget, action="required")):
+            from .plugin import BUDGET_REQUIRED
+
+            raise BudgetError(BUDGET_REQUIRED)
         coordinated = False
         try:
             placement, sources = data.load_partitions(c, X, y, objective, fit_id, capability,

@@ -27,11 +27,17 @@ scales, sampling rates): a budget's status is public.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import tempfile
 import time
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: one process per budget file
+    fcntl = None
 
 from .accountants import get_accountant
 from .ledger import Ledger, PrivacyEvent
@@ -241,7 +247,12 @@ class PrivacyBudget:
 
 
 class BudgetStore:
-    """Named budgets kept in one JSON file, rewritten atomically at every change.
+    """Named budgets kept in one JSON file.
+
+    Every operation takes an exclusive lock on ``<path>.lock`` (``fcntl.flock``), reads the
+    file, and writes it back atomically (a temporary file, ``fsync``, ``os.replace``) if it
+    changed anything: several processes on one machine (a scheduler, an embedded cluster,
+    ``dpxgb budget create --file``) share the file without losing each other's updates.
 
     Parameters
     ----------
@@ -253,23 +264,49 @@ class BudgetStore:
     def __init__(self, path):
         self.path = os.fspath(path)
         self._budgets = {}
-        if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as f:
-                try:
-                    data = json.load(f)
-                except ValueError as exc:
-                    raise ValueError(f"the budget file {self.path} is not JSON: {exc}") from None
-            if not isinstance(data, dict) or data.get("format") != _FORMAT \
-                    or data.get("version") != _VERSION:
-                raise ValueError(f"the budget file {self.path} is not a dpxgb budget file "
-                                 f"(format {_FORMAT!r}, version {_VERSION})")
-            for entry in data.get("budgets", []):
-                budget = PrivacyBudget(**entry)
-                self._budgets[budget.name] = budget
+        with self._locked():  # refuses a file of another format now
+            pass
+
+    @contextlib.contextmanager
+    def _locked(self, save=False):
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if save:
+            os.makedirs(directory, exist_ok=True)
+        lock = None
+        if os.path.isdir(directory):
+            lock = open(self.path + ".lock", "a")
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            self._load()
+            yield
+            if save:
+                self._save()
+        finally:
+            if lock is not None:
+                lock.close()  # (releases the lock)
+
+    def _load(self):
+        self._budgets = {}
+        if not os.path.exists(self.path):
+            return
+        with open(self.path, encoding="utf-8") as f:
+            try:
+                data = json.load(f)
+            except ValueError as exc:
+                raise ValueError(f"the budget file {self.path} is not JSON: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != _FORMAT \
+                or data.get("version") != _VERSION:
+            raise ValueError(f"the budget file {self.path} is not a dpxgb budget file "
+                             f"(format {_FORMAT!r}, version {_VERSION})")
+        for entry in data.get("budgets", []):
+            budget = PrivacyBudget(**entry)
+            self._budgets[budget.name] = budget
 
     def names(self):
         """list of str: the budgets' names, sorted."""
-        return sorted(self._budgets)
+        with self._locked():
+            return sorted(self._budgets)
 
     def create(self, name, epsilon, delta, accountant="pld"):
         """Create and save a budget; a name already in use is refused (a budget is never
@@ -281,18 +318,17 @@ class BudgetStore:
             Its :meth:`PrivacyBudget.status`.
         """
         budget = PrivacyBudget(name, epsilon, delta, accountant)
-        if name in self._budgets:
-            raise ValueError(f"budget {name!r} already exists (epsilon = "
-                             f"{self._budgets[name].epsilon:g}); choose another name")
-        self._budgets[name] = budget
-        self._save()
+        with self._locked(save=True):
+            if name in self._budgets:
+                raise ValueError(f"budget {name!r} already exists (epsilon = "
+                                 f"{self._budgets[name].epsilon:g}); choose another name")
+            self._budgets[name] = budget
         return budget.status()
 
-    def get(self, name):
-        """The :class:`PrivacyBudget` named ``name``; ValueError naming the known ones."""
+    def _get(self, name):
         _check_name(name)
         if name not in self._budgets:
-            known = ", ".join(repr(n) for n in self.names()) or "none"
+            known = ", ".join(repr(n) for n in sorted(self._budgets)) or "none"
             raise ValueError(f"budget {name!r} does not exist on this scheduler (budgets: "
                              f"{known}); create it first (dpxgb budget create, or "
                              "dpxgb_dask.create_budget)")
@@ -300,29 +336,36 @@ class BudgetStore:
 
     def check(self, name, fit_id, events):
         """:meth:`PrivacyBudget.check` (nothing saved)."""
-        return self.get(name).check(fit_id, events)
+        with self._locked():
+            return self._get(name).check(fit_id, events)
 
     def reserve(self, name, fit_id, events):
         """:meth:`PrivacyBudget.reserve`, saved."""
-        total = self.get(name).reserve(fit_id, events)
-        self._save()
-        return total
+        with self._locked(save=True):
+            return self._get(name).reserve(fit_id, events)
 
     def settle(self, name, fit_id, events, state):
         """:meth:`PrivacyBudget.settle`, saved; returns the budget's status."""
-        budget = self.get(name)
-        budget.settle(fit_id, events, state)
-        self._save()
-        return budget.status()
+        with self._locked(save=True):
+            budget = self._get(name)
+            budget.settle(fit_id, events, state)
+            return budget.status()
 
     def status(self, name):
-        return self.get(name).status()
+        """:meth:`PrivacyBudget.status` of the budget ``name``; ValueError naming the
+        known budgets when there is no such budget."""
+        with self._locked():
+            return self._get(name).status()
+
+    def statuses(self):
+        """list of dict: :meth:`PrivacyBudget.status` of every budget, by name."""
+        with self._locked():
+            return [self._budgets[n].status() for n in sorted(self._budgets)]
 
     def _save(self):
         directory = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(directory, exist_ok=True)
         data = {"format": _FORMAT, "version": _VERSION,
-                "budgets": [self._budgets[n].to_dict() for n in self.names()]}
+                "budgets": [self._budgets[n].to_dict() for n in sorted(self._budgets)]}
         fd, tmp = tempfile.mkstemp(prefix=".budgets-", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:

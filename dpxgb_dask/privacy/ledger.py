@@ -251,36 +251,6 @@ class PrivacyEvent:
         return cls(**data)
 
 
-def shifted_events(events, tree_offset):
-    """The events of a fit that continues a model of ``tree_offset`` trees, as the
-    continued model's ledger records them: tree indices shifted, and Poisson-sample and
-    disjoint-group ids made distinct from the first part's (its tree 3 and the first
-    part's tree 3 are different samples, its ensembles other groups).
-
-    Parameters
-    ----------
-    events : iterable of PrivacyEvent
-    tree_offset : int
-
-    Returns
-    -------
-    list of PrivacyEvent
-    """
-    out = []
-    for event in events:
-        changes = {}
-        if event.tree is not None:
-            changes["tree"] = event.tree + tree_offset
-        if event.subsample is not None:
-            default = event.tree is not None and event.subsample == f"tree:{event.tree}"
-            changes["subsample"] = (f"tree:{event.tree + tree_offset}" if default
-                                    else f"+{tree_offset}/{event.subsample}")
-        if event.disjoint_group is not None:
-            changes["disjoint_group"] = f"+{tree_offset}/{event.disjoint_group}"
-        out.append(dataclasses.replace(event, **changes))
-    return out
-
-
 class Ledger:
     """Append-only record of DP releases, with an optional budget enforced before each release.
 

@@ -61,6 +61,9 @@ from .validation import PrivacyLeakWarning
 __all__ = ["NoiseSource", "RandomStream", "as_stream"]
 
 _MASTER_DOMAIN = b"dpxgb_dask.seed.v1"
+#: Domain of the sources of public choices (``secret=False``): their streams never equal a
+#: secret source's, even under the same seed and key.
+_PUBLIC_MASTER_DOMAIN = b"dpxgb_dask.public-seed.v1"
 _STREAM_DOMAIN = b"dpxgb_dask.stream.v1"
 _STREAM_ID_DOMAIN = b"dpxgb_dask.stream-id.v1"
 _MAX_UNIFORM_BOUND = 1 << 63
@@ -113,8 +116,10 @@ class NoiseSource:
         guessable seed such as ``2**200`` does not warn and is not secret either.
     secret : bool, default True
         False for a source of public, data-independent choices only (e.g. the structure of
-        a random tree, which the model publishes anyway): a short seed then does not warn.
-        Never draw DP noise or a secret subsample from such a source.
+        a random tree, which the model publishes anyway): a short seed then does not warn,
+        and the streams are derived in another domain, so that publishing them reveals
+        nothing of a secret source's streams under the same seed. Never draw DP noise or a
+        secret subsample from such a source.
 
     Notes
     -----
@@ -147,7 +152,8 @@ class NoiseSource:
                     PrivacyLeakWarning,
                     stacklevel=2,
                 )
-            self._master = hashlib.shake_256(_MASTER_DOMAIN + encoded).digest(32)
+            domain = _MASTER_DOMAIN if secret else _PUBLIC_MASTER_DOMAIN
+            self._master = hashlib.shake_256(domain + encoded).digest(32)
             self._seeded = True
         self._issued = set()
 

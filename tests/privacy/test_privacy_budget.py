@@ -115,7 +115,8 @@ def test_the_store_survives_a_new_process_and_refuses_other_files(tmp_path):
     assert again.status("adult")["spent"] == pytest.approx(1.0, rel=2e-3)
     with pytest.raises(ValueError, match=r"budget 'bank' does not exist.*'adult'"):
         again.status("bank")
-    assert sorted(p.name for p in path.parent.iterdir()) == ["budgets.json"]  # no temp file
+    # no temporary file left; the lock file stays
+    assert sorted(p.name for p in path.parent.iterdir()) == ["budgets.json", "budgets.json.lock"]
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="not JSON"):
@@ -123,3 +124,17 @@ def test_the_store_survives_a_new_process_and_refuses_other_files(tmp_path):
     bad.write_text(json.dumps({"format": "something else"}))
     with pytest.raises(ValueError, match="not a dpxgb budget file"):
         BudgetStore(bad)
+
+
+def test_two_processes_sharing_a_file_cannot_both_take_the_last_of_a_budget(tmp_path):
+    """Review finding: two stores on one file each kept their own copy; both fits were
+    accepted and the file kept one of them. Each operation now reads the file under a lock."""
+    path = tmp_path / "budgets.json"
+    a, b = BudgetStore(path), BudgetStore(path)  # e.g. a scheduler and an embedded cluster
+    a.create("shared", 1.2, 1e-6)
+    a.reserve("shared", "fitA", _planned(1.0))
+    with pytest.raises(BudgetError, match="refuses this fit"):
+        b.reserve("shared", "fitB", _planned(1.0))
+    b.create("other", 1.0, 1e-6)
+    assert a.names() == ["other", "shared"]
+    assert [f["fit"] for f in BudgetStore(path).status("shared")["fits"]] == ["fitA"]

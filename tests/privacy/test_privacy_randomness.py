@@ -102,6 +102,10 @@ def test_a_source_of_public_choices_takes_a_short_seed_silently():
     same = NoiseSource(7, secret=False)
     a = public.stream(purpose="split", tree=0).uint64(4)
     assert np.array_equal(a, same.stream(purpose="split", tree=0).uint64(4))
+    # another domain: a published public stream is never a secret source's stream
+    with pytest.warns(PrivacyLeakWarning):
+        secret = NoiseSource(7)
+    assert not np.array_equal(a, secret.stream(purpose="split", tree=0).uint64(4))
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, "abc", True])

@@ -155,12 +155,35 @@ def test_a_fit_without_a_budget_says_so_once(client, classification_data, monkey
     assert dpxgb_dask.plan.model_privacy_report(booster.ledger)["budget"] is None
 
 
-def test_a_scheduler_may_require_a_budget(client, budget_file, classification_data):
+def test_a_scheduler_may_require_a_budget(client, budget_file, classification_data,
+                                         monkeypatch):
+    from dpxgb_dask import data
+
     X, y, bounds = classification_data
+    monkeypatch.setattr(data, "load_partitions", lambda *a, **k: pytest.fail("rows loaded"))
     with dask.config.set({"dpxgb.require-budget": True}):
         with pytest.raises(BudgetError, match="requires every fit to name a privacy budget"):
             train({"feature_bounds": bounds, **SMALL}, X, y, client=client)
     assert _worker_fits(client) == 0
+
+
+def test_a_scheduler_may_keep_budget_creation_to_its_file(client, budget_file, capsys):
+    from dpxgb_dask.cli import main
+
+    with dask.config.set({"dpxgb.clients-create-budgets": False}):
+        with pytest.raises(PermissionError, match="does not let clients create budgets"):
+            create_budget("mine", epsilon=1e6, client=client)
+        # the administrator, on the scheduler's machine
+        assert main(["budget", "create", "owner", "--epsilon", "2",
+                     "--file", str(budget_file)]) == 0
+        assert budget_status("owner", client=client)["epsilon"] == 2.0
+
+
+def test_reproducible_noise_cannot_be_charged_to_a_budget(classification_data):
+    X, y, bounds = classification_data
+    with pytest.raises(ValueError, match="budget= cannot be combined with reproducible_noise"):
+        train({"feature_bounds": bounds, "budget": "b", "random_state": 1,
+               "reproducible_noise": True, **SMALL}, X, y)
 
 
 def test_the_cli_creates_shows_and_reports_budgets(client, budget_file, classification_data,

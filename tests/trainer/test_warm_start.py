@@ -11,7 +11,7 @@ from dpxgb_dask.params import resolve_params
 from dpxgb_dask.plan import check_privacy_claims
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.budget import fit_events
-from dpxgb_dask.privacy.ledger import Ledger, shifted_events
+from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.training import continuation_params, train_in_process
 
 BOUNDS = np.tile([-4.0, 4.0], (4, 1))
@@ -60,10 +60,10 @@ def test_a_continued_model_holds_both_parts_and_composes_its_ledger(objective, t
     for name, values in model.nodes.items():
         np.testing.assert_array_equal(continued.nodes[name][:n_first], values)
     assert continued.base_score == model.base_score
-    # one ledger: the first part's releases, then the new part's, trees shifted
+    # one ledger: the first part's releases, then the new part's, numbered after them
     events = Ledger.from_dict(continued.ledger["events"]).events
     first = Ledger.from_dict(model.ledger["events"]).events
-    assert events == tuple(first) + tuple(shifted_events(coordinator.ledger.events, 20))
+    assert events == tuple(first) + tuple(coordinator.ledger.events)
     assert {e.tree for e in events[len(first):] if e.tree is not None} == set(range(20, 30))
     # no bounds, initial-score or candidate release in the new part: all of it for trees
     assert {e.purpose for e in coordinator.ledger.events} <= {"leaf", "split",
@@ -78,6 +78,33 @@ def test_a_continued_model_holds_both_parts_and_composes_its_ledger(objective, t
     np.testing.assert_array_equal(again.predict(X), continued.predict(X))
 
 
+def test_reproducible_noise_is_never_reused_by_the_continuation():
+    """Review finding: the continuation numbered its trees from 0 again, so with
+    reproducible noise its tree 0 reused the first part's rows and noise."""
+    seed = 2**200 + 5
+    X, signal = _data(3000, 0)
+    y = (signal > 0).astype(float)
+    fields = dict(feature_bounds=BOUNDS, max_depth=3, random_state=seed,
+                  reproducible_noise=True, subsample=0.5)
+    model, first_fit = train_in_process(
+        resolve_params("binary:logistic", epsilon=1.0, n_estimators=20, **fields), X, y)
+    more = resolve_params("binary:logistic", epsilon=0.5, n_estimators=20,
+                          **dict(fields, feature_bounds=None))
+    continued, coordinator = train_in_process(continuation_params(more, model, None, 4), X, y,
+                                              xgb_model=model)
+    # the same master key (reproducible noise), yet no stream key in common
+    assert first_fit.noise._issued and coordinator.noise._issued
+    assert not first_fit.noise._issued & coordinator.noise._issued
+    assert not first_fit.structure._issued & coordinator.structure._issued
+    assert {e.subsample for e in coordinator.ledger.events} == {f"tree:{t}"
+                                                               for t in range(20, 40)}
+    # the random structures of the new trees are not the first part's again
+    frame = continued.trees_to_dataframe()
+    first = frame[frame.tree < 20].groupby("tree")["threshold"].apply(tuple).tolist()
+    later = frame[frame.tree >= 20].groupby("tree")["threshold"].apply(tuple).tolist()
+    assert first != later
+
+
 def test_a_model_that_does_not_fit_is_refused():
     model, X, y = _first("binary:logistic")
     more = resolve_params("binary:logistic", epsilon=0.5, n_estimators=5)
@@ -89,6 +116,7 @@ def test_a_model_that_does_not_fit_is_refused():
          "feature_bounds must be left out"),
         (dict(params=resolve_params("binary:logistic", bounds_epsilon=0.5)),
          "bounds_epsilon does not apply"),
+        (dict(params=resolve_params("binary:logistic", preset="dpboost")), "ensemble_size"),
     ]
     for case, pattern in cases:
         call = lambda: continuation_params(case.get("params", more), model,  # noqa: E731
