@@ -177,14 +177,15 @@ class Coordinator:
             bounds = await self._feature_bounds()
             base_score = await self._init_score()
             cuts = await self._candidates(bounds)
-            forest = None
+            start = None
         else:  # public: the model's own bounds, cuts and margins
             bounds, cuts = self.init_model.feature_bounds, list(self.init_model.cuts)
-            base_score, forest = to_training_units(self.init_model, self.objective)
+            start = to_training_units(self.init_model, self.objective)
+            base_score = start.base_score
         self._phase("candidates", t0)
         t0 = time.perf_counter()
         await be.prepare(ops.Prepare(bounds, cuts, p.max_bin, base_score,
-                                     dict(enumerate(offsets)), init_forest=forest))
+                                     dict(enumerate(offsets)), init_model=start))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
                           self.feature_names, p.label_bounds)

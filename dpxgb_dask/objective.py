@@ -117,18 +117,17 @@ def to_label_units(booster, objective):
 
 
 def to_training_units(booster, objective):
-    """A trained booster's base score and forest on the training scale (the inverse of
-    :func:`to_label_units`), for a fit that continues it (``ops.Prepare.init_forest``).
+    """A copy of a trained booster on the training scale (the inverse of
+    :func:`to_label_units`): the start of a fit that continues it (``ops.Prepare.init_model``,
+    whose ``predict_margin`` gives every row's starting margin).
 
     Returns
     -------
-    base_score : float
-    forest : dict
-        The flat node arrays and ``tree_roots``, leaf values on the training scale.
+    Booster
     """
     offset, scale = objective.label_offset_scale
-    forest = {name: np.array(arr) for name, arr in booster.nodes.items()}
-    forest["tree_roots"] = np.array(booster.tree_roots)
-    leaf = forest["left"] < 0
-    forest["value"] = np.where(leaf, forest["value"] / scale, forest["value"])
-    return (booster.base_score - offset) / scale, forest
+    start = type(booster).from_dict(booster.to_dict())
+    start.base_score = (booster.base_score - offset) / scale
+    nodes = start._nodes
+    nodes["value"] = np.where(nodes["left"] < 0, nodes["value"] / scale, nodes["value"])
+    return start

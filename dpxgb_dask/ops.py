@@ -24,7 +24,6 @@ from ._core.binning import bin_features
 from ._core.histogram import build_node_histograms, subtract_histograms
 from ._core.partition import apply_splits, route_to_leaves, rows_of_nodes
 from ._core.partition import node_sums as node_sums_kernel
-from ._core.predict import predict_raw
 
 
 @dataclass
@@ -294,10 +293,9 @@ class Prepare:
         Initial margin of every row (public or a DP release).
     row_offsets : dict of int -> int
         Global index of the first row of each partition (keys of the per-row randomness).
-    init_forest : dict, optional
-        A trained forest the fit continues (public): its flat node arrays ``feature``,
-        ``threshold``, ``missing_left``, ``left``, ``right``, ``value`` (training scale) and
-        ``tree_roots``, whose margins are added to ``base_score`` (:func:`forest_margins`).
+    init_model : Booster, optional
+        A trained model the fit continues, on the training scale (public): every row starts
+        at its ``predict_margin`` instead of ``base_score``.
     """
 
     feature_bounds: np.ndarray
@@ -305,32 +303,7 @@ class Prepare:
     missing_bin: int
     base_score: float
     row_offsets: dict
-    init_forest: dict = None
-
-
-def forest_margins(forest, X, feature_bounds, n_threads=1):
-    """The sum of a forest's leaf values for each raw row, the rows clipped to the bounds
-    first as the model's own predict does.
-
-    Parameters
-    ----------
-    forest : dict
-        ``Prepare.init_forest``.
-    X : ndarray of float64, shape (n_rows, n_features)
-    feature_bounds : ndarray of float64, shape (n_features, 2)
-
-    Returns
-    -------
-    ndarray of float64, shape (n_rows,)
-    """
-    out = np.zeros(X.shape[0], dtype=np.float64)
-    if X.shape[0] == 0 or len(forest["tree_roots"]) == 0:
-        return out
-    clipped = np.clip(np.asarray(X, dtype=np.float64), feature_bounds[:, 0], feature_bounds[:, 1])
-    predict_raw(clipped, forest["feature"], forest["threshold"], forest["missing_left"],
-                forest["left"], forest["right"], forest["value"], forest["tree_roots"], out,
-                n_threads)
-    return out
+    init_model: object = None
 
 
 @dataclass(frozen=True)
@@ -474,10 +447,10 @@ class PartitionState:
         self.missing_bin = int(spec.missing_bin)
         self.X_binned = bin_rows(self.raw.X, self.feature_bounds, spec.cuts, self.missing_bin,
                                  self.n_threads)
-        self.margins = np.full(self.n_rows, spec.base_score, dtype=np.float64)
-        if spec.init_forest is not None:  # a continued fit starts where its model ended
-            self.margins += forest_margins(spec.init_forest, self.raw.X, self.feature_bounds,
-                                           self.n_threads)
+        if spec.init_model is None:
+            self.margins = np.full(self.n_rows, spec.base_score, dtype=np.float64)
+        else:  # a continued fit starts where its model ended
+            self.margins = spec.init_model.predict_margin(self.raw.X, self.n_threads)
         self.pending = self.margins
         self.positions = np.full(self.n_rows, -1, dtype=np.int32)
         self.gradients = np.zeros(self.n_rows, dtype=np.float32)

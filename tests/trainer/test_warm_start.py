@@ -39,10 +39,10 @@ def _first(objective, **extra):
 def test_the_continued_fit_starts_from_the_models_margins(objective):
     model, X, y = _first(objective)
     obj = Objective(objective, model.label_bounds)
-    base, forest = to_training_units(model, obj)
+    start = to_training_units(model, obj)
     state = load_partition(X, y, obj, 0)
-    state.prepare(Prepare(model.feature_bounds, list(model.cuts), 64, base, {0: 0},
-                          init_forest=forest))
+    state.prepare(Prepare(model.feature_bounds, list(model.cuts), 64, start.base_score,
+                          {0: 0}, init_model=start))
     offset, scale = obj.label_offset_scale
     np.testing.assert_allclose(state.margins, (model.predict_margin(X) - offset) / scale,
                                rtol=1e-12, atol=1e-12)
