@@ -109,8 +109,9 @@ def _train_params(args):
               "delta": args.delta, "random_state": args.seed,
               "reproducible_noise": args.reproducible_noise or None,
               "budget": args.budget}
-    for name in ("n_estimators", "max_depth", "learning_rate", "subsample", "bounds_epsilon"):
-        value = getattr(args, name)
+    for name in ("n_estimators", "max_depth", "learning_rate", "subsample", "bounds_epsilon",
+                 "num_class"):
+        value = getattr(args, name, None)
         if value is not None:
             params[name] = value
     return {k: v for k, v in params.items() if v is not None}
@@ -191,7 +192,10 @@ def cmd_predict(args):
     columns = booster.feature_names or list(table.columns)
     preds = booster.predict(table[columns] if booster.feature_names else table,
                             output_margin=args.margin)
-    out = pd.DataFrame({"prediction": preds})
+    if preds.ndim == 2:  # multi:softprob: one column per class
+        out = pd.DataFrame(preds, columns=[f"prediction_{k}" for k in range(preds.shape[1])])
+    else:
+        out = pd.DataFrame({"prediction": preds})
     if args.out:
         out.to_csv(args.out, index=False)
     else:
@@ -286,7 +290,9 @@ def build_parser():
     tr.add_argument("data")
     tr.add_argument("--label", required=True)
     tr.add_argument("--objective", default="binary:logistic",
-                    choices=["binary:logistic", "reg:squarederror"])
+                    choices=["binary:logistic", "reg:squarederror", "multi:softprob"])
+    tr.add_argument("--num-class", type=int, default=None,
+                    help="multi:softprob: the public number of classes K (labels 0..K-1)")
     tr.add_argument("--bounds", help="public feature bounds: JSON {col: [lo, hi]} or CSV feature,lo,hi")
     tr.add_argument("--bounds-epsilon", type=float, default=None,
                     help="budget for a DP estimate of the feature bounds")

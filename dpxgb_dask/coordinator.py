@@ -22,8 +22,13 @@ One fit::
                sums are read off the last level's histograms -> ONE release of all leaves.
                Data-independent (random) splits: the whole tree is drawn first and one
                round returns every leaf's sums -> ONE release of all leaves.
+    multiclass each round grows one tree per class, at the round's starting margins; with
+               Gaussian releases the class trees' releases of a depth (and their leaves)
+               are one joint release, recorded once (``plan.ReleasePlan``).
 """
 import asyncio
+from dataclasses import replace
+import math
 import time
 import warnings
 
@@ -88,7 +93,7 @@ class Coordinator:
         self.backend = backend
         self.n_features = n_features
         self.feature_names = feature_names
-        self.objective = Objective(params.objective, params.label_bounds)
+        self.objective = Objective.of(params)
         self._publish_to = publish or (lambda event: None)
         #: (warning class, message) raised during the fit (public facts only), emitted in
         #: the user's process by ``training`` rather than on the scheduler
@@ -112,6 +117,8 @@ class Coordinator:
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
                         "phases": {}}
         self._ensemble_keys = {}
+        self._round_keys = {}
+        self._joint_recorded = set()
         self._seq = 0
         self._published_releases = 0
 
@@ -167,7 +174,8 @@ class Coordinator:
         """Train and return the :class:`Booster` (public and DP values only)."""
         p = self.params
         be = self.backend
-        self._publish({"event": "start", "n_trees": p.n_estimators, "epsilon": p.epsilon,
+        self._publish({"event": "start", "n_trees": p.n_estimators * self.plan.trees_per_round,
+                       "epsilon": p.epsilon,
                        "accountant": p.accountant, "delta": p.delta,
                        "objective": p.objective})
         t0 = time.perf_counter()
@@ -188,43 +196,51 @@ class Coordinator:
                                      dict(enumerate(offsets)), init_model=start))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
-                          self.feature_names, p.label_bounds)
+                          self.feature_names, p.label_bounds, n_classes=p.num_class)
         n_cuts = np.array([len(c) for c in cuts])
-        h_bound = p.hessian_bound if p.newton else 1.0
         tree_end = None  # the previous tree, applied to the margins in the next round
         drawn = None     # the next random tree's structure, drawn while a round was out
         t_trees = time.perf_counter()
         # A continued fit numbers its trees after the model's: every stream key, sample and
         # ledger event of tree t is then distinct from the first part's.
         offset = self.init_model.n_trees if self.init_model is not None else 0
-        for local in range(p.n_estimators):
-            t = offset + local
+        per_round = self.plan.trees_per_round
+        # boosting rounds, and in each the tree of every class (one tree unless multiclass)
+        schedule = [(local, k) for local in range(p.n_estimators) for k in range(per_round)]
+        for i, (local, k) in enumerate(schedule):
+            t = offset + local * per_round + k
             t0 = time.perf_counter()
             batch_start = (local // p.batch_size) * p.batch_size
             batch_len = min(p.batch_size, p.n_estimators - batch_start)
-            key, interval = self._tree_rows(t)
-            first = dict(end_tree=tree_end,
-                         start_tree=ops.TreeStart(key, interval, p.gradient_bound,
-                                                  p.gradient_rule, h_bound))
-            if local < self.plan.ih_rounds:
-                root = await self._round(**first, histogram_nodes=np.array([0]))
+            start = self._tree_start(t, k)
+            first = dict(end_tree=tree_end, start_tree=start)
+            if k == 0 and local < self.plan.ih_rounds:
+                # a multiclass round's sketch sums the hessians of its classes
+                root_start = start if p.num_class is None else replace(start, output_class=-1)
+                root = await self._round(end_tree=tree_end, start_tree=root_start,
+                                         histogram_nodes=np.array([0]))
                 cuts = await self._cpu(self._refresh_candidates, t, root, cuts, bounds,
                                        n_values=root.size)
                 n_cuts = np.array([len(c) for c in cuts])
                 first = dict(rebin_cuts=cuts)
+                if p.num_class is not None:
+                    first["start_tree"] = start
             # the cuts, hence the next structure, are fixed once the refreshes are over
-            draw_next = local + 1 < p.n_estimators and local + 1 >= self.plan.ih_rounds
+            following = schedule[i + 1] if i + 1 < len(schedule) else None
+            draw_next = following is not None and not (
+                following[1] == 0 and following[0] < self.plan.ih_rounds)
             tree, values, last_splits, drawn = await self._grow_tree(
                 t, cuts, n_cuts, first, drawn, draw_next)
             shrink = p.learning_rate / batch_len
             values = values * shrink
             for node in tree.leaves:
                 tree.leaves[node] *= shrink
-            booster.append_tree(tree)
-            tree_end = ops.TreeEnd(last_splits, values,
-                                   batch_end=local == batch_start + batch_len - 1)
+            booster.append_tree(tree, start.output_class)
+            batch_end = local == batch_start + batch_len - 1 and k == per_round - 1
+            tree_end = ops.TreeEnd(last_splits, values, batch_end=batch_end,
+                                   output_class=start.output_class)
             self.timings["tree"].append(time.perf_counter() - t0)
-            self._publish({"event": "tree", "tree": local, "n_trees": p.n_estimators,
+            self._publish({"event": "tree", "tree": i, "n_trees": len(schedule),
                            "n_leaves": len(tree.leaves)})
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)
@@ -289,7 +305,16 @@ class Coordinator:
 
     async def _init_score(self):
         if self.params.init_score == "zero":
-            return 0.0
+            return np.zeros(self.params.num_class) if self.params.num_class else 0.0
+        if self.objective.is_multiclass:
+            # The K class counts: one row moves one of them by 1 (Δ₁ = 1), one release.
+            counts = await self.backend.reduce("class_counts", self.params.num_class)
+            fields = self.plan.event("init")
+            mech = LaplaceMechanism(1.0, fields["epsilon"], coords_per_row=1)
+            noisy = mech.release(counts, self._stream("init_score/classes"))
+            self.ledger.record(**fields)
+            return self.objective.initial_margin(np.maximum(noisy, 0.0) /
+                                                 max(np.maximum(noisy, 0.0).sum(), 1.0))
         # Labels in {0, 1}, or regression labels scaled to [-1, 1]: one row moves the sum
         # and the count by at most 1 each.
         total = await self.backend.reduce("clipped_label_sum", self.objective)
@@ -321,19 +346,51 @@ class Coordinator:
     def _refresh_candidates(self, t, root, cuts, bounds):
         """Iterative Hessian: release the root Hessian histogram, refine the cuts."""
         p = self.params
-        fields = self.plan.event("sketch", tree=t, n_parallel=p.max_bin + 1)
+        fields = self._event("sketch", t, n_parallel=p.max_bin + 1)
         h_values = root[0]["sum_hessians"] if p.newton else root[0]["count"].astype(np.float64)
         mech = GaussianMechanism(fields["sensitivity"], noise_multiplier=fields["noise_multiplier"],
                                  coords_per_row=self.n_features)
         noisy = mech.release(h_values, self._stream("sketch", tree=t))
         del root, h_values
-        self.ledger.record(**fields)
+        self._record(fields)
         return decisions.hessian_refined_cuts(noisy, cuts, bounds, p.max_bin)
 
     # -- trees ------------------------------------------------------------------------------
 
+    def _tree_start(self, t, k):
+        """The :class:`ops.TreeStart` of tree ``t``, of class ``k`` of its round."""
+        p = self.params
+        output_class = vector_bounds = None
+        if p.num_class is not None:
+            output_class, b = k, self.plan.row_bounds
+            joint = self.plan.joint_classes is not None
+            vector_bounds = (b.gradient if joint else math.inf,
+                             b.denominator if joint and p.newton else math.inf,
+                             b.denominator_sum if p.newton else math.inf)
+        key, interval = self._tree_rows(t)
+        return ops.TreeStart(key, interval, p.gradient_bound, p.gradient_rule,
+                             p.hessian_bound if p.newton else 1.0, output_class, vector_bounds)
+
+    def _event(self, kind, t, **fields):
+        """The plan's ledger fields of a release of tree ``t`` (a joint multiclass release
+        under its round's first tree)."""
+        if self.plan.joint_classes:
+            t = self.plan.round_of(t)
+        return self.plan.event(kind, tree=t, **fields)
+
+    def _record(self, fields):
+        """Record a release: once for the K class trees of a joint release (whichever
+        reaches it first; a tree that stopped growing early has no release there)."""
+        if self.plan.joint_classes:
+            key = (fields["purpose"], fields.get("tree"), fields.get("depth"))
+            if key in self._joint_recorded:
+                return
+            self._joint_recorded.add(key)
+        self.ledger.record(**fields)
+
     def _tree_rows(self, t):
-        """(key, [lo, hi)) of the rows of tree t (Poisson, DPBoost ensemble, or all)."""
+        """(key, [lo, hi)) of the rows of tree t (Poisson, DPBoost ensemble, or all); the
+        K trees of a joint multiclass release share their round's sample."""
         p = self.params
         if p.ensemble_size:
             e, k = divmod(t, p.ensemble_size)
@@ -350,6 +407,12 @@ class Coordinator:
                 self._ensemble_keys[e] = self._key128("ensemble_rows", tree=e)
             return self._ensemble_keys[e], (lo, hi if k + 1 < size else 1.0 + 1e-9)
         if p.subsample < 1.0:
+            if self.plan.joint_classes:
+                # one key per round (a stream key is issued once): its trees share the sample
+                first = self.plan.round_of(t)
+                if first not in self._round_keys:
+                    self._round_keys = {first: self._key128("subsample", tree=first)}
+                return self._round_keys[first], (0.0, p.subsample)
             return self._key128("subsample", tree=t), (0.0, p.subsample)
         return 0, (0.0, 2.0)
 
@@ -414,8 +477,9 @@ class Coordinator:
             if open_nodes.size == 0:
                 break
             t_level = time.perf_counter()
+            # cyclic features follow the rounds: a round's class trees share one feature
             splits = decisions.random_splits(
-                open_nodes, ranges, n_cuts, p.feature_selection, t,
+                open_nodes, ranges, n_cuts, p.feature_selection, t // self.plan.trees_per_round,
                 self.structure.stream(purpose="split", tree=t, depth=d))
             levels.append(splits.as_heap_arrays())
             self._add_splits(tree, open_nodes, splits)
@@ -496,15 +560,17 @@ class Coordinator:
     def _histogram_noise(self, t, d, size):
         """The noise of level d's (G, H) histogram release (see ``_release_splits``)."""
         p = self.params
-        fields = self.plan.event("split", tree=t, depth=d)
-        mechanism = decisions.histogram_mechanism(self.n_features, p.newton, p.gradient_bound,
-                                                  p.hessian_bound, fields["noise_multiplier"])
+        fields = self._event("split", t, depth=d)
+        bounds = self.plan.row_bounds
+        mechanism = decisions.histogram_mechanism(self.n_features, bounds.gradient,
+                                                  bounds.denominator, fields["noise_multiplier"],
+                                                  self.plan.joint_classes or 1)
         return (mechanism.draw_noise(size, self._stream("split/grad", tree=t, depth=d)),
                 mechanism.draw_noise(size, self._stream("split/hess", tree=t, depth=d)))
 
     def _release_splits(self, t, d, nodes, exact, n_cuts, noise=None):
         p = self.params
-        fields = self.plan.event("split", tree=t, depth=d, n_parallel=len(nodes))
+        fields = self._event("split", t, depth=d, n_parallel=len(nodes))
         if p.split_method == "exponential":
             splits, _ = decisions.exponential_splits(
                 nodes, exact, n_cuts, p.reg_lambda, p.newton, fields["sensitivity"],
@@ -512,26 +578,30 @@ class Coordinator:
         else:
             if noise is None:
                 noise = self._histogram_noise(t, d, exact.size)
+            bounds = self.plan.row_bounds
             splits, _, _, _ = decisions.noisy_histogram_splits(
-                nodes, exact, n_cuts, p.reg_lambda, p.newton, p.gradient_bound, p.hessian_bound,
-                fields["noise_multiplier"], None, None, noise)
-        self.ledger.record(**fields)
+                nodes, exact, n_cuts, p.reg_lambda, p.newton, bounds.gradient, bounds.denominator,
+                fields["noise_multiplier"], None, None, noise, self.plan.joint_classes or 1)
+        self._record(fields)
         return splits
 
     def _release_leaves(self, t, sums):
         p = self.params
         n_leaves = sums.shape[0]
         if p.leaf_method == "gaussian":
-            fields = self.plan.event("leaf", tree=t, n_parallel=n_leaves)
+            fields = self._event("leaf", t, n_parallel=n_leaves)
+            bounds = self.plan.row_bounds
             sigma_g, sigma_h = leaf_balanced_sigmas(
-                fields["noise_multiplier"], p.gradient_bound,
-                p.hessian_bound if p.newton else 1.0, p.leaf_noise_ratio)
-            fields["note"] = (f"whitened pair: sigma_G={sigma_g:.6g} on the gradient sums, "
-                              f"sigma_H={sigma_h:.6g} on the {'hessian sums' if p.newton else 'counts'}")
+                fields["noise_multiplier"], bounds.gradient, bounds.denominator,
+                p.leaf_noise_ratio)
+            fields["note"] = "; ".join(filter(None, [fields.get("note"), (
+                f"whitened pair: sigma_G={sigma_g:.6g} on the gradient sums, "
+                f"sigma_H={sigma_h:.6g} on the {'hessian sums' if p.newton else 'counts'}")]))
             values, _, _ = decisions.gaussian_leaves(
-                sums, p.newton, p.reg_lambda, p.min_child_weight, p.gradient_bound,
-                p.hessian_bound, fields["noise_multiplier"], p.leaf_noise_ratio, p.leaf_bound,
-                self._stream("leaf/grad", tree=t), self._stream("leaf/hess", tree=t))
+                sums, p.newton, p.reg_lambda, p.min_child_weight, bounds.gradient,
+                bounds.denominator, fields["noise_multiplier"], p.leaf_noise_ratio, p.leaf_bound,
+                self._stream("leaf/grad", tree=t), self._stream("leaf/hess", tree=t),
+                self.plan.joint_classes or 1)
         elif p.leaf_method == "noisy_average":
             fields = self.plan.event("leaf", tree=t, n_parallel=n_leaves)
             count_fields = self.plan.event("leaf_count", tree=t, n_parallel=n_leaves)
@@ -543,7 +613,9 @@ class Coordinator:
         else:
             clip = p.leaf_bound
             if p.leaf_clipping == "geometric":
-                t_in_ensemble = t % p.ensemble_size if p.ensemble_size else t
+                # (the boosting round's index: a multiclass round's trees share it)
+                t_in_ensemble = t % p.ensemble_size if p.ensemble_size else \
+                    t // self.plan.trees_per_round
                 clip = min(clip, geometric_leaf_clip_threshold(p.gradient_bound, p.learning_rate,
                                                                t_in_ensemble))
             sensitivity = leaf_value_sensitivity(p.gradient_bound, p.reg_lambda,
@@ -552,5 +624,5 @@ class Coordinator:
             values, _ = decisions.laplace_leaves(
                 sums, p.reg_lambda, p.min_child_weight, clip, sensitivity, fields["epsilon"],
                 self._stream("leaf", tree=t))
-        self.ledger.record(**fields)
+        self._record(fields)
         return values

@@ -180,23 +180,35 @@ def exponential_splits(nodes, histograms, n_cuts, reg_lambda, newton, gain_sensi
     return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split), mechanism
 
 
-def histogram_mechanism(n_features, newton, gradient_bound, hessian_bound, noise_multiplier):
+def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_multiplier,
+                        n_joint=1):
     """The Gaussian mechanism of one level's (G, H) histograms (see
     :func:`noisy_histogram_splits`): L2 sensitivity ``sqrt(F (g*² + h*²))`` over the 2F
     coordinates one row touches, one σ for G and H alike.
+
+    Parameters
+    ----------
+    gradient_bound, denominator_bound : float
+        A row's L2 bounds in the release (``ReleasePlan.row_bounds``: g* and h*, or 1 for
+        counts; the joint bounds of a multiclass round).
+    n_joint : int
+        Trees whose histograms are released jointly (K of a multiclass round): a row
+        changes ``2 F n_joint`` entries of the joint release, which sizes the margin of the
+        integer rounding (``privacy/mechanisms.py``).
 
     Returns
     -------
     GaussianMechanism
     """
-    h_bound = hessian_bound if newton else 1.0
-    sensitivity = gradient_histogram_l2_sensitivity(gradient_bound, h_bound, n_features)
+    sensitivity = gradient_histogram_l2_sensitivity(gradient_bound, denominator_bound,
+                                                    n_features)
     return GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
-                             coords_per_row=2 * n_features)
+                             coords_per_row=2 * n_features * n_joint)
 
 
 def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradient_bound,
-                           hessian_bound, noise_multiplier, rng_g, rng_h, noise=None):
+                           denominator_bound, noise_multiplier, rng_g, rng_h, noise=None,
+                           n_joint=1):
     """Greedy split on Gaussian-noised gradient histograms (Maddock et al. §4.3.1, "Hist").
 
     The level's (G, H) histograms of every node and feature are released at once with
@@ -211,13 +223,18 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
         Exact sums of the level.
     n_cuts : ndarray of int, shape (n_features,)
-    reg_lambda, gradient_bound, hessian_bound, noise_multiplier : float
+    reg_lambda, noise_multiplier : float
     newton : bool
+        The denominators are the hessian sums (True) or the counts.
+    gradient_bound, denominator_bound : float
+        A row's L2 bounds (:func:`histogram_mechanism`).
     rng_g, rng_h : RandomStream
         Streams of the G and H releases.
     noise : tuple of two ndarray of int64, shape (n_nodes * n_features * n_bins,), optional
         Their noise drawn beforehand (:meth:`GaussianMechanism.draw_noise` with the
         mechanism of :func:`histogram_mechanism` and the same streams).
+    n_joint : int
+        As in :func:`histogram_mechanism`.
 
     Returns
     -------
@@ -230,8 +247,8 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     sum_g = histograms["sum_gradients"]
     sum_h = histograms["sum_hessians"] if newton else histograms["count"].astype(np.float64)
     n_nodes, n_features, n_bins = sum_g.shape
-    mechanism = histogram_mechanism(n_features, newton, gradient_bound, hessian_bound,
-                                    noise_multiplier)
+    mechanism = histogram_mechanism(n_features, gradient_bound, denominator_bound,
+                                    noise_multiplier, n_joint)
     noise_g, noise_h = noise if noise is not None else (None, None)
     noisy_g = mechanism.release(sum_g, rng_g, noise=noise_g)
     noisy_h = mechanism.release(sum_h, rng_h, noise=noise_h)
@@ -261,6 +278,7 @@ def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng
     n_cuts : ndarray of int, shape (n_features,)
     feature_selection : {"random", "cyclic"}
     tree_index : int
+        The boosting round (the tree, unless a multiclass round grows one per class).
     rng : RandomStream
 
     Returns
@@ -401,8 +419,8 @@ def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilo
     return mechanism.release(np.clip(exact, -clip, clip), rng), mechanism
 
 
-def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, hessian_bound,
-                    noise_multiplier, ratio, leaf_bound, rng_g, rng_h):
+def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, denominator_bound,
+                    noise_multiplier, ratio, leaf_bound, rng_g, rng_h, n_joint=1):
     """Leaf values from Gaussian releases of (G, H) with leaf-balanced noise (S-BDT;
     Maddock et al. §4.2 when ``ratio = h*²/(g*² + h*²)``).
 
@@ -417,11 +435,17 @@ def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, 
     sums : ndarray of float64, shape (n_leaves, 3)
         Exact (G, H, count) per leaf.
     newton : bool
-        H = hessian sums (bound h*) or counts (bound 1).
+        H = hessian sums or counts.
+    gradient_bound, denominator_bound : float
+        A row's L2 bounds in the release (g* and h*, or 1 for counts; the joint bounds of
+        a multiclass round, ``ReleasePlan.row_bounds``).
     noise_multiplier : float
         z of the pair.
     ratio : float in (0, 1)
         r, the denominator's share.
+    n_joint : int
+        Trees whose leaves are released jointly (K of a multiclass round): a row changes
+        one leaf of each, which sizes the margin of the integer rounding.
 
     Returns
     -------
@@ -429,12 +453,12 @@ def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, 
     noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
         The DP releases.
     """
-    h_bound = hessian_bound if newton else 1.0
+    h_bound = denominator_bound
     denominator = sums[:, 1] if newton else sums[:, 2]
     sigma_g, sigma_h = leaf_balanced_sigmas(noise_multiplier, gradient_bound, h_bound, ratio)
-    noisy_g = GaussianMechanism(gradient_bound, sigma=sigma_g, coords_per_row=1).release(
+    noisy_g = GaussianMechanism(gradient_bound, sigma=sigma_g, coords_per_row=n_joint).release(
         sums[:, 0], rng_g)
-    noisy_h = GaussianMechanism(h_bound, sigma=sigma_h, coords_per_row=1).release(
+    noisy_h = GaussianMechanism(h_bound, sigma=sigma_h, coords_per_row=n_joint).release(
         denominator, rng_h)
     values = np.where(noisy_h < 0, 0.0,
                       _ratio(-noisy_g, leaf_denominator(noisy_h, min_child_weight, reg_lambda)))

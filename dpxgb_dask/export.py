@@ -18,6 +18,8 @@ Differences of representation:
   split condition is the smallest float32 above the threshold. XGBoost reads features as
   float32, so a feature value within float32 rounding of a threshold can take the other
   branch; it also refuses infinite features, which our predict clips to the bounds.
+* A multiclass model (``multi:softprob``, ``tree_info`` giving each tree's class) writes its
+  K base margins as XGBoost's vector intercept, which XGBoost reads from version 3.1 on.
 * Our regression predictions are clipped to ``label_bounds``; XGBoost's are not (clip
   them, ``np.clip(pred, *label_bounds)``: the bounds are in the ``dpxgb_params``
   attribute).
@@ -90,12 +92,19 @@ def to_xgboost_json(booster):
     dict
     """
     n_features, n_trees = booster.n_features, booster.n_trees
-    if booster.objective == "binary:logistic":
+    n_classes = booster.n_classes or 0
+    per_round = n_classes or 1
+    if booster.objective == "multi:softprob":
+        # one intercept per class, in margin space (XGBoost >= 3.1 reads the vector)
+        base_score = "[" + ",".join(repr(float(b)) for b in booster.base_score) + "]"
+        objective = {"name": "multi:softprob",
+                     "softmax_multiclass_param": {"num_class": str(n_classes)}}
+    elif booster.objective == "binary:logistic":
         # XGBoost keeps the base score of a logistic model as a probability
-        base_score = float(1.0 / (1.0 + np.exp(-booster.base_score)))
+        base_score = repr(float(1.0 / (1.0 + np.exp(-booster.base_score))))
         objective = {"name": "binary:logistic", "reg_loss_param": {"scale_pos_weight": "1"}}
     else:
-        base_score = booster.base_score
+        base_score = repr(booster.base_score)
         objective = {"name": "reg:squarederror", "reg_loss_param": {"scale_pos_weight": "1"}}
     return {
         "learner": {
@@ -108,16 +117,18 @@ def to_xgboost_json(booster):
             "gradient_booster": {
                 "model": {
                     "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(n_trees)},
-                    "iteration_indptr": list(range(n_trees + 1)),
-                    "tree_info": [0] * n_trees,
+                    # a round's trees (one per class) form one iteration
+                    "iteration_indptr": list(range(0, n_trees + 1, per_round)),
+                    "tree_info": booster.tree_class.astype(int).tolist(),
                     "trees": [_tree(booster, t, n_features) for t in range(n_trees)],
                 },
                 "name": "gbtree",
             },
             "learner_model_param": {
                 # a plain number: XGBoost 2.x reads only that, 3.x reads it too
-                "base_score": repr(base_score), "boost_from_average": "0",
-                "num_class": "0", "num_feature": str(n_features), "num_target": "1"},
+                "base_score": base_score, "boost_from_average": "0",
+                "num_class": str(n_classes), "num_feature": str(n_features),
+                "num_target": "1"},
             "objective": objective,
         },
         "version": XGBOOST_FORMAT_VERSION,

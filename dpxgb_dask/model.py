@@ -14,12 +14,12 @@ import os
 import numpy as np
 
 from ._core.predict import predict_raw
+from .objective import OBJECTIVES, softmax
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
 MODEL_FORMAT_VERSION = 1
 MODEL_FORMAT_NAME = "dpxgb_dask.booster"
 
-OBJECTIVES = ("reg:squarederror", "binary:logistic")
 #: Kinds of :meth:`Booster.feature_importance` (public values only).
 IMPORTANCE_TYPES = ("leaf_spread", "weight")
 
@@ -107,9 +107,9 @@ class Booster:
 
     Parameters
     ----------
-    objective : {"reg:squarederror", "binary:logistic"}
-    base_score : float
-        Initial margin added to every prediction (public or a DP release).
+    objective : {"reg:squarederror", "binary:logistic", "multi:softprob"}
+    base_score : float, or array-like of shape (K,) for multi:softprob
+        Initial margin(s) added to every prediction (public or a DP release).
     cuts : list of ndarray of float64
         Per-feature cut points (public or DP releases).
     feature_bounds : ndarray of float64, shape (n_features, 2)
@@ -121,14 +121,26 @@ class Booster:
     feature_names : list of str, optional
     label_bounds : tuple of float, optional
         Regression only: public bounds of the label.
+    n_classes : int, optional
+        multi:softprob only: the number of classes K; every tree then belongs to one class
+        (``tree_class``) and margins have shape (n_rows, K).
     """
 
     def __init__(self, objective, base_score, cuts, feature_bounds, params, ledger=None,
-                 feature_names=None, label_bounds=None):
+                 feature_names=None, label_bounds=None, n_classes=None):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+        if (objective == "multi:softprob") != (n_classes is not None):
+            raise ValueError("n_classes is given for objective='multi:softprob', and only then")
         self.objective = objective
-        self.base_score = float(base_score)
+        self.n_classes = None if n_classes is None else int(n_classes)
+        if self.n_classes is None:
+            self.base_score = float(base_score)
+        else:
+            self.base_score = np.asarray(base_score, dtype=np.float64).reshape(-1).copy()
+            if self.base_score.shape != (self.n_classes,):
+                raise ValueError(f"base_score must hold {self.n_classes} margins, got "
+                                 f"{self.base_score.shape[0]}")
         self.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
         self.feature_bounds = np.asarray(feature_bounds, dtype=np.float64).reshape(-1, 2)
         self.params = dict(params)
@@ -137,11 +149,15 @@ class Booster:
         self.label_bounds = tuple(label_bounds) if label_bounds is not None else None
         self._nodes = {name: np.zeros(0, dtype=dtype) for name, dtype in _NODE_FIELDS.items()}
         self._tree_roots = np.zeros(0, dtype=np.int32)
+        self._tree_class = np.zeros(0, dtype=np.int32)
 
     # -- building ---------------------------------------------------------------------
 
-    def append_tree(self, tree):
-        """Append a grown :class:`Tree` to the forest."""
+    def append_tree(self, tree, output_class=None):
+        """Append a grown :class:`Tree` to the forest (multi:softprob: the class whose
+        margin it adds to)."""
+        if (output_class is None) != (self.n_classes is None):
+            raise ValueError("output_class is given for a multi:softprob forest, and only then")
         arrays = tree.to_arrays()
         offset = self._nodes["feature"].shape[0]
         for name in ("left", "right"):
@@ -149,6 +165,7 @@ class Booster:
         for name in _NODE_FIELDS:
             self._nodes[name] = np.concatenate([self._nodes[name], arrays[name]])
         self._tree_roots = np.append(self._tree_roots, np.int32(offset)).astype(np.int32)
+        self._tree_class = np.append(self._tree_class, np.int32(output_class or 0))
 
     def append_forest(self, other):
         """Append the trees of ``other`` (a Booster over the same features, its leaf values
@@ -156,6 +173,8 @@ class Booster:
         if other.n_features != self.n_features:
             raise ValueError(f"the forests have {self.n_features} and {other.n_features} "
                              "features")
+        if other.n_classes != self.n_classes:
+            raise ValueError(f"the forests have {self.n_classes} and {other.n_classes} classes")
         offset = self._nodes["feature"].shape[0]
         for name in _NODE_FIELDS:
             add = other._nodes[name]
@@ -164,6 +183,7 @@ class Booster:
             self._nodes[name] = np.concatenate([self._nodes[name], add])
         self._tree_roots = np.concatenate([self._tree_roots,
                                            other._tree_roots + np.int32(offset)]).astype(np.int32)
+        self._tree_class = np.concatenate([self._tree_class, other._tree_class])
 
     # -- inspection -------------------------------------------------------------------
 
@@ -190,6 +210,19 @@ class Booster:
         view = self._tree_roots.view()
         view.flags.writeable = False
         return view
+
+    @property
+    def tree_class(self):
+        """ndarray of int32, shape (n_trees,): the class each tree adds to (all 0 unless
+        multi:softprob)."""
+        view = self._tree_class.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def n_outputs(self):
+        """Margins per row: K for multi:softprob, 1 otherwise."""
+        return self.n_classes or 1
 
     def feature_importance(self, importance_type="leaf_spread"):
         """Importance of each feature, computed from the model's public values only: it
@@ -236,7 +269,8 @@ class Booster:
         return score / total if total > 0 else score
 
     def trees_to_dataframe(self):
-        """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas)."""
+        """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas);
+        ``class`` is the class of the node's tree (0 unless multi:softprob)."""
         import pandas as pd
 
         tree_of_node = np.zeros(self._nodes["feature"].shape[0], dtype=np.int64)
@@ -247,6 +281,7 @@ class Booster:
         names = self.feature_names or [f"f{i}" for i in range(self.n_features)]
         return pd.DataFrame({
             "tree": tree_of_node,
+            "class": self._tree_class[tree_of_node],
             "node": np.arange(tree_of_node.shape[0]),
             "feature": [None if leaf else names[f] for leaf, f in zip(is_leaf, self._nodes["feature"])],
             "threshold": np.where(is_leaf, np.nan, self._nodes["threshold"]),
@@ -273,7 +308,8 @@ class Booster:
         return np.clip(X, lo, hi)
 
     def predict_margin(self, X, n_threads=1):
-        """Raw margins: base score plus the sum of the trees' leaf values.
+        """Raw margins: base score plus the sum of the trees' leaf values (per class for
+        multi:softprob).
 
         Parameters
         ----------
@@ -282,17 +318,23 @@ class Booster:
 
         Returns
         -------
-        ndarray of float64, shape (n_samples,)
+        ndarray of float64, shape (n_samples,), or (n_samples, K) for multi:softprob
         """
         X = self._as_features(X)
-        out = np.full(X.shape[0], self.base_score, dtype=np.float64)
         n = self._nodes
-        predict_raw(X, n["feature"], n["threshold"], n["missing_left"], n["left"], n["right"],
-                    n["value"], self._tree_roots, out, n_threads)
-        return out
+        columns = []
+        for k in range(self.n_outputs):
+            base = self.base_score if self.n_classes is None else self.base_score[k]
+            out = np.full(X.shape[0], base, dtype=np.float64)
+            roots = self._tree_roots[self._tree_class == k]
+            predict_raw(X, n["feature"], n["threshold"], n["missing_left"], n["left"],
+                        n["right"], n["value"], np.ascontiguousarray(roots), out, n_threads)
+            columns.append(out)
+        return columns[0] if self.n_classes is None else np.stack(columns, axis=1)
 
     def predict(self, X, output_margin=False, n_threads=1):
-        """Predictions: regression values, or probabilities of class 1 for binary:logistic.
+        """Predictions: regression values, probabilities of class 1 for binary:logistic, or
+        of every class for multi:softprob.
 
         Parameters
         ----------
@@ -307,7 +349,8 @@ class Booster:
 
         Returns
         -------
-        ndarray of float64, shape (n_samples,); a dask array (or series) for dask inputs
+        ndarray of float64, shape (n_samples,), or (n_samples, K) for multi:softprob; a dask
+        array (or series) for dask inputs
         """
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
             return _predict_dask(self, X, output_margin)
@@ -320,6 +363,8 @@ class Booster:
             if self.label_bounds is not None:
                 return np.clip(margin, *self.label_bounds)
             return margin
+        if self.n_classes is not None:
+            return softmax(margin)
         return 1.0 / (1.0 + np.exp(-margin))
 
     # -- persistence ------------------------------------------------------------------
@@ -330,12 +375,15 @@ class Booster:
             "format": MODEL_FORMAT_NAME,
             "version": MODEL_FORMAT_VERSION,
             "objective": self.objective,
-            "base_score": self.base_score,
+            "base_score": (self.base_score if self.n_classes is None
+                           else self.base_score.tolist()),
+            "n_classes": self.n_classes,
             "feature_names": self.feature_names,
             "feature_bounds": self.feature_bounds.tolist(),
             "label_bounds": list(self.label_bounds) if self.label_bounds is not None else None,
             "cuts": [c.tolist() for c in self.cuts],
             "tree_roots": self._tree_roots.tolist(),
+            "tree_class": self._tree_class.tolist(),
             "nodes": {name: arr.tolist() for name, arr in self._nodes.items()},
             "params": self.params,
             "ledger": self.ledger,
@@ -353,10 +401,17 @@ class Booster:
             objective=data["objective"], base_score=data["base_score"], cuts=data["cuts"],
             feature_bounds=data["feature_bounds"], params=data["params"], ledger=data["ledger"],
             feature_names=data["feature_names"], label_bounds=data["label_bounds"],
+            n_classes=data.get("n_classes"),
         )
         booster._nodes = {name: np.asarray(data["nodes"][name], dtype=dtype)
                           for name, dtype in _NODE_FIELDS.items()}
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
+        booster._tree_class = np.asarray(data.get("tree_class", [0] * len(data["tree_roots"])),
+                                         dtype=np.int32)
+        if booster._tree_class.shape != booster._tree_roots.shape or \
+                np.any((booster._tree_class < 0) | (booster._tree_class >= booster.n_outputs)):
+            raise ValueError("the model's tree_class must give each tree a class in "
+                             f"[0, {booster.n_outputs})")
         return booster
 
     def save_model(self, path, key=None, format="dpxgb"):
@@ -423,8 +478,9 @@ class Booster:
         return isinstance(other, Booster) and json.dumps(self.to_dict()) == json.dumps(other.to_dict())
 
     def __repr__(self):
+        classes = f", n_classes={self.n_classes}" if self.n_classes is not None else ""
         return (f"Booster(objective={self.objective!r}, n_trees={self.n_trees}, "
-                f"n_features={self.n_features})")
+                f"n_features={self.n_features}{classes})")
 
 
 def _predict_block(block, booster, output_margin):
@@ -434,19 +490,27 @@ def _predict_block(block, booster, output_margin):
 def _predict_partition(df, booster, output_margin):
     import pandas as pd
 
-    return pd.Series(booster.predict(df, output_margin=output_margin), index=df.index)
+    prediction = booster.predict(df, output_margin=output_margin)
+    if prediction.ndim == 2:  # one column per class
+        return pd.DataFrame(prediction, index=df.index, columns=range(prediction.shape[1]))
+    return pd.Series(prediction, index=df.index)
 
 
 def _predict_dask(booster, X, output_margin=False):
-    """Lazy prediction of a dask array (``map_blocks``) or dataframe (``map_partitions``)."""
+    """Lazy prediction of a dask array (``map_blocks``) or dataframe (``map_partitions``):
+    a dask array (series) of shape (n,), or (n, K) (a frame of K columns) for multiclass."""
     if hasattr(X, "map_partitions") and getattr(X, "ndim", 2) == 2 and hasattr(X, "columns"):
         import pandas as pd
 
-        return X.map_partitions(_predict_partition, booster, output_margin,
-                                meta=pd.Series(dtype=np.float64))
+        meta = (pd.Series(dtype=np.float64) if booster.n_classes is None else
+                pd.DataFrame({k: pd.Series(dtype=np.float64) for k in range(booster.n_classes)}))
+        return X.map_partitions(_predict_partition, booster, output_margin, meta=meta)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
     X = X.rechunk({1: -1})
+    if booster.n_classes is not None:
+        return X.map_blocks(_predict_block, booster, output_margin, dtype=np.float64,
+                            chunks=(X.chunks[0], (booster.n_classes,)))
     return X.map_blocks(_predict_block, booster, output_margin, drop_axis=1, dtype=np.float64)
 
 

@@ -1,6 +1,6 @@
 """Objectives: gradients, links and label scaling (public formulas, no data, no Dask).
 
-Two objectives, as XGBoost names them:
+Three objectives, as XGBoost names them:
 
 ``binary:logistic``   labels in {0, 1}; margin m, probability sigmoid(m);
                       loss -y log p - (1 - y) log(1 - p): ``g = p - y``, ``h = p (1 - p)``.
@@ -9,12 +9,17 @@ Two objectives, as XGBoost names them:
                       ``scale = (hi - lo) / 2``; loss (y - m)² / 2: ``g = m - y``, ``h = 1``.
                       Margins live in [-1, 1] (clipped after every tree), and the model is
                       folded back to label units once trained (:func:`to_label_units`).
+``multi:softprob``    labels are class indices 0..K-1 (K = ``n_classes`` >= 3, public);
+                      K margins m_k per row, probabilities p = softmax(m); loss
+                      -log p_y: ``g_k = p_k - [y = k]``, ``h_k = p_k (1 - p_k)`` (XGBoost's
+                      diagonal Hessian). One tree per class and round, all K grown at the
+                      round's starting margins.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-OBJECTIVES = ("reg:squarederror", "binary:logistic")
+OBJECTIVES = ("reg:squarederror", "binary:logistic", "multi:softprob")
 
 
 @dataclass(frozen=True)
@@ -23,13 +28,31 @@ class Objective:
 
     Parameters
     ----------
-    name : {"reg:squarederror", "binary:logistic"}
+    name : {"reg:squarederror", "binary:logistic", "multi:softprob"}
     label_bounds : tuple of float, optional
         Public (lo, hi) of regression labels.
+    n_classes : int, optional
+        Public number of classes K >= 3 of ``multi:softprob``.
     """
 
     name: str
     label_bounds: tuple = None
+    n_classes: int = None
+
+    @classmethod
+    def of(cls, params):
+        """The objective of a fit's parameters (``TrainParams`` or a model's dict)."""
+        get = params.get if isinstance(params, dict) else lambda k: getattr(params, k)
+        return cls(get("objective"), get("label_bounds"), get("num_class"))
+
+    @property
+    def is_multiclass(self):
+        return self.name == "multi:softprob"
+
+    @property
+    def n_outputs(self):
+        """Margins per row: K for ``multi:softprob``, 1 otherwise."""
+        return self.n_classes if self.is_multiclass else 1
 
     @property
     def is_regression(self):
@@ -59,20 +82,50 @@ class Objective:
         y = np.asarray(y, dtype=np.float64)
         return y if not self.is_regression else (y - offset) / scale
 
+    def clip_labels(self, y, label_bounds=None):
+        """Labels moved into the public label domain (never refused: a refusal would tell
+        whether some private row lies outside it); NaN stays NaN (the row is left out).
+
+        Binary labels are clipped to [0, 1], class indices rounded and clipped to
+        [0, K - 1], regression labels clipped to ``label_bounds`` when given.
+
+        Parameters
+        ----------
+        y : ndarray of float64, shape (n_rows,)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_rows,)
+        """
+        if self.name == "binary:logistic":
+            return np.clip(y, 0.0, 1.0)
+        if self.is_multiclass:
+            return np.clip(np.rint(y), 0.0, self.n_classes - 1.0)
+        bounds = self.label_bounds if label_bounds is None else label_bounds
+        return y if bounds is None else np.clip(y, *bounds)
+
     def gradients(self, y, margin):
         """First and second derivatives of the loss at ``margin``.
 
         Parameters
         ----------
-        y, margin : ndarray of float64, shape (n_rows,)
-            Labels on the training scale and current margins.
+        y : ndarray of float64, shape (n_rows,)
+            Labels on the training scale (class indices for ``multi:softprob``; NaN rows
+            get finite values and are left out by the caller).
+        margin : ndarray of float64, shape (n_rows,) or (n_rows, K)
 
         Returns
         -------
-        g, h : ndarray of float64, shape (n_rows,)
+        g, h : ndarray of float64, of the shape of ``margin``
         """
         if self.is_regression:
             return margin - y, np.ones_like(y)
+        if self.is_multiclass:
+            p = softmax(margin)
+            g = p.copy()
+            labelled = ~np.isnan(y)
+            g[np.flatnonzero(labelled), y[labelled].astype(np.int64)] -= 1.0
+            return g, p * (1.0 - p)
         p = 1.0 / (1.0 + np.exp(-margin))
         return p - y, p * (1.0 - p)
 
@@ -81,9 +134,18 @@ class Objective:
 
         Parameters
         ----------
-        mean : float
-            Mean of the scaled labels (a DP release).
+        mean : float, or ndarray of float64 of shape (K,)
+            Mean of the scaled labels (a DP release); for ``multi:softprob`` the class
+            frequencies (noisy class counts over their sum).
+
+        Returns
+        -------
+        float, or ndarray of float64 of shape (K,) (log-frequencies, centred)
         """
+        if self.is_multiclass:
+            prob = np.clip(np.asarray(mean, dtype=np.float64), 0.01, 0.99)
+            log_prob = np.log(prob / prob.sum())
+            return log_prob - log_prob.mean()
         if self.is_regression:
             return float(np.clip(mean, -1.0, 1.0))
         prob = float(np.clip(mean, 0.01, 0.99))
@@ -92,8 +154,17 @@ class Objective:
     @property
     def root_hessian(self):
         """Hessian of every row at the zero margin (weights of the DP sketch, DP-XGBoost
-        §4.1): 1/4 for the logistic loss at p = 1/2, 1 for squared error."""
+        §4.1): 1/4 for the logistic loss at p = 1/2, 1 for squared error, and
+        (1/K)(1 - 1/K) for each class of the softmax at p_k = 1/K."""
+        if self.is_multiclass:
+            return (1.0 / self.n_classes) * (1.0 - 1.0 / self.n_classes)
         return 1.0 if self.is_regression else 0.25
+
+
+def softmax(margin):
+    """Row-wise softmax of margins, shape (n_rows, K) (max-shifted: no overflow)."""
+    shifted = np.exp(margin - margin.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
 
 
 def to_label_units(booster, objective):

@@ -71,20 +71,51 @@ def quantize(values, bound, lower=None):
                    lo, hi)
 
 
+def clip_row_vectors(g, h, gradient_bound, hessian_bound, vector_bounds):
+    """Clip the class gradients and hessians of rows to the bounds of a softmax round.
+
+    Each value is clipped to ``[-g*, g*]`` (``[0, h*]``); then each row's vector is scaled
+    down so that ``||g||₂ <= G``, ``||h||₂ <= H`` and ``Σ_k h_k <= S`` (the bounds of
+    ``privacy.sensitivity.row_contribution_bounds``, which softmax rows meet up to floating
+    point already), and rounded toward zero on the ``VALUE_GRID``, which can only shrink
+    them: the released sums then obey the bounds exactly.
+
+    Parameters
+    ----------
+    g, h : ndarray of float64, shape (n_rows, K)
+    gradient_bound, hessian_bound : float
+        g* and h*.
+    vector_bounds : tuple of float
+        (G, H, S); ``inf`` leaves that bound out.
+
+    Returns
+    -------
+    g, h : ndarray of float64, shape (n_rows, K), on the value grid
+    """
+    g_norm, h_norm, h_sum = vector_bounds
+    g = np.clip(g, -gradient_bound, gradient_bound)
+    h = np.clip(h, 0.0, hessian_bound)
+    shrink = 1.0 - 1e-12  # a scaled norm can round to just above its bound
+    with np.errstate(divide="ignore"):
+        g_scale = np.minimum(1.0, shrink * g_norm / np.sqrt((g * g).sum(axis=1)))
+        h_scale = np.minimum(1.0, shrink * np.minimum(h_norm / np.sqrt((h * h).sum(axis=1)),
+                                                      h_sum / h.sum(axis=1)))
+    toward_zero = lambda v: np.trunc(v / VALUE_GRID) * VALUE_GRID  # noqa: E731
+    return toward_zero(g * g_scale[:, None]), toward_zero(h * h_scale[:, None])
+
+
 
 # -- input ---------------------------------------------------------------------------------
 
 
-def make_part(X, y, objective, label_bounds=None):
+def make_part(X, y, objective):
     """Validate one partition's rows and labels and convert them to float64.
 
     Parameters
     ----------
     X : array-like of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
-    objective : {"reg:squarederror", "binary:logistic"}
-    label_bounds : tuple (lo, hi), optional
-        Regression: labels must lie within.
+    objective : Objective
 
     Returns
     -------
@@ -93,8 +124,8 @@ def make_part(X, y, objective, label_bounds=None):
     Raises
     ------
     ValueError
-        Naming ``X`` or ``y``: lengths differ, non-numeric values. Labels outside [0, 1]
-        (binary:logistic) or ``label_bounds`` are clipped to them instead, NaN labels
+        Naming ``X`` or ``y``: lengths differ, non-numeric values. Labels outside their
+        public domain are moved into it instead (``Objective.clip_labels``), NaN labels
         kept (their rows are left out of the fit's sums), and infinite features kept
         (binned to the ends of their public bounds).
     """
@@ -115,14 +146,10 @@ def make_part(X, y, objective, label_bounds=None):
         raise ValueError("X and y must have the same number of rows in every partition")
     # Values outside the public domain are clipped, never refused (a refusal would tell
     # whether some private row lies outside): ±inf features go to the first or last bin of
-    # the public bounds like any value beyond them; labels to [0, 1] or label_bounds. A NaN
+    # the public bounds like any value beyond them; labels into their domain. A NaN
     # label stays NaN: its row is left out of every sum (as if absent, a neighbouring
     # dataset) but still gets predictions.
-    if objective == "binary:logistic":
-        y = np.clip(y, 0.0, 1.0)
-    elif label_bounds is not None:
-        y = np.clip(y, *label_bounds)
-    return RawPart(X, y)
+    return RawPart(X, objective.clip_labels(y))
 
 
 
@@ -215,6 +242,17 @@ def clipped_label_sum(part, objective):
     return np.array([scaled.sum(), float(labelled.sum())])
 
 
+def class_counts(part, n_classes):
+    """Number of labelled rows of each class (for a DP initial score of ``multi:softprob``).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_classes,)
+    """
+    labels = part.y[~np.isnan(part.y)].astype(np.int64)  # clipped to 0..K-1 on loading
+    return np.bincount(labels, minlength=n_classes).astype(np.float64)
+
+
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
     """Bin rows, clipped to the public bounds, with the (DP or public) cut points.
 
@@ -289,8 +327,8 @@ class Prepare:
     feature_bounds : ndarray of float64, shape (n_features, 2)
     cuts : list of ndarray of float64
     missing_bin : int
-    base_score : float
-        Initial margin of every row (public or a DP release).
+    base_score : float or ndarray of float64 of shape (K,)
+        Initial margin(s) of every row (public or a DP release).
     row_offsets : dict of int -> int
         Global index of the first row of each partition (keys of the per-row randomness).
     init_model : Booster, optional
@@ -323,6 +361,11 @@ class TreeStart:
     gradient_rule : {"clip", "filter"}
     hessian_bound : float
         Hessians are clipped to [0, hessian_bound] (1 for row counts).
+    output_class : int, optional
+        ``multi:softprob``: the class k whose gradients the tree fits, or -1 for the
+        class-summed hessians of a round's iterative-Hessian sketch (zero gradients).
+    vector_bounds : tuple of float, optional
+        ``multi:softprob``: (G, H, S) of :func:`clip_row_vectors`.
     """
 
     sample_key: int
@@ -330,6 +373,8 @@ class TreeStart:
     gradient_bound: float
     gradient_rule: str
     hessian_bound: float
+    output_class: int = None
+    vector_bounds: tuple = None
 
 
 @dataclass(frozen=True)
@@ -345,11 +390,14 @@ class TreeEnd:
         Output of each leaf by heap id (learning rate included).
     batch_end : bool
         The tree closes a batch: the margins take the accumulated outputs.
+    output_class : int, optional
+        ``multi:softprob``: the class whose margins the tree adds to.
     """
 
     splits: tuple
     values: np.ndarray
     batch_end: bool = True
+    output_class: int = None
 
 
 @dataclass(frozen=True)
@@ -401,9 +449,10 @@ class PartitionState:
     X_binned : ndarray of uint8, shape (n_rows, n_features), Fortran-ordered
     y : ndarray of float64, shape (n_rows,)
         Labels on the training scale.
-    margins, pending : ndarray of float64, shape (n_rows,)
+    margins, pending : ndarray of float64, shape (n_rows,) or (n_rows, K)
         Margins the gradients are taken at, and margins with the trees of the current
-        batch added (the same array when a batch is one tree).
+        batch added (the same array when a batch is one tree; a multiclass round is one
+        batch).
     positions : ndarray of int32, shape (n_rows,)
         Heap id ``p`` of the node each row of the current tree sits in, ``~p`` for rows
         outside the tree (they are routed too: every row ends in a leaf).
@@ -424,6 +473,7 @@ class PartitionState:
         self.margins = self.pending = None
         self.positions = self.gradients = self.hessians = None
         self._histograms = self._histogram_nodes = None
+        self._class_gradients = None  # multiclass: (in bounds, g, h) at the margins
         self._seq = -1
         self._result = None
 
@@ -448,13 +498,16 @@ class PartitionState:
         self.X_binned = bin_rows(self.raw.X, self.feature_bounds, spec.cuts, self.missing_bin,
                                  self.n_threads)
         if spec.init_model is None:
-            self.margins = np.full(self.n_rows, spec.base_score, dtype=np.float64)
+            base = np.asarray(spec.base_score, dtype=np.float64)
+            self.margins = np.empty((self.n_rows,) + base.shape)
+            self.margins[...] = base
         else:  # a continued fit starts where its model ended
             self.margins = spec.init_model.predict_margin(self.raw.X, self.n_threads)
         self.pending = self.margins
         self.positions = np.full(self.n_rows, -1, dtype=np.int32)
         self.gradients = np.zeros(self.n_rows, dtype=np.float32)
         self.hessians = np.zeros(self.n_rows, dtype=np.float32)
+        self._class_gradients = None
         self._seq = -1
 
     def replay(self, prepare, rounds):
@@ -523,7 +576,13 @@ class PartitionState:
         get position ``~0 = -1`` and zero gradient and hessian.
         """
         for rows in _row_chunks(self.n_rows):
-            g, h = self.objective.gradients(self.y[rows], self.margins[rows])
+            if spec.output_class is None:
+                g, h = self.objective.gradients(self.y[rows], self.margins[rows])
+                within = np.abs(g) <= spec.gradient_bound
+                g = quantize(g, spec.gradient_bound)
+                h = quantize(h, spec.hessian_bound, lower=0.0)
+            else:
+                within, g, h = self._class_rows(spec, rows)
             lo, hi = spec.sample_interval
             if lo <= 0.0 and hi > 1.0:
                 in_tree = np.ones(g.size, dtype=bool)
@@ -532,13 +591,32 @@ class PartitionState:
                 in_tree = (u >= lo) & (u < hi)
             in_tree &= ~np.isnan(self.y[rows])  # unlabelled rows: in no sum
             if spec.gradient_rule == "filter":
-                in_tree &= np.abs(g) <= spec.gradient_bound
-            g = quantize(g, spec.gradient_bound)
-            h = quantize(h, spec.hessian_bound, lower=0.0)
+                in_tree &= within
             self.positions[rows] = np.where(in_tree, 0, -1)
             self.gradients[rows] = np.where(in_tree, g, 0.0)
             self.hessians[rows] = np.where(in_tree, h, 0.0)
         self._histograms = self._histogram_nodes = None
+
+    def _class_rows(self, spec, rows):
+        """(within g*, g, h) of one multiclass tree's rows: its class's column of the
+        clipped class gradients at the margins (computed once per batch), or the class sums
+        of the hessians (``output_class = -1``)."""
+        if self._class_gradients is None:
+            within = np.empty(self.margins.shape, dtype=bool)
+            g_all = np.empty(self.margins.shape, dtype=np.float32)
+            h_all = np.empty(self.margins.shape, dtype=np.float32)
+            for chunk in _row_chunks(self.n_rows):
+                g, h = self.objective.gradients(self.y[chunk], self.margins[chunk])
+                within[chunk] = np.abs(g) <= spec.gradient_bound
+                g_all[chunk], h_all[chunk] = clip_row_vectors(
+                    g, h, spec.gradient_bound, spec.hessian_bound, spec.vector_bounds)
+            self._class_gradients = within, g_all, h_all
+        within, g_all, h_all = self._class_gradients
+        k = spec.output_class
+        if k < 0:  # sums of values on the grid: exact
+            return (np.ones(rows.stop - rows.start, dtype=bool),
+                    np.zeros(rows.stop - rows.start), h_all[rows].sum(axis=1, dtype=np.float64))
+        return within[rows, k], g_all[rows, k], h_all[rows, k]
 
     def _end_tree(self, end):
         """Add the finished tree's output to every row's margin (the leaf each row reached
@@ -550,12 +628,14 @@ class PartitionState:
         clip = self.objective.margin_clip
         for rows in _row_chunks(self.n_rows):
             position = self.positions[rows]
-            pending = self.pending[rows]
+            pending = self.pending[rows] if end.output_class is None else \
+                self.pending[rows, end.output_class]
             pending += end.values[np.where(position >= 0, position, ~position)]
             if clip is not None:
                 np.clip(pending, clip[0], clip[1], out=pending)
         if end.batch_end:
             self.margins = self.pending
+            self._class_gradients = None
 
 
 #: Rows per chunk of the per-tree row updates. Dask's nanny starts workers with
@@ -585,7 +665,7 @@ def load_partition(X, y, objective, index, n_threads=1):
     -------
     PartitionState
     """
-    raw = make_part(X, y, objective.name, objective.label_bounds)
+    raw = make_part(X, y, objective)
     return PartitionState(raw, objective, index, n_threads)
 
 
@@ -728,6 +808,7 @@ AGGREGATES = {
     "log2_magnitude_histogram": log2_magnitude_histogram,
     "fine_histogram": fine_histogram,
     "clipped_label_sum": clipped_label_sum,
+    "class_counts": class_counts,
     "feature_min_max": feature_min_max,
 }
 

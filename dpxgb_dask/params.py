@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-OBJECTIVES = ("reg:squarederror", "binary:logistic")
+from .objective import OBJECTIVES
 SPLIT_METHODS = ("random", "exponential", "noisy_histogram")
 FEATURE_SELECTIONS = ("random", "cyclic")
 SPLIT_CANDIDATES = ("uniform", "dp_sketch", "iterative_hessian")
@@ -32,9 +32,12 @@ class TrainParams:
 
     Parameters
     ----------
-    objective : {"reg:squarederror", "binary:logistic"}
+    objective : {"reg:squarederror", "binary:logistic", "multi:softprob"}
+    num_class : int, optional
+        Number of classes K >= 3 of ``multi:softprob`` (public), None otherwise.
     n_estimators : int
-        Number of trees.
+        Number of boosting rounds: trees, or K trees (one per class) per round for
+        ``multi:softprob``.
     max_depth : int
         Depth of every tree (trees are grown level by level to this depth).
     learning_rate : float
@@ -126,6 +129,7 @@ class TrainParams:
     # are the plain default; without a preset, DEFAULT_SCHEDULE then sets the number and
     # depth of the trees, the subsampling rate and the leaf regime from ε.
     objective: str = "binary:logistic"
+    num_class: int | None = None
     n_estimators: int = 100
     max_depth: int = 6
     learning_rate: float = 0.3
@@ -243,6 +247,11 @@ PRESET_PARAMS = {
 _SBDT_LEAVES = dict(learning_rate=0.1, reg_lambda=10.0, gradient_bound=0.3, hessian_bound=0.1,
                     leaf_noise_ratio=0.04)
 
+#: The default's multiclass trees (see DEFAULT_SCHEDULE).
+_MULTICLASS_TREES = dict(n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0,
+                         subsample=1.0, max_bin=33, feature_selection="random",
+                         gradient_bound=1.0, hessian_bound=0.25, leaf_noise_ratio=1.0 / 17.0)
+
 #: Regression variant of the default: squared error has h = 1, so Newton and gradient
 #: steps coincide; count denominators (bound 1) avoid clipping h to hessian_bound. Depth,
 #: λ, g* and η are S-BDT's published Abalone configuration (depth 2, λ = 15, g* = 0.3 on
@@ -292,6 +301,13 @@ DEFAULT_SCHEDULE = {
         (10.0, dict(n_estimators=200, max_depth=3, subsample=1.0, gradient_bound=0.3,
                     feature_selection="random")),
     ),
+    # Multiclass: Maddock et al.'s trees (a random feature per node, depth 4, 100 rounds,
+    # η 0.3, λ 1, g* 1, h* 1/4, 33 bins) with the default's budget (0.1 candidates, 0.9
+    # leaves, a DP initial score). Chosen by `benchmarks/multiclass.py --select` on a
+    # validation split of digits' training rows, where it won at ε = 1, 4 and 10 against
+    # the binary schedule with and without a random feature per node and against
+    # Maddock's own budget (benchmarks/results/tuning/multiclass-selection.md).
+    "multi:softprob": tuple((at, dict(_MULTICLASS_TREES)) for at in (1.0, 4.0, 10.0)),
 }
 
 
@@ -300,7 +316,7 @@ def default_schedule_overrides(objective, epsilon):
 
     Parameters
     ----------
-    objective : {"reg:squarederror", "binary:logistic"}
+    objective : {"reg:squarederror", "binary:logistic", "multi:softprob"}
     epsilon : float or None
         Total ε of the fit; None (a per-tree budget) takes no schedule.
 
@@ -315,6 +331,7 @@ def default_schedule_overrides(objective, epsilon):
         return {}  # validate() reports the bad epsilon by name
     points = DEFAULT_SCHEDULE[objective]
     distance = [abs(math.log(epsilon / at)) for at, _ in points]
+
     return dict(points[int(np.argmin(distance))][1])
 
 
@@ -328,6 +345,11 @@ PRESET_REGRESSION_OVERRIDES = {
                   leaf_noise_ratio=0.3, subsample=0.1, newton=False, init_score="dp_mean",
                   budget_shares={"init": 0.1, "leaf": 0.9}),
 }
+
+
+#: Multiclass variants of the presets: no paper among the seeds trains multiclass models;
+#: DPBoost's ensembles (disjoint rows per tree) are defined for one tree per round.
+PRESET_MULTICLASS_OVERRIDES = {"dpboost": dict(ensemble_size=None)}
 
 
 def _check_choice(name, value, allowed):
@@ -420,6 +442,8 @@ def resolve_params(objective, preset=None, **explicit):
         values.update(PRESET_PARAMS[preset])
         if objective == "reg:squarederror":
             values.update(PRESET_REGRESSION_OVERRIDES[preset])
+        if objective == "multi:softprob":
+            values.update(PRESET_MULTICLASS_OVERRIDES.get(preset, {}))
     # NumPy scalars (e.g. from a GridSearchCV grid over np.arange) as Python numbers
     given = {k: (v.item() if isinstance(v, np.generic) else v)
              for k, v in explicit.items() if v is not None}
@@ -440,6 +464,14 @@ def resolve_params(objective, preset=None, **explicit):
 def validate(p):
     """Check every field of :class:`TrainParams`; raise ValueError naming the first bad one."""
     _check_choice("objective", p.objective, OBJECTIVES)
+    if p.objective == "multi:softprob":
+        if p.num_class is None:
+            raise ValueError("num_class is required with objective='multi:softprob': give the "
+                             "public number of classes (>= 3)")
+        _check_number("num_class", p.num_class, lo=3, integer=True)
+    elif p.num_class is not None:
+        raise ValueError(f"num_class applies to objective='multi:softprob' only, not "
+                         f"{p.objective!r}; leave it out")
     _check_number("n_estimators", p.n_estimators, lo=1, integer=True)
     _check_number("max_depth", p.max_depth, lo=1, hi=MAX_DEPTH_LIMIT, integer=True)
     _check_number("learning_rate", p.learning_rate, lo=0, lo_open=True)
@@ -511,6 +543,9 @@ def validate(p):
         raise ValueError("newton=True needs split_method in ('random', 'noisy_histogram') and "
                          "leaf_method='gaussian': the exponential-mechanism gain and the "
                          "Laplace leaf sensitivities hold for row counts (newton=False) only")
+    if p.ensemble_size is not None and p.objective == "multi:softprob":
+        raise ValueError("ensemble_size (DPBoost's ensembles of one tree per disjoint row "
+                         "share) does not apply to multi:softprob; leave it out")
     if p.ensemble_size is not None and not p.learning_rate < 1.0:
         raise ValueError("ensemble_size needs learning_rate < 1: DPBoost's disjoint row shares "
                          "η(1-η)^k / (1-(1-η)^T) are defined for 0 < η < 1")

@@ -30,7 +30,7 @@ from .privacy.accountants import PLDAccountant, get_accountant, privacy_report
 from .privacy.ledger import Ledger
 from .privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sensitivity,
                                   gradient_histogram_l1_sensitivity,
-                                  gradient_histogram_l2_sensitivity)
+                                  gradient_histogram_l2_sensitivity, row_contribution_bounds)
 from .privacy.validation import BudgetError
 
 #: log2-magnitude range of the DP bounds estimate: |x| from 2**-20 to 2**44.
@@ -89,6 +89,21 @@ class ReleasePlan:
     which :func:`calibrate_budget_scale` finds by bisection on the accountant's ε of
     :meth:`ledger`, the exact ledger the fit will record.
 
+    Multiclass (``multi:softprob``, K classes): a round grows K trees at the same margins.
+    With Gaussian releases (``joint_classes = K``) the K trees' releases of one depth, and
+    their leaves, are ONE Gaussian release each: their queries depend only on the round's
+    starting margins and on their own tree's earlier releases, so however the trees are
+    interleaved the outputs are distributed as D + 1 adaptive releases of the stacked
+    K-tree vector, whose L2 sensitivity uses the joint row bounds
+    (``privacy.sensitivity.row_contribution_bounds``): per round the fit is charged
+
+        ρ_round = Σ_d Δ_d²/(2σ_d²) + Δ_leaf²/(2σ_leaf²),  Δ_d = sqrt(F (G_K² + H_K²)),
+
+    with ``G_K = min(sqrt(K) g*, sqrt 2)`` and ``H_K = min(sqrt(K) h*, 1/2)`` (counts:
+    ``sqrt(K)``), the same as one binary tree with (g*, h*) replaced by (G_K, H_K), and the
+    K trees share the round's row subsample. With pure-ε releases every class tree is a
+    tree of its own (its own subsample and events): ε_round = Σ_k ε_tree, basic composition.
+
     Parameters
     ----------
     params : TrainParams
@@ -102,7 +117,17 @@ class ReleasePlan:
         self.budget_scale = float(budget_scale)
         self.shares = shares = release_shares(p)
         s = self.budget_scale
-        h_bound = p.hessian_bound if p.newton else 1.0
+        #: K when the K class trees of a round make joint Gaussian releases (see above)
+        self.joint_classes = p.num_class if p.leaf_method == "gaussian" else None
+        #: the trees grown per round
+        self.trees_per_round = p.num_class or 1
+        #: L2 bounds of one row in one (G, H) release (the workers clip to them)
+        self.row_bounds = bounds = row_contribution_bounds(
+            p.gradient_bound, p.hessian_bound, p.newton, self.joint_classes)
+        if p.num_class and not self.joint_classes:
+            # separate class trees; the iterative-Hessian sketch still sums the K classes
+            bounds = self.row_bounds = bounds._replace(denominator_sum=row_contribution_bounds(
+                p.gradient_bound, p.hessian_bound, p.newton, p.num_class).denominator_sum)
         self.ih_rounds = (min(p.iterative_hessian_rounds, p.n_estimators)
                           if p.split_candidates == "iterative_hessian" else 0)
         self.releases = {}
@@ -113,7 +138,8 @@ class ReleasePlan:
                 epsilon=s * shares["sketch"])
         if "sketch" in shares and self.ih_rounds:
             self.releases["sketch"] = Release(
-                "sketch", "gaussian", gradient_histogram_l2_sensitivity(0.0, h_bound, n_features),
+                "sketch", "gaussian",
+                gradient_histogram_l2_sensitivity(0.0, bounds.denominator_sum, n_features),
                 noise_multiplier=math.sqrt(self.ih_rounds / shares["sketch"]) / s)
         if "split" in shares:
             if p.split_method == "exponential":
@@ -123,7 +149,8 @@ class ReleasePlan:
                 self.releases["split"] = Release("split", "exponential", float(sens),
                                                  epsilon=s * shares["split"] / p.max_depth)
             else:
-                sens = gradient_histogram_l2_sensitivity(p.gradient_bound, h_bound, n_features)
+                sens = gradient_histogram_l2_sensitivity(bounds.gradient, bounds.denominator,
+                                                         n_features)
                 self.releases["split"] = Release(
                     "split", "gaussian", sens,
                     noise_multiplier=math.sqrt(p.max_depth / shares["split"]) / s)
@@ -141,11 +168,17 @@ class ReleasePlan:
             self.releases["leaf_count"] = Release("leaf_count", "laplace", 1.0,
                                                   epsilon=s * shares["leaf"] * r)
         if "init" in shares:
-            # A noisy sum and a noisy count of labels in [-1, 1] (or {0, 1}): Δ = 1 each.
+            # A noisy sum and a noisy count of labels in [-1, 1] (or {0, 1}): Δ = 1 each;
+            # multiclass: the K class counts, of which a row moves one by 1 (Δ₁ = 1).
             self.releases["init"] = Release("init_score", "laplace", 1.0,
-                                            epsilon=s * shares["init"] / 2)
+                                            epsilon=s * shares["init"] / (1 if p.num_class
+                                                                          else 2))
 
     # ledger events of the plan --------------------------------------------------------------
+
+    def round_of(self, tree):
+        """The first tree of ``tree``'s round: the tree a joint release is recorded under."""
+        return tree - tree % self.trees_per_round
 
     def tree_sampling(self, tree):
         """(sampling_rate, disjoint_group, disjoint_part) of a tree's rows."""
@@ -170,14 +203,21 @@ class ReleasePlan:
                 fields.update(disjoint_group=group, disjoint_part=part)
         if depth is not None:
             fields["depth"] = depth
+        if tree is not None and self.joint_classes and kind in ("split", "leaf", "sketch"):
+            k, b = self.joint_classes, self.row_bounds
+            fields["note"] = (f"one joint release of the {k} class trees {tree}-{tree + k - 1} "
+                              f"of a round: a row's L2 bounds G={b.gradient:.6g}, "
+                              f"H={b.denominator:.6g}, sum of H={b.denominator_sum:.6g}")
         if kind == "split":
             fields.update(parallel_over=("nodes",), n_parallel=max(1, n_parallel))
         elif kind in ("leaf", "leaf_count"):
             fields.update(parallel_over=("leaves",), n_parallel=max(1, n_parallel))
         elif kind == "sketch":
             fields.update(parallel_over=("bins",), n_parallel=max(1, n_parallel))
-        elif kind == "init":
+        elif kind == "init" and not self.params.num_class:
             fields["count"] = 2
+        elif kind == "init":
+            fields["note"] = f"the {self.params.num_class} class counts (a row is in one class)"
         return fields
 
     def bounds_event(self):
@@ -195,15 +235,19 @@ class ReleasePlan:
         if "sketch" in self.releases and not self.ih_rounds:
             ledger.record(**self.event("sketch", n_parallel=p.n_sketch_bins))
         n_leaves = 2**p.max_depth
-        for t in range(p.n_estimators):
-            if t < self.ih_rounds:
-                ledger.record(**self.event("sketch", tree=t, n_parallel=p.max_bin + 1))
-            if "split" in self.releases:
-                for d in range(p.max_depth):
-                    ledger.record(**self.event("split", tree=t, depth=d, n_parallel=2**d))
-            ledger.record(**self.event("leaf", tree=t, n_parallel=n_leaves))
-            if "leaf_count" in self.releases:
-                ledger.record(**self.event("leaf_count", tree=t, n_parallel=n_leaves))
+        per_round = self.trees_per_round
+        for r in range(p.n_estimators):
+            first = r * per_round
+            if r < self.ih_rounds:
+                ledger.record(**self.event("sketch", tree=first, n_parallel=p.max_bin + 1))
+            # a joint release covers the round's trees; otherwise each tree makes its own
+            for t in ([first] if self.joint_classes else range(first, first + per_round)):
+                if "split" in self.releases:
+                    for d in range(p.max_depth):
+                        ledger.record(**self.event("split", tree=t, depth=d, n_parallel=2**d))
+                ledger.record(**self.event("leaf", tree=t, n_parallel=n_leaves))
+                if "leaf_count" in self.releases:
+                    ledger.record(**self.event("leaf_count", tree=t, n_parallel=n_leaves))
         return ledger
 
 

@@ -23,6 +23,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .objective import softmax
 from .plan import model_privacy_report
 from .privacy.validation import PrivacyLeakWarning
 from .training import train
@@ -107,7 +108,7 @@ class _DPXGBModel(BaseEstimator):
         tags.non_deterministic = not self.reproducible_noise
         return tags
 
-    def _train_params(self, feature_names):
+    def _train_params(self, feature_names, n_classes=None):
         params = dict(self.dp_params or {})
         for name in ("n_estimators", "max_depth", "learning_rate", "reg_lambda", "subsample",
                      "min_child_weight", "max_bin", "epsilon", "delta", "dp_epsilon_per_tree",
@@ -120,6 +121,8 @@ class _DPXGBModel(BaseEstimator):
         if self.feature_bounds is not None:
             params["feature_bounds"] = _bounds_by_name(self.feature_bounds, feature_names)
         params["objective"] = self._objective
+        if n_classes is not None and n_classes > 2:
+            params["objective"], params["num_class"] = "multi:softprob", int(n_classes)
         params["preset"] = self.preset
         return params
 
@@ -146,7 +149,8 @@ class _DPXGBModel(BaseEstimator):
         if isinstance(xgb_model, BaseEstimator):
             check_is_fitted(xgb_model, "booster_")  # names xgb_model's estimator class
             xgb_model = xgb_model.booster_
-        booster = train(self._train_params(names), X, y, client=self.client,
+        n_classes = None if classes is None else len(classes)
+        booster = train(self._train_params(names, n_classes), X, y, client=self.client,
                         verbose=self.verbose, xgb_model=xgb_model)
         self.booster_ = booster
         if classes is not None:
@@ -230,22 +234,26 @@ class _DPXGBModel(BaseEstimator):
 
 
 class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
-    """Differentially private gradient-boosted binary classifier.
+    """Differentially private gradient-boosted classifier: binary (``binary:logistic``)
+    for two classes, softmax (``multi:softprob``, one tree per class and round) for three
+    or more.
 
     Fitted attributes: ``booster_`` (:class:`dpxgb_dask.Booster`), ``classes_``,
-    ``epsilon_spent_`` (under the chosen accountant), ``n_features_in_``.
+    ``n_classes_``, ``epsilon_spent_`` (under the chosen accountant), ``n_features_in_``.
     See :class:`_DPXGBModel` for the other parameters.
 
     Parameters
     ----------
-    classes : array-like of 2 labels, optional
-        The public label set, sorted as ``np.unique`` would (``classes_[1]`` is the
-        positive class). Without it the classes are read from in-memory labels, which is
-        not differentially private (the set of labels present is revealed, e.g. that no
-        row has a rare label) and warns with a :class:`PrivacyLeakWarning`, as diffprivlib
-        does; with it a ``y`` that holds one class only trains. Dask labels are never read
-        in the user's process: with ``classes`` they are encoded lazily (a label other
-        than ``classes[1]`` counts as ``classes[0]``), without it they must be 0 and 1.
+    classes : array-like of labels, optional
+        The public label set (2 or more distinct labels, sorted as ``np.unique`` would:
+        with two, ``classes_[1]`` is the positive class). Without it the classes are read
+        from in-memory labels, which is not differentially private (the set of labels
+        present is revealed, e.g. that no row has a rare label) and warns with a
+        :class:`PrivacyLeakWarning`, as diffprivlib does; with it a ``y`` that lacks some
+        classes trains. Dask labels are never read in the user's process: with ``classes``
+        they are encoded lazily (binary: a label other than ``classes[1]`` counts as
+        ``classes[0]``; multiclass: a label outside ``classes`` leaves its row out of the
+        fit), without it they must be 0 and 1.
     """
 
     _objective = "binary:logistic"
@@ -269,19 +277,19 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         self.classes = classes
 
     def _public_classes(self):
-        classes = np.asarray(self.classes).reshape(-1)
-        if classes.size != 2 or np.unique(classes).size != 2:
-            raise ValueError(f"classes must hold exactly 2 distinct labels (DPXGBClassifier "
-                             f"is binary), got {self.classes!r}")
-        return np.unique(classes)
+        classes = np.unique(np.asarray(self.classes).reshape(-1))
+        if classes.size < 2 or classes.size != np.asarray(self.classes).size:
+            raise ValueError(f"classes must hold 2 or more distinct labels, got "
+                             f"{self.classes!r}")
+        return classes
 
     def fit(self, X, y, xgb_model=None):
-        """Fit on X (n_rows, n_features) and binary labels y (n_rows,).
+        """Fit on X (n_rows, n_features) and labels y (n_rows,).
 
-        Labels are encoded as 0 (``classes_[0]``) and 1 (``classes_[1]``); see ``classes``
-        for where ``classes_`` comes from. ``xgb_model`` (a Booster, a model file or a
-        fitted estimator) is continued: ``n_estimators`` more trees for ``epsilon`` more
-        (``train(xgb_model=)``).
+        Labels are encoded as their index in ``classes_`` (binary: 0 and 1); see
+        ``classes`` for where ``classes_`` comes from. ``xgb_model`` (a Booster, a model
+        file or a fitted estimator) is continued: ``n_estimators`` more rounds for
+        ``epsilon`` more (``train(xgb_model=)``).
         """
         X, y = self._validate_fit_input(X, y, y_numeric=False)
         # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
@@ -290,10 +298,13 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                 classes, encoded = np.array([0, 1]), y
             else:
                 classes = self._public_classes()
-                positive = (y == classes[1]).astype(np.float64)
-                missing = y != y  # NaN labels stay NaN: their rows are left out
-                encoded = (positive.mask(missing) if hasattr(positive, "mask")
-                           else _dask_where(missing, np.nan, positive))
+                if classes.size == 2:
+                    positive = (y == classes[1]).astype(np.float64)
+                    missing = y != y  # NaN labels stay NaN: their rows are left out
+                    encoded = (positive.mask(missing) if hasattr(positive, "mask")
+                               else _dask_where(missing, np.nan, positive))
+                else:
+                    encoded = _dask_encode(y, classes)
             return self._fit(X, encoded, classes, xgb_model)
         y_values = np.asarray(y).reshape(-1)
         check_classification_targets(y_values)
@@ -303,10 +314,6 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                 # (the user's process holds these labels: this reveals nothing to anyone else)
                 raise ValueError(f"y holds labels outside classes={classes.tolist()!r}")
         else:
-            target = type_of_target(y_values, input_name="y")
-            if target not in ("binary", "unknown") and np.unique(y_values).size > 2:
-                raise ValueError("Only binary classification is supported. The type of the "
-                                 f"target is {target}.")
             classes = np.unique(y_values)
             if classes.size < 2:
                 raise ValueError(f"y contains 1 class ({classes[0]!r}); a classifier needs "
@@ -315,7 +322,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                           "labels present is not differentially private. Give the public "
                           "label set as classes=[...] instead.", PrivacyLeakWarning,
                           stacklevel=2)
-        self._fit(X, (y_values == classes[1]).astype(np.float64), classes, xgb_model)
+        self._fit(X, _encode_labels(y_values, classes), classes, xgb_model)
         read_classes = {"purpose": "classes", "parameter": "classes=None",
                         "reveals": "the set of labels present in y (read in the user's "
                                    "process)"}
@@ -325,24 +332,28 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             not_dp.append(read_classes)
         return self
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False  # binary only
-        return tags
+    @property
+    def n_classes_(self):
+        check_is_fitted(self, "classes_")
+        return len(self.classes_)
 
     def decision_function(self, X):
-        """Raw margins (log-odds of ``classes_[1]``), shape (n_rows,) (lazy for dask)."""
+        """Raw margins: log-odds of ``classes_[1]``, shape (n_rows,), or one margin per
+        class, shape (n_rows, K) (lazy for dask)."""
         margin = self._margin(X)
         return _as_dask_array(margin) if _is_dask(margin) else margin
 
     def predict_proba(self, X):
-        """Probabilities, shape (n_rows, 2) (a lazy dask array for dask inputs)."""
+        """Probabilities, shape (n_rows, n_classes_) (a lazy dask array for dask inputs)."""
         margin = self._margin(X)
+        to_proba = _binary_proba if margin.ndim == 1 else softmax
         if _is_dask(margin):
             margin = _as_dask_array(margin)
-            return margin.map_blocks(_binary_proba, new_axis=1,
-                                     chunks=(margin.chunks[0], (2,)), dtype=np.float64)
-        return _binary_proba(margin)
+            if margin.ndim == 1:
+                return margin.map_blocks(_binary_proba, new_axis=1,
+                                         chunks=(margin.chunks[0], (2,)), dtype=np.float64)
+            return margin.map_blocks(softmax, dtype=np.float64)
+        return to_proba(margin)
 
     def predict(self, X):
         """Class labels from ``classes_``, shape (n_rows,) (lazy for dask inputs)."""
@@ -350,8 +361,36 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         if _is_dask(margin):
             import dask.array as da
 
-            return da.where(_as_dask_array(margin) > 0, self.classes_[1], self.classes_[0])
+            margin = _as_dask_array(margin)
+            if margin.ndim == 2:
+                classes = self.classes_  # (the tasks carry the labels, not the estimator)
+                return margin.argmax(axis=1).map_blocks(lambda i: classes[i],
+                                                        dtype=classes.dtype)
+            return da.where(margin > 0, self.classes_[1], self.classes_[0])
+        if margin.ndim == 2:
+            return self.classes_[np.argmax(margin, axis=1)]
         return self.classes_[(margin > 0).astype(int)]
+
+
+def _encode_labels(y, classes):
+    """Labels as float64 class indices into the sorted ``classes`` (binary: 1.0 for
+    ``classes[1]``, else 0.0); NaN for a label outside ``classes`` (its row is left out)."""
+    y = np.asarray(y)
+    if len(classes) == 2:
+        return (y == classes[1]).astype(np.float64)
+    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    return np.where(classes[index] == y, index, np.nan).astype(np.float64)
+
+
+def _dask_encode(y, classes):
+    """:func:`_encode_labels` on the blocks of a dask array or series, lazily."""
+    if hasattr(y, "map_partitions"):
+        import pandas as pd
+
+        return y.map_partitions(lambda part: pd.Series(_encode_labels(part.to_numpy(), classes),
+                                                       index=part.index),
+                                meta=pd.Series(dtype=np.float64))
+    return y.map_blocks(_encode_labels, classes, dtype=np.float64)
 
 
 def _dask_where(condition, a, b):

@@ -295,6 +295,9 @@ def continuation_params(params, model, feature_names, n_features):
     if model.objective != params.objective:
         raise ValueError(f"xgb_model was trained for {model.objective!r}, not "
                          f"{params.objective!r}")
+    if model.n_classes != params.num_class:
+        raise ValueError(f"xgb_model has num_class={model.n_classes}, the fit "
+                         f"num_class={params.num_class}")
     if model.n_features != n_features:
         raise ValueError(f"xgb_model has {model.n_features} features, X has {n_features}")
     if model.feature_names is not None and feature_names is not None \
@@ -357,7 +360,7 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
     from . import ops
 
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    objective = Objective(params.objective, params.label_bounds)
+    objective = Objective.of(params)
     chunks = np.array_split(np.arange(len(y)), n_partitions)
     states = [ops.load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
     coordinator = Coordinator(params, make_plan(params, X.shape[1]), LocalBackend(states),
@@ -396,12 +399,13 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     Parameters
     ----------
     params : dict or TrainParams
-        ``objective`` ("binary:logistic" or "reg:squarederror"), optional ``preset`` and any
-        field of :class:`dpxgb_dask.params.TrainParams` (e.g. ``epsilon``,
+        ``objective`` ("binary:logistic", "reg:squarederror", or "multi:softprob" with
+        ``num_class``), optional ``preset`` and any field of :class:`dpxgb_dask.params.TrainParams` (e.g. ``epsilon``,
         ``feature_bounds``, ``n_estimators``).
     X : ndarray, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame
         Shape (n_rows, n_features), numeric; NaN marks missing values.
     y : array-like or dask collection, shape (n_rows,)
+        Labels: 0/1, real values within ``label_bounds``, or class indices 0..K-1.
     client : distributed.Client, optional
         Default: the current default client, else an embedded LocalCluster (2 workers)
         that this call starts and closes.
@@ -449,7 +453,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
 
     from .plugin import DPXGBSchedulerPlugin, DPXGBWorkerPlugin
 
-    objective = Objective(p.objective, p.label_bounds)
+    objective = Objective.of(p)
     if p.budget is None:
         _say_no_budget_once()
     with ThreadPoolExecutor(1) as pool, _client_or_embedded(client) as c:
@@ -478,7 +482,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
                     break
                 except FuturesTimeout:
                     _touch_fit(c, fit_id, capability, placement)
-            with _progress(c, verbose, p.n_estimators) as topic:
+            with _progress(c, verbose, p.n_estimators * (p.num_class or 1)) as topic:
                 coordinated = True
                 request = dict(fit_id=fit_id, capability=capability, placement=placement,
                                sources=sources, params=p, plan=plan, n_features=n_features,

@@ -55,6 +55,8 @@ _EXPORTS = {
     "gradient_histogram_l2_sensitivity": ".sensitivity",
     "leaf_balanced_sigmas": ".sensitivity",
     "leaf_value_sensitivity": ".sensitivity",
+    "RowBounds": ".sensitivity",
+    "row_contribution_bounds": ".sensitivity",
 }
 
 # Eager: cheap, and importing it registers the typed warnings' filters.
@@ -113,6 +115,8 @@ __all__ = [
     "leaf_balanced_sigmas",
     "leaf_value_sensitivity",
     "privacy_report",
+    "row_contribution_bounds",
+    "RowBounds",
     "warn_if_large_epsilon",
 ]
 

@@ -161,12 +161,13 @@ def test_regression_predictions_stay_within_the_public_label_bounds(seed, regres
     assert np.any((margin < -3.0) | (margin > 3.0))  # the clip did bind: the test can fail
 
 
-@pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror"])
+@pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror", "multi:softprob"])
 def test_the_default_takes_the_schedule_point_nearest_in_log_epsilon(objective):
     from dpxgb_dask.params import DEFAULT_SCHEDULE, default_schedule_overrides
 
     points = DEFAULT_SCHEDULE[objective]
-    extra = {"label_bounds": (0.0, 1.0)} if objective == "reg:squarederror" else {}
+    extra = {"reg:squarederror": {"label_bounds": (0.0, 1.0)},
+             "multi:softprob": {"num_class": 3}}.get(objective, {})
     bounds = np.zeros((3, 2)) + [0, 1]
     for k, (at, overrides) in enumerate(points):
         # Just inside the band of point k on either side (bands switch at geometric midpoints).

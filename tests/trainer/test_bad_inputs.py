@@ -342,12 +342,13 @@ ESTIMATOR_CASES = [
     ("predict before fit", lambda: DPXGBClassifier().predict(X), NotFittedError, "fit"),
     ("privacy_report before fit", lambda: DPXGBClassifier().privacy_report(), NotFittedError,
      "fit"),
-    ("three public classes", lambda: DPXGBClassifier(
-        feature_bounds=BOUNDS, classes=[0, 1, 2], **FAST).fit(X, Y), ValueError, "classes"),
+    ("repeated public classes", lambda: DPXGBClassifier(
+        feature_bounds=BOUNDS, classes=[0, 1, 1], **FAST).fit(X, Y), ValueError, "classes"),
     ("labels outside the public classes", lambda: DPXGBClassifier(
         feature_bounds=BOUNDS, classes=[0, 1], **FAST).fit(X, Y * 2), ValueError, "classes"),
-    ("three classes in y", lambda: DPXGBClassifier(feature_bounds=BOUNDS, **FAST).fit(
-        X, np.arange(N_ROWS) % 3), ValueError, "binary"),
+    ("num_class for two classes", lambda: DPXGBClassifier(
+        feature_bounds=BOUNDS, classes=[0, 1], dp_params={"num_class": 3}, **FAST).fit(X, Y),
+     ValueError, "num_class"),
     ("feature_bounds by name without names", lambda: DPXGBClassifier(
         feature_bounds={"a": (0, 1)}, classes=[0, 1], **FAST).fit(X, Y), ValueError,
      "feature_bounds"),

@@ -22,7 +22,8 @@ def _data(n, seed, big=np.inf):
 
 @pytest.fixture(scope="module", params=[
     ("binary:logistic", None), ("binary:logistic", "dp-xgboost"),
-    ("reg:squarederror", None), ("reg:squarederror", "s-bdt")])
+    ("reg:squarederror", None), ("reg:squarederror", "s-bdt"),
+    ("multi:softprob", None), ("multi:softprob", "dp-xgboost")])
 def fitted(request, tmp_path_factory):
     objective, preset = request.param
     X = _data(4000, 0)
@@ -30,6 +31,8 @@ def fitted(request, tmp_path_factory):
     extra = {}
     if objective == "binary:logistic":
         y = (signal > 0).astype(float)
+    elif objective == "multi:softprob":
+        y, extra = np.digitize(signal, [-0.7, 0.0, 0.7]).astype(float), {"num_class": 4}
     else:
         y, extra = np.clip(3.0 * signal, -10, 10), {"label_bounds": (-10.0, 10.0)}
     params = resolve_params(objective, preset=preset, feature_bounds=np.tile([-4.0, 4.0], (5, 1)),
@@ -49,7 +52,7 @@ def test_xgboost_predicts_what_the_model_predicts(fitted):
     # leaf value itself) may round by a float32 ulp of the running margin, which never
     # exceeds |base| + the sum of the trees' largest |leaf|.
     nodes, roots = booster.nodes, list(booster.tree_roots) + [len(booster.nodes["value"])]
-    largest = abs(booster.base_score) + sum(
+    largest = np.abs(booster.base_score).max() + sum(
         np.abs(nodes["value"][a:b]).max() for a, b in zip(roots, roots[1:]))
     bound = 2 * (booster.n_trees + 1) * float(np.spacing(np.float32(largest)))
     assert np.abs(ours - theirs).max() <= bound
@@ -57,6 +60,12 @@ def test_xgboost_predicts_what_the_model_predicts(fitted):
         probability = loaded.predict(xgboost.DMatrix(X)).astype(np.float64)
         # the sigmoid's slope is at most 1/4; the float32 result rounds by < 6e-8
         assert np.abs(booster.predict(X) - probability).max() <= bound / 4 + 6e-8
+    elif booster.objective == "multi:softprob":
+        probability = loaded.predict(xgboost.DMatrix(X)).astype(np.float64)
+        assert theirs.shape == probability.shape == (X.shape[0], booster.n_classes)
+        # the softmax moves each probability by at most half the largest margin change
+        assert np.abs(booster.predict(X) - probability).max() <= bound / 2 + 6e-8
+        assert np.abs(booster.predict(X) - probability).max() <= 1e-6  # the issue's target
     else:  # ours clips to the public label bounds, XGBoost does not
         bounds = json.loads(loaded.attr("dpxgb_params"))["label_bounds"]
         clipped = np.clip(loaded.predict(xgboost.DMatrix(X)), *bounds)
@@ -68,6 +77,8 @@ def test_the_ledger_travels_in_the_attributes_and_nothing_exact_is_written(fitte
     assert json.loads(loaded.attr("dpxgb_ledger")) == json.loads(json.dumps(booster.ledger))
     trees = json.loads(path.read_text())["learner"]["gradient_booster"]["model"]["trees"]
     assert len(trees) == booster.n_trees
+    model = json.loads(path.read_text())["learner"]["gradient_booster"]["model"]
+    assert model["tree_info"] == booster.tree_class.tolist()
     assert all(set(t["loss_changes"]) == {0.0} and set(t["sum_hessian"]) == {0.0}
                for t in trees)
 

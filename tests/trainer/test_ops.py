@@ -34,26 +34,34 @@ def _heap(is_split, feats, bins, miss):
 
 def test_make_part_validates_and_names_the_argument():
     with pytest.raises(ValueError, match="same number of rows"):
-        ops.make_part(np.zeros((3, 2)), np.zeros(2), "reg:squarederror")
+        ops.make_part(np.zeros((3, 2)), np.zeros(2), Objective("reg:squarederror"))
     # outside {0, 1}: clipped to [0, 1], not refused
-    part = ops.make_part(np.zeros((2, 2)), np.array([-1.0, 2.0]), "binary:logistic")
+    part = ops.make_part(np.zeros((2, 2)), np.array([-1.0, 2.0]), Objective("binary:logistic"))
     np.testing.assert_array_equal(part.y, [0.0, 1.0])
     # outside label_bounds: clipped, not refused
-    part = ops.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]), "reg:squarederror", (0.0, 1.0))
+    part = ops.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]),
+                         Objective("reg:squarederror", (0.0, 1.0)))
     np.testing.assert_array_equal(part.y, [0.0, 1.0])
     with pytest.raises(ValueError, match="X must hold numbers"):
-        ops.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1), "reg:squarederror")
+        ops.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1),
+                      Objective("reg:squarederror"))
     # a NaN label is kept: the row is left out of the label sum (and of every tree)
-    part = ops.make_part(np.zeros((3, 1)), np.array([0.5, np.nan, -0.5]), "reg:squarederror",
-                         (-1.0, 1.0))
-    from dpxgb_dask.objective import Objective
+    part = ops.make_part(np.zeros((3, 1)), np.array([0.5, np.nan, -0.5]),
+                         Objective("reg:squarederror", (-1.0, 1.0)))
 
     np.testing.assert_array_equal(
         ops.clipped_label_sum(part, Objective("reg:squarederror", (-1.0, 1.0))), [0.0, 2.0])
     # infinite features are kept (the binning sends them to the ends of the bounds) and
     # left out of the exact extremes of feature_bounds='data'
     part = ops.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
-                         "reg:squarederror")
+                         Objective("reg:squarederror"))
+    # class indices: rounded and clipped to 0..K-1, NaN kept
+    part = ops.make_part(np.zeros((4, 1)), np.array([-1.0, 1.4, 7.0, np.nan]),
+                         Objective("multi:softprob", n_classes=3))
+    np.testing.assert_array_equal(part.y, [0.0, 1.0, 2.0, np.nan])
+    np.testing.assert_array_equal(ops.class_counts(part, 3), [1.0, 1.0, 1.0])
+    part = ops.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
+                         Objective("reg:squarederror"))
     np.testing.assert_array_equal(ops.feature_min_max(part), [[-2.0, 1.0]])
 
 

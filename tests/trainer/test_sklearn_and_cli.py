@@ -356,8 +356,10 @@ def test_classes_are_public_or_read_with_a_warning(client, seed, classification_
     assert with_nan.booster_ == without.booster_
     with pytest.raises(ValueError, match=r"labels outside classes=\['no', 'yes'\]"):
         DPXGBClassifier(classes=["no", "yes"], **params).fit(X, np.where(y > 0, "yes", "maybe"))
-    with pytest.raises(ValueError, match="classes must hold exactly 2 distinct labels"):
-        DPXGBClassifier(classes=[0, 1, 2], **params).fit(X, y)
+    with pytest.raises(ValueError, match="classes must hold 2 or more distinct labels"):
+        DPXGBClassifier(classes=[0, 1, 1], **params).fit(X, y)
+    with pytest.raises(ValueError, match="classes must hold 2 or more distinct labels"):
+        DPXGBClassifier(classes=["yes"], **params).fit(X, labels)
     with pytest.raises(ValueError, match="y contains 1 class.*classes="):
         DPXGBClassifier(**params).fit(X, np.zeros(len(X)))
 
