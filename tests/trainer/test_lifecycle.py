@@ -202,10 +202,12 @@ def _inputs(kind, X, y):
     return dd.from_pandas(frame, npartitions=3), dd.from_pandas(pd.Series(y), npartitions=3)
 
 
-@pytest.mark.parametrize("kind", ["numpy", "pandas", "dask_array", "dask_frame"])
+@pytest.mark.parametrize("kind", ["numpy", "pandas", "dask_array", "dask_frame",
+                                  "numpy_multiclass"])
 def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_data, kind):
     """The fit finishes after a worker is killed, with the very model (and ledger) of an
-    undisturbed fit: the lost partitions are rebuilt and the interrupted round replayed."""
+    undisturbed fit: the lost partitions are rebuilt and the interrupted round replayed
+    (multiclass: the class gradients of the round are recomputed where they were lost)."""
     import os
     import signal
 
@@ -213,6 +215,10 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     params = {"feature_bounds": bounds, "random_state": seed,
               "reproducible_noise": True, "n_estimators": 150,
               "max_depth": 4, "split_method": "noisy_histogram"}
+    if kind == "numpy_multiclass":
+        kind, y = "numpy", y + (X[:, 1] > 0)  # classes 0, 1, 2
+        params.update(objective="multi:softprob", num_class=3, n_estimators=50,
+                      batch_size=2)
     undisturbed = train(params, *_inputs(kind, X, y), client=client)
     thread, outcome = _fit_in_background(params, *_inputs(kind, X, y), client=client,
                                          return_timings=True)
