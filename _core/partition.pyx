@@ -5,6 +5,10 @@ children of ``p`` are ``2p + 1`` (left) and ``2p + 2`` (right)) for a row that t
 in the tree, and ``~p = -p - 1`` for a row that does not (e.g. not drawn by Poisson
 subsampling): such rows are routed too, so that every row ends at its leaf (the margins
 of all rows are updated from it), but they never enter a histogram.
+
+``is_split[p]`` says how node ``p`` splits: 0 not at all, 1 numerically (a bin ``<=
+split_bin[p]`` goes left), 2 categorically, one against the rest (the bin ``==
+split_bin[p]`` goes left).
 """
 cimport cython
 from cython.parallel import prange
@@ -17,9 +21,9 @@ from common cimport X_BINNED_DTYPE_C, INDEX_DTYPE_C, G_H_DTYPE_C, Y_DTYPE_C
 def apply_splits(
     const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
     INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,) heap node id per row
-    const unsigned char[::1] is_split,         # IN (n_node_ids,) 1 where the node splits
+    const unsigned char[::1] is_split,         # IN (n_node_ids,) 0, 1 (<=) or 2 (==)
     const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
-    const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) bin <= split_bin goes left
+    const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) the bin compared to
     const unsigned char[::1] missing_left,     # IN (n_node_ids,) 1: missing goes left
     X_BINNED_DTYPE_C missing_bin,              # IN
     int n_threads,                             # IN
@@ -28,7 +32,8 @@ def apply_splits(
 
     A row at node ``p`` with ``is_split[p]`` goes to ``2p + 1`` when its bin for
     ``split_feature[p]`` is ``missing_bin`` and ``missing_left[p]``, or when it is not
-    missing and ``<= split_bin[p]``; otherwise to ``2p + 2``. A row outside the tree
+    missing and ``<= split_bin[p]`` (``is_split[p] == 1``) or ``== split_bin[p]``
+    (``is_split[p] == 2``); otherwise to ``2p + 2``. A row outside the tree
     (position ``~p``) moves the same way and stays outside (``~(2p + 1)`` or ``~(2p + 2)``).
     Rows at nodes that do not split, or at node ids ``>= n_node_ids``, are left unchanged.
 
@@ -51,9 +56,9 @@ def apply_splits(
 def route_to_leaves(
     const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
     INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,) heap node id per row
-    const unsigned char[::1] is_split,         # IN (n_node_ids,) 1 where the node splits
+    const unsigned char[::1] is_split,         # IN (n_node_ids,) 0, 1 (<=) or 2 (==)
     const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
-    const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) bin <= split_bin goes left
+    const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) the bin compared to
     const unsigned char[::1] missing_left,     # IN (n_node_ids,) 1: missing goes left
     X_BINNED_DTYPE_C missing_bin,              # IN
     int n_threads,                             # IN
@@ -105,6 +110,8 @@ cdef _route(
             b = X_binned[i, split_feature[node]]
             if b == missing_bin:
                 go_left = missing_left[node] != 0
+            elif is_split[node] == 2:
+                go_left = b == split_bin[node]
             else:
                 go_left = b <= split_bin[node]
             if go_left:

@@ -5,7 +5,9 @@ A forest is the concatenation of its trees' nodes. Node ``j`` is a leaf when
 same arrays). Raw rows go left when ``x[feature[j]] <= threshold[j]`` and, when the value
 is NaN, when ``missing_left[j]``. Binned rows compare ``bin <= bin_threshold[j]`` instead,
 with ``missing_bin`` for NaN; with the cut points of binning.pyx, ``threshold[j]`` is the
-cut at ``bin_threshold[j]`` and both walks agree on every row.
+cut at ``bin_threshold[j]`` and both walks agree on every row. A categorical node
+(``categorical[j]``) sends a row left when its category code equals ``threshold[j]``
+(raw) or its bin equals ``bin_threshold[j]`` (binned; a category's bin is its code).
 """
 cimport cython
 from cython.parallel import prange
@@ -17,6 +19,7 @@ def predict_raw(
     const X_DTYPE_C[:, :] X,                   # IN (n_samples, n_features)
     const INDEX_DTYPE_C[::1] feature,          # IN (n_nodes,)
     const X_DTYPE_C[::1] threshold,            # IN (n_nodes,)
+    const unsigned char[::1] categorical,      # IN (n_nodes,) 1: x == threshold goes left
     const unsigned char[::1] missing_left,     # IN (n_nodes,)
     const INDEX_DTYPE_C[::1] left,             # IN (n_nodes,) -1 for leaves
     const INDEX_DTYPE_C[::1] right,            # IN (n_nodes,)
@@ -32,13 +35,13 @@ def predict_raw(
     X : ndarray of float64, shape (n_samples, n_features); NaN marks missing values
     feature, left, right, tree_roots : ndarray of int32
     threshold, value : ndarray of float64, shape (n_nodes,)
-    missing_left : ndarray of uint8, shape (n_nodes,)
+    categorical, missing_left : ndarray of uint8, shape (n_nodes,)
     out : ndarray of float64, shape (n_samples,)
         Accumulated into (initialise it with the base score).
     n_threads : int
     """
-    _check_forest(feature, threshold.shape[0], missing_left, left, right, value, tree_roots,
-                  X.shape[1])
+    _check_forest(feature, threshold.shape[0], categorical, missing_left, left, right, value,
+                  tree_roots, X.shape[1])
     if out.shape[0] != X.shape[0]:
         raise ValueError(f"out has {out.shape[0]} entries, X has {X.shape[0]} rows")
     cdef Py_ssize_t i, t, node
@@ -54,6 +57,8 @@ def predict_raw(
                 x = X[i, feature[node]]
                 if x != x:
                     go_left = missing_left[node] != 0
+                elif categorical[node]:
+                    go_left = x == threshold[node]
                 else:
                     go_left = x <= threshold[node]
                 if go_left:
@@ -68,6 +73,7 @@ def predict_binned(
     const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
     const INDEX_DTYPE_C[::1] feature,          # IN (n_nodes,)
     const X_BINNED_DTYPE_C[::1] bin_threshold, # IN (n_nodes,)
+    const unsigned char[::1] categorical,      # IN (n_nodes,) 1: bin == bin_threshold left
     const unsigned char[::1] missing_left,     # IN (n_nodes,)
     const INDEX_DTYPE_C[::1] left,             # IN (n_nodes,)
     const INDEX_DTYPE_C[::1] right,            # IN (n_nodes,)
@@ -86,8 +92,8 @@ def predict_binned(
     missing_bin : int
     Other parameters as in :func:`predict_raw`.
     """
-    _check_forest(feature, bin_threshold.shape[0], missing_left, left, right, value,
-                  tree_roots, X_binned.shape[1])
+    _check_forest(feature, bin_threshold.shape[0], categorical, missing_left, left, right,
+                  value, tree_roots, X_binned.shape[1])
     if out.shape[0] != X_binned.shape[0]:
         raise ValueError(f"out has {out.shape[0]} entries, X_binned has "
                          f"{X_binned.shape[0]} rows")
@@ -104,6 +110,8 @@ def predict_binned(
                 b = X_binned[i, feature[node]]
                 if b == missing_bin:
                     go_left = missing_left[node] != 0
+                elif categorical[node]:
+                    go_left = b == bin_threshold[node]
                 else:
                     go_left = b <= bin_threshold[node]
                 if go_left:
@@ -115,6 +123,7 @@ def predict_binned(
 
 
 cdef _check_forest(const INDEX_DTYPE_C[::1] feature, Py_ssize_t n_thresholds,
+                   const unsigned char[::1] categorical,
                    const unsigned char[::1] missing_left, const INDEX_DTYPE_C[::1] left,
                    const INDEX_DTYPE_C[::1] right, const Y_DTYPE_C[::1] value,
                    const INDEX_DTYPE_C[::1] tree_roots, Py_ssize_t n_features):
@@ -125,8 +134,8 @@ cdef _check_forest(const INDEX_DTYPE_C[::1] feature, Py_ssize_t n_thresholds,
     """
     cdef Py_ssize_t n_nodes = feature.shape[0]
     cdef Py_ssize_t j
-    if not (n_thresholds == missing_left.shape[0] == left.shape[0] == right.shape[0]
-            == value.shape[0] == n_nodes):
+    if not (n_thresholds == categorical.shape[0] == missing_left.shape[0] == left.shape[0]
+            == right.shape[0] == value.shape[0] == n_nodes):
         raise ValueError("the forest's node arrays must all have the same length")
     for j in range(tree_roots.shape[0]):
         if not (0 <= tree_roots[j] < n_nodes):

@@ -100,6 +100,26 @@ def load_adult(root=None):
     return X_train, y_train, X_test, y_test, bounds
 
 
+def load_adult_raw(root=None):
+    """UCI Adult as published: the categorical columns as their strings.
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test, numeric_bounds, categories
+        X as DataFrames (strings for the categorical columns), y as float arrays in {0, 1},
+        the public bounds of the numerical columns by name, and the category lists of
+        adult.names by name.
+    """
+    root = Path(root or data_dir()) / "adult"
+    read = dict(header=None, names=ADULT_COLUMNS, skipinitialspace=True, na_values="?")
+    frames = []
+    for name, skip in (("adult.data", 0), ("adult.test", 1)):
+        frame = pd.read_csv(root / name, skiprows=skip, **read).dropna()
+        y = frame["income"].str.startswith(">50K").astype(float).to_numpy()
+        frames += [frame[ADULT_COLUMNS[:-1]], y]
+    return (*frames, dict(ADULT_NUMERIC_BOUNDS), dict(ADULT_CATEGORIES))
+
+
 # -- Abalone ---------------------------------------------------------------------------------
 
 ABALONE_COLUMNS = ["sex", "length", "diameter", "height", "whole-weight", "shucked-weight",

@@ -157,8 +157,23 @@ def cmd_train(args):
     y = table[args.label]
     X = table.drop(columns=[args.label])
     params = _train_params(args)
+    categorical = []
+    if args.categories:
+        try:
+            with open(args.categories) as f:
+                params["categories"] = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"dpxgb: --categories {args.categories}: {exc}") from None
+        if not isinstance(params["categories"], dict):
+            raise SystemExit("dpxgb: --categories must hold a JSON object {column: [values]}")
+        categorical = [str(c) for c in params["categories"]]
     if args.bounds:
-        params["feature_bounds"] = _read_bounds(args.bounds, [str(c) for c in X.columns])
+        # a categorical column's bounds are its codes' (set by train)
+        numerical = [str(c) for c in X.columns if str(c) not in categorical]
+        given = _read_bounds(args.bounds, numerical)
+        rows = iter(given)
+        params["feature_bounds"] = np.array([(0.0, 0.0) if str(c) in categorical
+                                             else next(rows) for c in X.columns])
     elif args.bounds_epsilon is None and args.xgb_model is None:
         raise SystemExit("dpxgb: give --bounds FILE (public feature bounds) or --bounds-epsilon")
     if args.label_bounds:
@@ -297,6 +312,9 @@ def build_parser():
     tr.add_argument("--bounds-epsilon", type=float, default=None,
                     help="budget for a DP estimate of the feature bounds")
     tr.add_argument("--label-bounds", type=float, nargs=2, metavar=("LO", "HI"))
+    tr.add_argument("--categories", metavar="FILE",
+                    help="public category lists of the categorical columns: JSON "
+                         "{column: [values]} (a value outside its list is missing)")
     tr.add_argument("--n-estimators", type=int)
     tr.add_argument("--max-depth", type=int)
     tr.add_argument("--learning-rate", type=float)

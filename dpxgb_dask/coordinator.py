@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 
-from . import decisions, ops
+from . import categories, decisions, ops
 from .model import Booster, Tree
 from .objective import Objective, to_label_units, to_training_units
 from .plan import (BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, continued_model,
@@ -94,6 +94,10 @@ class Coordinator:
         self.n_features = n_features
         self.feature_names = feature_names
         self.objective = Objective.of(params)
+        categorical = categories.is_categorical(params.categories, n_features)
+        #: the categorical features (bool per feature), or None when there are none
+        self.categorical = categorical if categorical.any() else None
+        self.missing_bin = categories.missing_bin(params.categories, params.max_bin)
         self._publish_to = publish or (lambda event: None)
         #: (warning class, message) raised during the fit (public facts only), emitted in
         #: the user's process by ``training`` rather than on the scheduler
@@ -185,6 +189,8 @@ class Coordinator:
             bounds = await self._feature_bounds()
             base_score = await self._init_score()
             cuts = await self._candidates(bounds)
+            # categorical features: public codes, one bin per category
+            cuts, bounds = categories.cuts_and_bounds(p.categories, cuts, bounds)
             start = None
         else:  # public: the model's own bounds, cuts and margins
             bounds, cuts = self.init_model.feature_bounds, list(self.init_model.cuts)
@@ -192,11 +198,12 @@ class Coordinator:
             base_score = start.base_score
         self._phase("candidates", t0)
         t0 = time.perf_counter()
-        await be.prepare(ops.Prepare(bounds, cuts, p.max_bin, base_score,
+        await be.prepare(ops.Prepare(bounds, cuts, self.missing_bin, base_score,
                                      dict(enumerate(offsets)), init_model=start))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
-                          self.feature_names, p.label_bounds, n_classes=p.num_class)
+                          self.feature_names, p.label_bounds, n_classes=p.num_class,
+                          categories=p.categories)
         n_cuts = np.array([len(c) for c in cuts])
         tree_end = None  # the previous tree, applied to the margins in the next round
         drawn = None     # the next random tree's structure, drawn while a round was out
@@ -346,14 +353,15 @@ class Coordinator:
     def _refresh_candidates(self, t, root, cuts, bounds):
         """Iterative Hessian: release the root Hessian histogram, refine the cuts."""
         p = self.params
-        fields = self._event("sketch", t, n_parallel=p.max_bin + 1)
+        fields = self._event("sketch", t, n_parallel=self.missing_bin + 1)
         h_values = root[0]["sum_hessians"] if p.newton else root[0]["count"].astype(np.float64)
         mech = GaussianMechanism(fields["sensitivity"], noise_multiplier=fields["noise_multiplier"],
                                  coords_per_row=self.n_features)
         noisy = mech.release(h_values, self._stream("sketch", tree=t))
         del root, h_values
         self._record(fields)
-        return decisions.hessian_refined_cuts(noisy, cuts, bounds, p.max_bin)
+        refined = decisions.hessian_refined_cuts(noisy, cuts, bounds, p.max_bin)
+        return categories.cuts_and_bounds(p.categories, refined, bounds)[0]
 
     # -- trees ------------------------------------------------------------------------------
 
@@ -480,7 +488,7 @@ class Coordinator:
             # cyclic features follow the rounds: a round's class trees share one feature
             splits = decisions.random_splits(
                 open_nodes, ranges, n_cuts, p.feature_selection, t // self.plan.trees_per_round,
-                self.structure.stream(purpose="split", tree=t, depth=d))
+                self.structure.stream(purpose="split", tree=t, depth=d), self.categorical)
             levels.append(splits.as_heap_arrays())
             self._add_splits(tree, open_nodes, splits)
             ranges = decisions.child_ranges(ranges, splits)
@@ -518,7 +526,7 @@ class Coordinator:
                 # drawn while the workers build the histograms.
                 if p.split_method != "noisy_histogram":
                     return None
-                size = n_nodes * self.n_features * (p.max_bin + 1)
+                size = n_nodes * self.n_features * (self.missing_bin + 1)
                 return await self._cpu(self._histogram_noise, t, d, size, n_values=2 * size)
 
             noise, exact = await self._round_while(
@@ -555,11 +563,11 @@ class Coordinator:
         for i, node in enumerate(nodes):
             if splits.is_split[i]:
                 tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
-                               splits.missing_left[i])
+                               splits.missing_left[i], splits.categorical is not None
+                               and splits.categorical[i])
 
     def _histogram_noise(self, t, d, size):
         """The noise of level d's (G, H) histogram release (see ``_release_splits``)."""
-        p = self.params
         fields = self._event("split", t, depth=d)
         bounds = self.plan.row_bounds
         mechanism = decisions.histogram_mechanism(self.n_features, bounds.gradient,
@@ -574,14 +582,15 @@ class Coordinator:
         if p.split_method == "exponential":
             splits, _ = decisions.exponential_splits(
                 nodes, exact, n_cuts, p.reg_lambda, p.newton, fields["sensitivity"],
-                fields["epsilon"], self._stream("split", tree=t, depth=d))
+                fields["epsilon"], self._stream("split", tree=t, depth=d), self.categorical)
         else:
             if noise is None:
                 noise = self._histogram_noise(t, d, exact.size)
             bounds = self.plan.row_bounds
             splits, _, _, _ = decisions.noisy_histogram_splits(
                 nodes, exact, n_cuts, p.reg_lambda, p.newton, bounds.gradient, bounds.denominator,
-                fields["noise_multiplier"], None, None, noise, self.plan.joint_classes or 1)
+                fields["noise_multiplier"], None, None, noise, self.plan.joint_classes or 1,
+                self.categorical)
         self._record(fields)
         return splits
 

@@ -35,7 +35,9 @@ def _check_numeric_dtypes(dtypes, names):
     bad = [str(name) for name, dtype in zip(names, dtypes)
            if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))]
     if bad:
-        raise ValueError(f"X has non-numeric columns {bad}; encode them as numbers first")
+        raise ValueError(f"X has non-numeric columns {bad}: give their public category lists "
+                         "as categories={column: [...]} (or a pandas category dtype), or "
+                         "encode them as numbers")
     complex_ = [str(name) for name, dtype in zip(names, dtypes)
                 if getattr(dtype, "kind", None) == "c"]
     if complex_:

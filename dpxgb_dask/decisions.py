@@ -6,7 +6,9 @@ the workers; each returns only DP releases (or data-independent choices) and the
 the ledger event that describes the release. Nothing here knows about Dask.
 
 Split candidates of a feature ``f`` with ``k_f`` cuts are the thresholds ``t = 0..k_f-1``
-("bin <= t goes left") times the direction of missing values (left, right).
+("bin <= t goes left") times the direction of missing values (left, right). A categorical
+feature (``categorical[f]``; its bins are the codes of its ``k_f + 1`` public categories)
+splits one category against the rest: candidates ``t = 0..k_f`` ("bin == t goes left").
 """
 from dataclasses import dataclass
 import math
@@ -34,6 +36,8 @@ class LevelSplits:
     feature : ndarray of int32, shape (n_nodes,)
     bin_threshold : ndarray of int32, shape (n_nodes,)
     missing_left : ndarray of bool, shape (n_nodes,)
+    categorical : ndarray of bool, shape (n_nodes,), optional
+        The node splits one category (``bin_threshold``) against the rest.
     """
 
     nodes: np.ndarray
@@ -41,15 +45,20 @@ class LevelSplits:
     feature: np.ndarray
     bin_threshold: np.ndarray
     missing_left: np.ndarray
+    categorical: np.ndarray = None
 
     def as_heap_arrays(self):
-        """Decision arrays indexed by heap id, the layout of ``partition.apply_splits``."""
+        """Decision arrays indexed by heap id, the layout of ``partition.apply_splits``
+        (``is_split`` 1 for a numerical split, 2 for a categorical one)."""
         size = int(self.nodes.max()) + 1 if self.nodes.size else 0
         is_split = np.zeros(size, dtype=np.uint8)
         feature = np.zeros(size, dtype=np.int32)
         split_bin = np.zeros(size, dtype=np.uint8)
         missing_left = np.zeros(size, dtype=np.uint8)
-        is_split[self.nodes] = self.is_split
+        kind = np.asarray(self.is_split, dtype=np.uint8)
+        if self.categorical is not None:
+            kind = kind * (1 + np.asarray(self.categorical, dtype=np.uint8))
+        is_split[self.nodes] = kind
         feature[self.nodes] = self.feature
         split_bin[self.nodes] = self.bin_threshold
         missing_left[self.nodes] = self.missing_left
@@ -69,7 +78,7 @@ def _ratio(numerator, denominator):
 # -- split candidates and gains ---------------------------------------------------------------
 
 
-def candidate_mask(n_cuts, n_bins, node_ranges=None):
+def candidate_mask(n_cuts, n_bins, node_ranges=None, categorical=None):
     """Valid (feature, threshold) pairs.
 
     Parameters
@@ -80,26 +89,35 @@ def candidate_mask(n_cuts, n_bins, node_ranges=None):
         Histogram bins per feature, missing bin included (thresholds ``0..n_bins-2``).
     node_ranges : ndarray of int, shape (n_nodes, n_features, 2), optional
         Bin range ``[lo, hi]`` still reachable at each node given its ancestors' splits on
-        the same feature; a threshold must satisfy ``lo <= t < hi``.
+        the same feature; a threshold must satisfy ``lo <= t < hi`` (numerical features).
+    categorical : ndarray of bool, shape (n_features,), optional
+        Categorical features: every category ``t <= n_cuts[f]`` is a candidate.
 
     Returns
     -------
     ndarray of bool, shape (n_features, n_bins - 1) or (n_nodes, n_features, n_bins - 1)
     """
     t = np.arange(n_bins - 1)
-    base = t[None, :] < np.asarray(n_cuts)[:, None]
+    n_candidates = np.asarray(n_cuts).copy()
+    if categorical is not None:
+        n_candidates = n_candidates + np.asarray(categorical, dtype=n_candidates.dtype)
+    base = t[None, :] < n_candidates[:, None]
     if node_ranges is None:
         return base
     lo = node_ranges[:, :, 0][:, :, None]
     hi = node_ranges[:, :, 1][:, :, None]
-    return base[None] & (t[None, None, :] >= lo) & (t[None, None, :] < hi)
+    reachable = (t[None, None, :] >= lo) & (t[None, None, :] < hi)
+    if categorical is not None:
+        reachable = reachable | np.asarray(categorical)[None, :, None]
+    return base[None] & reachable
 
 
-def split_gains(sum_g, sum_h, reg_lambda):
+def split_gains(sum_g, sum_h, reg_lambda, categorical=None):
     """Gain of every candidate: G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ).
 
     This is XGBoost's gain without its factor 1/2 (DP-XGBoost eq. (5); DPBoost eq. (3)
-    with H = counts). Missing values (the last bin) go left or right.
+    with H = counts). Missing values (the last bin) go left or right. The left child of
+    threshold ``t`` holds bins ``<= t``, or bin ``t`` alone for a categorical feature.
 
     Parameters
     ----------
@@ -107,6 +125,7 @@ def split_gains(sum_g, sum_h, reg_lambda):
         Per-bin sums (exact or noisy); the last bin holds missing values. With
         ``newton=False`` the caller passes counts as ``sum_h``.
     reg_lambda : float
+    categorical : ndarray of bool, shape (n_features,), optional
 
     Returns
     -------
@@ -118,6 +137,10 @@ def split_gains(sum_g, sum_h, reg_lambda):
     hl = np.cumsum(sum_h[..., :-1], axis=-1)
     g_tot = gl[..., -1:] + g_miss
     h_tot = hl[..., -1:] + h_miss
+    if categorical is not None and np.any(categorical):
+        one = np.asarray(categorical)[:, None]  # one category against the rest
+        gl = np.where(one, sum_g[..., :-1], gl)
+        hl = np.where(one, sum_h[..., :-1], hl)
     parent = _ratio(g_tot**2, np.maximum(h_tot, 0.0) + reg_lambda)
     gains = np.empty(gl.shape + (2,))
     for missing_left in (0, 1):
@@ -140,7 +163,7 @@ def _decode(choice, n_features, n_thresholds):
 
 
 def exponential_splits(nodes, histograms, n_cuts, reg_lambda, newton, gain_sensitivity,
-                       epsilon, rng):
+                       epsilon, rng, categorical=None):
     """DP split choice by the exponential mechanism (DP-XGBoost §4.2; DPBoost Alg. 1).
 
     One selection per node, all at this level's ε (the nodes hold disjoint rows: parallel
@@ -160,6 +183,9 @@ def exponential_splits(nodes, histograms, n_cuts, reg_lambda, newton, gain_sensi
     gain_sensitivity : float
     epsilon : float
     rng : RandomStream
+    categorical : ndarray of bool, shape (n_features,), optional
+        One-against-the-rest candidates on these features (the gain's sensitivity holds
+        for any partition of a node's rows into two children).
 
     Returns
     -------
@@ -171,13 +197,21 @@ def exponential_splits(nodes, histograms, n_cuts, reg_lambda, newton, gain_sensi
     sum_g = histograms["sum_gradients"]
     sum_h = histograms["sum_hessians"] if newton else histograms["count"].astype(np.float64)
     n_nodes, n_features, n_bins = sum_g.shape
-    gains = split_gains(sum_g, sum_h, reg_lambda)
-    mask = np.broadcast_to(candidate_mask(n_cuts, n_bins)[None, :, :, None], gains.shape)
+    gains = split_gains(sum_g, sum_h, reg_lambda, categorical)
+    mask = np.broadcast_to(candidate_mask(n_cuts, n_bins, categorical=categorical)[
+        None, :, :, None], gains.shape)
     mechanism = ExponentialMechanism(gain_sensitivity, epsilon)
     choice = mechanism.select(gains.reshape(n_nodes, -1), mask=mask.reshape(n_nodes, -1), rng=rng)
     is_split = choice >= 0
     feature, threshold, missing_left = _decode(np.maximum(choice, 0), n_features, n_bins - 1)
-    return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split), mechanism
+    return _level_splits(nodes, is_split, feature, threshold, missing_left, categorical), \
+        mechanism
+
+
+def _level_splits(nodes, is_split, feature, threshold, missing_left, categorical):
+    """LevelSplits of chosen candidates; a categorical feature's split is categorical."""
+    kind = None if categorical is None else np.asarray(categorical)[feature] & is_split
+    return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split, kind)
 
 
 def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_multiplier,
@@ -208,7 +242,7 @@ def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_mul
 
 def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradient_bound,
                            denominator_bound, noise_multiplier, rng_g, rng_h, noise=None,
-                           n_joint=1):
+                           n_joint=1, categorical=None):
     """Greedy split on Gaussian-noised gradient histograms (Maddock et al. §4.3.1, "Hist").
 
     The level's (G, H) histograms of every node and feature are released at once with
@@ -235,6 +269,8 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
         mechanism of :func:`histogram_mechanism` and the same streams).
     n_joint : int
         As in :func:`histogram_mechanism`.
+    categorical : ndarray of bool, shape (n_features,), optional
+        One-against-the-rest candidates on these features.
 
     Returns
     -------
@@ -252,23 +288,33 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     noise_g, noise_h = noise if noise is not None else (None, None)
     noisy_g = mechanism.release(sum_g, rng_g, noise=noise_g)
     noisy_h = mechanism.release(sum_h, rng_h, noise=noise_h)
-    gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), reg_lambda)
-    mask = np.broadcast_to(candidate_mask(n_cuts, n_bins)[None, :, :, None], gains.shape)
+    if categorical is not None:
+        # bins beyond a feature's own (it has fewer categories or cuts than the missing bin)
+        # hold no row: a public fact, so their noise is dropped (post-processing)
+        used = np.arange(n_bins - 1)[None, :] <= np.asarray(n_cuts)[:, None]  # 0..n_cuts
+        empty = np.concatenate([~used, np.zeros((n_features, 1), dtype=bool)], axis=1)
+        noisy_g = np.where(empty[None], 0.0, noisy_g)
+        noisy_h = np.where(empty[None], 0.0, noisy_h)
+    gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), reg_lambda, categorical)
+    mask = np.broadcast_to(candidate_mask(n_cuts, n_bins, categorical=categorical)[
+        None, :, :, None], gains.shape)
     flat = np.where(mask, gains, -np.inf).reshape(n_nodes, -1)
     choice = np.argmax(flat, axis=1)
     is_split = np.isfinite(flat[np.arange(n_nodes), choice])
     feature, threshold, missing_left = _decode(choice, n_features, n_bins - 1)
-    return (LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split),
+    return (_level_splits(nodes, is_split, feature, threshold, missing_left, categorical),
             mechanism, noisy_g, noisy_h)
 
 
-def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng):
+def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng,
+                  categorical=None):
     """Totally random splits (Maddock et al. §4.3.2 "TR"; S-BDT): data independent.
 
     Each node picks a feature (uniformly among the features that can still be split at
     it, or feature ``tree_index mod m`` with ``feature_selection="cyclic"``), then a
-    threshold uniformly in its reachable bin range, and a direction for missing values
-    by a fair coin. Nothing here reads the data: no privacy is spent.
+    threshold uniformly in its reachable bin range (a categorical feature: one of its
+    categories, uniformly), and a direction for missing values by a fair coin. Nothing
+    here reads the data: no privacy is spent.
 
     Parameters
     ----------
@@ -280,6 +326,7 @@ def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng
     tree_index : int
         The boosting round (the tree, unless a multiclass round grows one per class).
     rng : RandomStream
+    categorical : ndarray of bool, shape (n_features,), optional
 
     Returns
     -------
@@ -304,11 +351,15 @@ def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng
         k = rng.uniform_below(n_ok[rows])
         rank = np.cumsum(splittable[rows], axis=1) - 1
         f = np.argmax(splittable[rows] & (rank == k[:, None]), axis=1)
-        width = hi[rows, f] - lo[rows, f]
+        start, width = lo[rows, f], hi[rows, f] - lo[rows, f]
+        if categorical is not None:  # any of the n_cuts + 1 categories
+            one = np.asarray(categorical)[f]
+            start = np.where(one, 0, start)
+            width = np.where(one, np.asarray(n_cuts)[f] + 1, width)
         feature[rows] = f
-        threshold[rows] = lo[rows, f] + rng.uniform_below(width)
+        threshold[rows] = start + rng.uniform_below(width)
         missing_left[rows] = rng.uniform_below(2, size=rows.size).astype(bool)
-    return LevelSplits(nodes, is_split, feature, threshold, missing_left)
+    return _level_splits(nodes, is_split, feature, threshold, missing_left, categorical)
 
 
 def child_ranges(node_ranges, splits):
@@ -319,11 +370,15 @@ def child_ranges(node_ranges, splits):
     ndarray of int64, shape (2 * n_split, n_features, 2)
         Ranges of children ``2p+1, 2p+2`` for the split nodes ``p`` in order.
     """
+    numerical = np.asarray(splits.is_split, dtype=bool)
+    if splits.categorical is not None:  # a category split leaves the bin ranges as they are
+        numerical = numerical & ~np.asarray(splits.categorical, dtype=bool)
     split = np.flatnonzero(splits.is_split)
-    f = np.asarray(splits.feature)[split]
-    t = np.asarray(splits.bin_threshold, dtype=np.int64)[split]
     both = np.repeat(node_ranges[split].astype(np.int64)[:, None], 2, axis=1)
-    rows = np.arange(split.size)
+    narrowed = numerical[split]
+    f = np.asarray(splits.feature)[split][narrowed]
+    t = np.asarray(splits.bin_threshold, dtype=np.int64)[split][narrowed]
+    rows = np.flatnonzero(narrowed)
     both[rows, 0, f, 1] = np.minimum(both[rows, 0, f, 1], t)
     both[rows, 1, f, 0] = np.maximum(both[rows, 1, f, 0], t + 1)
     return both.reshape(-1, node_ranges.shape[1], 2)
@@ -359,8 +414,9 @@ def node_totals(histograms):
 
 def child_totals(histograms, splits):
     """Exact (G, H, count) of the children of the split nodes, from the parents' histograms:
-    the left child holds bins ``<= t`` of the split feature (and the missing bin when
-    missing values go left), the right child the rest.
+    the left child holds bins ``<= t`` of the split feature (bin ``t`` alone for a
+    categorical split; and the missing bin when missing values go left), the right child
+    the rest.
 
     Parameters
     ----------
@@ -379,7 +435,9 @@ def child_totals(histograms, splits):
         cells = np.stack([column["sum_gradients"], column["sum_hessians"],
                           column["count"].astype(np.float64)], axis=1)
         total = cells.sum(axis=0)
-        left = cells[:splits.bin_threshold[i] + 1].sum(axis=0)
+        t = splits.bin_threshold[i]
+        one = splits.categorical is not None and splits.categorical[i]
+        left = cells[t] if one else cells[:t + 1].sum(axis=0)
         if splits.missing_left[i]:
             left = left + cells[-1]
         out.extend([left, total - left])

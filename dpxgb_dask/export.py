@@ -18,6 +18,9 @@ Differences of representation:
   split condition is the smallest float32 above the threshold. XGBoost reads features as
   float32, so a feature value within float32 rounding of a threshold can take the other
   branch; it also refuses infinite features, which our predict clips to the bounds.
+* A categorical feature is of type "c": XGBoost reads its category codes (the index in
+  the public list, e.g. a pandas column of that ``CategoricalDtype`` with
+  ``enable_categorical=True``); each of its splits lists one category.
 * A multiclass model (``multi:softprob``, ``tree_info`` giving each tree's class) writes its
   K base margins as XGBoost's vector intercept, which XGBoost reads from version 3.1 on.
 * Our regression predictions are clipped to ``label_bounds``; XGBoost's are not (clip
@@ -59,12 +62,21 @@ def _tree(booster, index, n_features):
     conditions = np.where(is_leaf, values.astype(np.float32),
                           _split_conditions(nodes["threshold"][start:stop]))
     weights = np.where(is_leaf, values, 0.0).astype(np.float32)
+    missing_left = nodes["missing_left"][start:stop].astype(bool)
+    # XGBoost sends the categories it lists at a node right, ours goes left: swap the
+    # children (and the default direction) of a categorical node
+    category = nodes["categorical"][start:stop].astype(bool) & ~is_leaf
+    left, right = np.where(category, right, left), np.where(category, left, right)
+    missing_left = np.where(category, ~missing_left, missing_left)
+    conditions = np.where(category, np.float32(0.0), conditions)
+    split_nodes = np.flatnonzero(category)
     return {
         "base_weights": weights.tolist(),
-        "categories": [], "categories_nodes": [], "categories_segments": [],
-        "categories_sizes": [],
-        "default_left": np.where(is_leaf, 0, nodes["missing_left"][start:stop]).astype(int)
-                          .tolist(),
+        "categories": nodes["threshold"][start:stop][split_nodes].astype(int).tolist(),
+        "categories_nodes": split_nodes.tolist(),
+        "categories_segments": list(range(split_nodes.size)),
+        "categories_sizes": [1] * split_nodes.size,
+        "default_left": np.where(is_leaf, 0, missing_left).astype(int).tolist(),
         "id": index,
         "left_children": left.tolist(),
         "right_children": right.tolist(),
@@ -73,11 +85,18 @@ def _tree(booster, index, n_features):
         "split_conditions": conditions.astype(np.float32).tolist(),
         "split_indices": np.where(is_leaf, 0, nodes["feature"][start:stop]).astype(int)
                            .tolist(),
-        "split_type": [0] * n,
+        "split_type": category.astype(int).tolist(),
         "sum_hessian": [0.0] * n,  # exact hessian sums are private: never written
         "tree_param": {"num_deleted": "0", "num_feature": str(n_features),
                        "num_nodes": str(n), "size_leaf_vector": "1"},
     }
+
+
+def _feature_types(booster):
+    """XGBoost's feature types: "c" (categorical: its codes) or "float"."""
+    if booster.categories is not None:
+        return ["c" if c is not None else "float" for c in booster.categories]
+    return ["float"] * booster.n_features if booster.feature_names else []
 
 
 def to_xgboost_json(booster):
@@ -113,7 +132,7 @@ def to_xgboost_json(booster):
                 "dpxgb_params": json.dumps(booster.params),
             },
             "feature_names": list(booster.feature_names or []),
-            "feature_types": ["float"] * n_features if booster.feature_names else [],
+            "feature_types": _feature_types(booster),
             "gradient_booster": {
                 "model": {
                     "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(n_trees)},

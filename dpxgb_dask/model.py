@@ -29,6 +29,7 @@ _TREE_FIELDS = {
     "feature": np.int32,
     "bin_threshold": np.uint8,
     "threshold": np.float64,
+    "categorical": np.uint8,
     "missing_left": np.uint8,
     "left": np.int32,
     "right": np.int32,
@@ -39,7 +40,8 @@ _TREE_FIELDS = {
 _NODE_FIELDS = {
     # name: dtype of the flat node arrays (one entry per node of every tree)
     "feature": np.int32,
-    "threshold": np.float64,
+    "threshold": np.float64,  # a categorical node's category code
+    "categorical": np.uint8,  # 1: the category == threshold goes left, the rest right
     "missing_left": np.uint8,
     "left": np.int32,
     "right": np.int32,
@@ -59,12 +61,14 @@ class Tree:
 
     def __init__(self, cuts):
         self._cuts = cuts
-        self.splits = {}   # heap id -> (feature, bin_threshold, missing_left)
+        self.splits = {}   # heap id -> (feature, bin_threshold, missing_left, categorical)
         self.leaves = {}   # heap id -> leaf value (already multiplied by the learning rate)
 
-    def add_split(self, node, feature, bin_threshold, missing_left):
-        """Record that heap node ``node`` splits on ``bin <= bin_threshold`` of ``feature``."""
-        self.splits[int(node)] = (int(feature), int(bin_threshold), bool(missing_left))
+    def add_split(self, node, feature, bin_threshold, missing_left, categorical=False):
+        """Record that heap node ``node`` splits on ``bin <= bin_threshold`` of ``feature``
+        (``categorical``: on ``bin == bin_threshold``, the category whose code is the bin)."""
+        self.splits[int(node)] = (int(feature), int(bin_threshold), bool(missing_left),
+                                  bool(categorical))
 
     def add_leaf(self, node, value):
         """Record that heap node ``node`` is a leaf with output ``value``."""
@@ -86,13 +90,15 @@ class Tree:
         arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in _TREE_FIELDS.items()}
         for node, i in index.items():
             if node in self.splits:
-                feature, bin_threshold, missing_left = self.splits[node]
+                feature, bin_threshold, missing_left, categorical = self.splits[node]
                 left, right = 2 * node + 1, 2 * node + 2
                 if left not in index or right not in index:
                     raise ValueError(f"split node {node} lacks a child")
                 arrays["feature"][i] = feature
                 arrays["bin_threshold"][i] = bin_threshold
-                arrays["threshold"][i] = self._cuts[feature][bin_threshold]
+                arrays["categorical"][i] = categorical
+                arrays["threshold"][i] = (float(bin_threshold) if categorical
+                                          else self._cuts[feature][bin_threshold])
                 arrays["missing_left"][i] = missing_left
                 arrays["left"][i] = index[left]
                 arrays["right"][i] = index[right]
@@ -124,10 +130,13 @@ class Booster:
     n_classes : int, optional
         multi:softprob only: the number of classes K; every tree then belongs to one class
         (``tree_class``) and margins have shape (n_rows, K).
+    categories : list of (list or None), optional
+        The public category list of each categorical feature (``categories.py``): predict
+        takes their values and encodes them; a split on one sends one category left.
     """
 
     def __init__(self, objective, base_score, cuts, feature_bounds, params, ledger=None,
-                 feature_names=None, label_bounds=None, n_classes=None):
+                 feature_names=None, label_bounds=None, n_classes=None, categories=None):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         if (objective == "multi:softprob") != (n_classes is not None):
@@ -147,6 +156,8 @@ class Booster:
         self.ledger = ledger if ledger is not None else {}
         self.feature_names = list(feature_names) if feature_names is not None else None
         self.label_bounds = tuple(label_bounds) if label_bounds is not None else None
+        self.categories = [list(c) if c is not None else None for c in categories] \
+            if categories is not None else None
         self._nodes = {name: np.zeros(0, dtype=dtype) for name, dtype in _NODE_FIELDS.items()}
         self._tree_roots = np.zeros(0, dtype=np.int32)
         self._tree_class = np.zeros(0, dtype=np.int32)
@@ -270,7 +281,8 @@ class Booster:
 
     def trees_to_dataframe(self):
         """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas);
-        ``class`` is the class of the node's tree (0 unless multi:softprob)."""
+        ``class`` is the class of the node's tree (0 unless multi:softprob); a
+        ``categorical`` split sends the category ``category`` left (``threshold`` NaN)."""
         import pandas as pd
 
         tree_of_node = np.zeros(self._nodes["feature"].shape[0], dtype=np.int64)
@@ -284,7 +296,13 @@ class Booster:
             "class": self._tree_class[tree_of_node],
             "node": np.arange(tree_of_node.shape[0]),
             "feature": [None if leaf else names[f] for leaf, f in zip(is_leaf, self._nodes["feature"])],
-            "threshold": np.where(is_leaf, np.nan, self._nodes["threshold"]),
+            "threshold": np.where(is_leaf | (self._nodes["categorical"] == 1), np.nan,
+                                  self._nodes["threshold"]),
+            "categorical": ~is_leaf & (self._nodes["categorical"] == 1),
+            "category": [self.categories[f][int(t)] if not leaf and c else None
+                         for leaf, f, t, c in zip(is_leaf, self._nodes["feature"],
+                                                  self._nodes["threshold"],
+                                                  self._nodes["categorical"])],
             "missing_left": np.where(is_leaf, False, self._nodes["missing_left"].astype(bool)),
             "left": self._nodes["left"],
             "right": self._nodes["right"],
@@ -293,13 +311,20 @@ class Booster:
 
     # -- prediction -------------------------------------------------------------------
 
-    def _as_features(self, X):
+    def _as_features(self, X, encoded=False):
         if hasattr(X, "columns") and getattr(X, "ndim", 2) == 2 and self.feature_names is not None:
             by_name = {str(c): c for c in X.columns}  # names are kept as strings
             missing = [c for c in self.feature_names if c not in by_name]
             if missing:
                 raise ValueError(f"X lacks the training columns {missing}")
             X = X[[by_name[c] for c in self.feature_names]]
+        if self.categories is not None and not encoded:
+            from .categories import encode
+
+            if getattr(X, "ndim", 2) != 2 or np.shape(X)[1] != self.n_features:
+                raise ValueError(f"X must have shape (n_samples, {self.n_features}), got "
+                                 f"{np.shape(X)}")
+            X = encode(X, self.categories)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}")
@@ -307,32 +332,36 @@ class Booster:
         # Clip exactly as training did (NaN stays NaN: it is routed by the default direction).
         return np.clip(X, lo, hi)
 
-    def predict_margin(self, X, n_threads=1):
+    def predict_margin(self, X, n_threads=1, encoded=False):
         """Raw margins: base score plus the sum of the trees' leaf values (per class for
         multi:softprob).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Categorical features as their values (as codes with ``encoded``).
         n_threads : int
+        encoded : bool
+            The categorical features already hold their codes (the workers' rows).
 
         Returns
         -------
         ndarray of float64, shape (n_samples,), or (n_samples, K) for multi:softprob
         """
-        X = self._as_features(X)
+        X = self._as_features(X, encoded)
         n = self._nodes
         columns = []
         for k in range(self.n_outputs):
             base = self.base_score if self.n_classes is None else self.base_score[k]
             out = np.full(X.shape[0], base, dtype=np.float64)
             roots = self._tree_roots[self._tree_class == k]
-            predict_raw(X, n["feature"], n["threshold"], n["missing_left"], n["left"],
-                        n["right"], n["value"], np.ascontiguousarray(roots), out, n_threads)
+            predict_raw(X, n["feature"], n["threshold"], n["categorical"], n["missing_left"],
+                        n["left"], n["right"], n["value"], np.ascontiguousarray(roots), out,
+                        n_threads)
             columns.append(out)
         return columns[0] if self.n_classes is None else np.stack(columns, axis=1)
 
-    def predict(self, X, output_margin=False, n_threads=1):
+    def predict(self, X, output_margin=False, n_threads=1, encoded=False):
         """Predictions: regression values, probabilities of class 1 for binary:logistic, or
         of every class for multi:softprob.
 
@@ -346,6 +375,8 @@ class Booster:
             Return the raw margin instead of the transformed prediction (regression
             predictions are the margin clipped to ``label_bounds``).
         n_threads : int
+        encoded : bool
+            Categorical features already hold their codes (``categories.encode``).
 
         Returns
         -------
@@ -354,7 +385,7 @@ class Booster:
         """
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
             return _predict_dask(self, X, output_margin)
-        margin = self.predict_margin(X, n_threads=n_threads)
+        margin = self.predict_margin(X, n_threads=n_threads, encoded=encoded)
         if output_margin:
             return margin
         if self.objective == "reg:squarederror":
@@ -378,6 +409,7 @@ class Booster:
             "base_score": (self.base_score if self.n_classes is None
                            else self.base_score.tolist()),
             "n_classes": self.n_classes,
+            "categories": self.categories,
             "feature_names": self.feature_names,
             "feature_bounds": self.feature_bounds.tolist(),
             "label_bounds": list(self.label_bounds) if self.label_bounds is not None else None,
@@ -401,9 +433,11 @@ class Booster:
             objective=data["objective"], base_score=data["base_score"], cuts=data["cuts"],
             feature_bounds=data["feature_bounds"], params=data["params"], ledger=data["ledger"],
             feature_names=data["feature_names"], label_bounds=data["label_bounds"],
-            n_classes=data.get("n_classes"),
+            n_classes=data.get("n_classes"), categories=data.get("categories"),
         )
-        booster._nodes = {name: np.asarray(data["nodes"][name], dtype=dtype)
+        n_nodes = len(data["nodes"]["feature"])
+        # (files without categorical splits may leave "categorical" out)
+        booster._nodes = {name: np.asarray(data["nodes"].get(name, [0] * n_nodes), dtype=dtype)
                           for name, dtype in _NODE_FIELDS.items()}
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         booster._tree_class = np.asarray(data.get("tree_class", [0] * len(data["tree_roots"])),

@@ -502,7 +502,8 @@ class PartitionState:
             self.margins = np.empty((self.n_rows,) + base.shape)
             self.margins[...] = base
         else:  # a continued fit starts where its model ended
-            self.margins = spec.init_model.predict_margin(self.raw.X, self.n_threads)
+            self.margins = spec.init_model.predict_margin(self.raw.X, self.n_threads,
+                                                          encoded=True)
         self.pending = self.margins
         self.positions = np.full(self.n_rows, -1, dtype=np.int32)
         self.gradients = np.zeros(self.n_rows, dtype=np.float32)

@@ -62,6 +62,11 @@ class TrainParams:
         Public per-feature (lo, hi). Without them, ``bounds_epsilon`` must be given.
     label_bounds : tuple, optional
         Public (lo, hi) of the label (regression).
+    categories : dict or list, optional
+        Public category lists of the categorical features: ``{column: [categories]}`` or one
+        entry (a list, or None) per feature (``categories.py``); pandas ``category``
+        columns take their dtype's list. Their splits send one category left, the rest
+        right; a value outside the list is missing.
     bounds_epsilon : float, optional
         Budget spent on a DP estimate of missing feature bounds.
     split_method : {"random", "exponential", "noisy_histogram"}
@@ -142,6 +147,7 @@ class TrainParams:
     dp_epsilon_per_tree: float | None = None
     feature_bounds: object = None
     label_bounds: object = None
+    categories: object = None
     bounds_epsilon: float | None = None
     split_method: str = "random"
     feature_selection: str = "cyclic"
@@ -488,6 +494,10 @@ def validate(p):
     _check_number("delta", p.delta, lo=0, hi=1, hi_open=True)
     if p.bounds_epsilon is not None:
         _check_number("bounds_epsilon", p.bounds_epsilon, lo=0, lo_open=True)
+    if p.categories is not None and (isinstance(p.categories, (str, bytes)) or
+                                     not isinstance(p.categories, (dict, list, tuple))):
+        raise ValueError("categories must be a dict {column: [categories]} or a list with "
+                         f"one entry (a list or None) per feature, got {p.categories!r}")
     if p.label_bounds is not None:
         check_label_bounds(p.label_bounds)
     _check_choice("split_method", p.split_method, SPLIT_METHODS)

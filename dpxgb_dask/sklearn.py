@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .objective import softmax
@@ -66,6 +66,11 @@ class _DPXGBModel(BaseEstimator):
         fit is refused, before it reads a row, if it would exceed it, and charged with its
         releases when it ends. ``privacy_report()["budget"]`` says what it spent.
     client : distributed.Client, optional
+    categories : dict or list, optional
+        Public category lists of the categorical features, ``{column: [categories]}`` or
+        one entry (a list, or None) per feature; pandas ``category`` columns take their
+        dtype's categories (build it from the public list). A value outside the list is
+        missing. Their splits send one category left and the rest right.
     dp_params : dict, optional
         Any other field of ``TrainParams`` (e.g. ``split_method``, ``accountant``).
     verbose : bool
@@ -78,7 +83,7 @@ class _DPXGBModel(BaseEstimator):
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
-                 verbose=False):
+                 verbose=False, categories=None):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.learning_rate = learning_rate
@@ -99,6 +104,7 @@ class _DPXGBModel(BaseEstimator):
         self.client = client
         self.dp_params = dp_params
         self.verbose = verbose
+        self.categories = categories
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -108,7 +114,7 @@ class _DPXGBModel(BaseEstimator):
         tags.non_deterministic = not self.reproducible_noise
         return tags
 
-    def _train_params(self, feature_names, n_classes=None):
+    def _train_params(self, feature_names, n_classes=None, categorical_names=()):
         params = dict(self.dp_params or {})
         for name in ("n_estimators", "max_depth", "learning_rate", "reg_lambda", "subsample",
                      "min_child_weight", "max_bin", "epsilon", "delta", "dp_epsilon_per_tree",
@@ -119,18 +125,58 @@ class _DPXGBModel(BaseEstimator):
         if self.reproducible_noise is not False:
             params["reproducible_noise"] = self.reproducible_noise
         if self.feature_bounds is not None:
-            params["feature_bounds"] = _bounds_by_name(self.feature_bounds, feature_names)
+            params["feature_bounds"] = _bounds_by_name(self.feature_bounds, feature_names,
+                                                       categorical_names)
+        if self.categories is not None:
+            params["categories"] = self.categories
         params["objective"] = self._objective
         if n_classes is not None and n_classes > 2:
             params["objective"], params["num_class"] = "multi:softprob", int(n_classes)
         params["preset"] = self.preset
         return params
 
-    def _validate_fit_input(self, X, y, y_numeric):
+    def _categories_of(self, X, xgb_model=None):
+        """The public category lists of X's features (None without categorical ones):
+        ``categories``, else a continued model's, and pandas category dtypes (``train``
+        says where they came from: no warning here)."""
+        from . import categories
+
+        given = self.categories
+        if given is None and xgb_model is not None:
+            model = xgb_model.booster_ if isinstance(xgb_model, BaseEstimator) else xgb_model
+            given = getattr(model, "categories", None)
+        frame = hasattr(X, "columns") and getattr(X, "ndim", 2) == 2
+        names = [str(c) for c in X.columns] if frame else None
+        shape = getattr(X, "shape", None) if frame or hasattr(X, "shape") \
+            else np.asarray(X).shape  # (no NumPy array function: array-likes refuse them)
+        n_features = len(X.columns) if frame else (shape[1] if len(shape) == 2 else 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return categories.resolve(given, X, names, n_features)
+
+    def _validate_fit_input(self, X, y, y_numeric, xgb_model=None):
         """In-memory X and y checked and converted (float64, NaN kept); dask collections
-        pass as they are (their rows stay on the cluster)."""
+        pass as they are (their rows stay on the cluster). Categorical features are
+        checked on their codes, and handed on as their values (``train`` encodes them)."""
         if _is_dask(X) or _is_dask(y):
             return X, y
+        resolved = self._categories_of(X, xgb_model)
+        if hasattr(X, "columns") and getattr(X, "ndim", 2) == 2:
+            from .data import _check_numeric_dtypes
+
+            # (names the columns that need categories=, where float conversion would not)
+            _check_numeric_dtypes([d for d, c in zip(X.dtypes, resolved or [None] * X.shape[1])
+                                   if c is None],
+                                  [n for n, c in zip(X.columns, resolved or [None] * X.shape[1])
+                                   if c is None])
+        if resolved is not None:
+            from . import categories
+
+            _, y_checked = self._check_fit_input(categories.encode(X, resolved), y, y_numeric)
+            return X, y_checked
+        return self._check_fit_input(X, y, y_numeric)
+
+    def _check_fit_input(self, X, y, y_numeric):
         frame = X if hasattr(X, "columns") else None
         X_checked, y_checked = validate_data(
             self, X, y, accept_sparse=False, dtype=np.float64, ensure_all_finite=False,
@@ -150,7 +196,10 @@ class _DPXGBModel(BaseEstimator):
             check_is_fitted(xgb_model, "booster_")  # names xgb_model's estimator class
             xgb_model = xgb_model.booster_
         n_classes = None if classes is None else len(classes)
-        booster = train(self._train_params(names, n_classes), X, y, client=self.client,
+        resolved = self._categories_of(X, xgb_model) or []
+        categorical_names = [n for n, c in zip(names or [], resolved) if c is not None]
+        booster = train(self._train_params(names, n_classes, categorical_names), X, y,
+                        client=self.client,
                         verbose=self.verbose, xgb_model=xgb_model)
         self.booster_ = booster
         if classes is not None:
@@ -165,11 +214,28 @@ class _DPXGBModel(BaseEstimator):
         return self
 
     def _validate_predict_input(self, X):
+        """In-memory X checked and converted to float64, categorical features encoded to
+        their codes; dask collections pass as they are (encoded lazily)."""
         check_is_fitted(self, "booster_")
         if _is_dask(X):
             return X
+        if self.booster_.categories is not None:
+            from . import categories
+
+            if hasattr(X, "columns") and self.booster_.feature_names is not None:
+                missing = [c for c in self.booster_.feature_names
+                           if c not in {str(k) for k in X.columns}]
+                if missing:
+                    raise ValueError(f"X lacks the training columns {missing}")
+                X = X[[{str(k): k for k in X.columns}[c] for c in self.booster_.feature_names]]
+            X = categories.encode(X, self.booster_.categories)
         return validate_data(self, X, reset=False, accept_sparse=False, dtype=np.float64,
                              ensure_all_finite=False)
+
+    def _predict_booster(self, X, output_margin=False):
+        """The booster's prediction of validated X (codes for categorical features)."""
+        encoded = not _is_dask(X)
+        return self.booster_.predict(X, output_margin=output_margin, encoded=encoded)
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (classifier) or R² (regressor) of ``predict(X)`` against ``y``; dask
@@ -216,8 +282,7 @@ class _DPXGBModel(BaseEstimator):
         return model_privacy_report(self.booster_.ledger)
 
     def _margin(self, X):
-        X = self._validate_predict_input(X)
-        return self.booster_.predict(X, output_margin=True)
+        return self._predict_booster(self._validate_predict_input(X), output_margin=True)
 
     def __sklearn_clone__(self):
         """Clone the parameters; the client is shared, not copied (it holds a connection)."""
@@ -265,7 +330,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
-                 verbose=False, classes=None):
+                 verbose=False, classes=None, categories=None):
         super().__init__(
             n_estimators=n_estimators, max_depth=max_depth, learning_rate=learning_rate,
             reg_lambda=reg_lambda, subsample=subsample, min_child_weight=min_child_weight,
@@ -273,7 +338,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             dp_epsilon_per_tree=dp_epsilon_per_tree, feature_bounds=feature_bounds,
             label_bounds=label_bounds, bounds_epsilon=bounds_epsilon, preset=preset,
             random_state=random_state, reproducible_noise=reproducible_noise, budget=budget,
-            client=client, dp_params=dp_params, verbose=verbose)
+            client=client, dp_params=dp_params, verbose=verbose, categories=categories)
         self.classes = classes
 
     def _public_classes(self):
@@ -291,7 +356,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         file or a fitted estimator) is continued: ``n_estimators`` more rounds for
         ``epsilon`` more (``train(xgb_model=)``).
         """
-        X, y = self._validate_fit_input(X, y, y_numeric=False)
+        X, y = self._validate_fit_input(X, y, y_numeric=False, xgb_model=xgb_model)
         # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
         if _is_dask(y):
             if self.classes is None:
@@ -430,26 +495,27 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
     def fit(self, X, y, xgb_model=None):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds;
         ``xgb_model`` is continued as in :meth:`DPXGBClassifier.fit`."""
-        X, y = self._validate_fit_input(X, y, y_numeric=True)
+        X, y = self._validate_fit_input(X, y, y_numeric=True, xgb_model=xgb_model)
         return self._fit(X, y, xgb_model=xgb_model)
 
     def predict(self, X):
         """Predictions clipped to ``label_bounds``, shape (n_rows,) (lazy for dask
         inputs): the label is known to lie there, so clipping is free post-processing."""
-        X = self._validate_predict_input(X)
-        prediction = self.booster_.predict(X)
+        prediction = self._predict_booster(self._validate_predict_input(X))
         return _as_dask_array(prediction) if _is_dask(prediction) else prediction
 
 
-def _bounds_by_name(bounds, feature_names):
+def _bounds_by_name(bounds, feature_names, categorical_names=()):
     """``feature_bounds`` as given, or, for a dict ``{column: (lo, hi)}``, as an array in
-    the order of the columns of X (every column needs its bounds)."""
+    the order of the columns of X (every numerical column needs its bounds; a categorical
+    column's are its codes', set by ``train``)."""
     if not isinstance(bounds, dict):
         return bounds
     if feature_names is None:
         raise ValueError("feature_bounds given as a dict needs X with column names (a "
                          "pandas or dask DataFrame); give an (n_features, 2) array otherwise")
     given = {str(k): v for k, v in bounds.items()}
+    given.update({c: (0.0, 0.0) for c in categorical_names if c not in given})
     missing = [c for c in feature_names if c not in given]
     if missing:
         raise ValueError(f"feature_bounds has no bounds for the columns {missing}")

@@ -12,6 +12,7 @@ once per cluster), never under a key, dataset or event; the coordinator drops th
 the fit ends or fails, and stops within a second when its client leaves the scheduler.
 """
 import asyncio
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FuturesTimeout
 from contextlib import contextmanager
 import logging
@@ -27,6 +28,7 @@ from . import data
 from .backends import DaskBackend
 from .coordinator import Coordinator
 from .model import Booster
+from . import categories
 from .objective import Objective
 from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
 from .plan import check_privacy_claims, make_plan
@@ -255,9 +257,21 @@ def check_bounds_policy(params, n_features):
     TrainParams
         With ``feature_bounds`` as a float array when given.
     """
-    from dataclasses import replace
-
     bounds = params.feature_bounds
+    if isinstance(params.categories, list):  # (resolved: with_categories)
+        # a categorical feature's bounds are its codes' (-0.5, C - 0.5), whatever is given
+        categorical = categories.is_categorical(params.categories, n_features)
+        if bounds is None and categorical.all():
+            bounds = np.zeros((n_features, 2))
+        if bounds is not None and not isinstance(bounds, str):
+            try:
+                given = np.array(bounds, dtype=np.float64)
+            except (TypeError, ValueError):
+                given = None  # check_feature_bounds names the problem
+            if given is not None and given.shape == (n_features, 2):
+                _, bounds = categories.cuts_and_bounds(params.categories,
+                                                       [[]] * n_features, given)
+                params = replace(params, feature_bounds=bounds)
     if isinstance(bounds, str):
         if bounds != "data":
             raise ValueError(f"feature_bounds must be an array of shape (n_features, 2) or "
@@ -279,6 +293,29 @@ def check_bounds_policy(params, n_features):
     return params
 
 
+def with_categories(params, X):
+    """The fit's public category lists resolved (``categories.resolve``: from
+    ``params.categories`` and pandas ``category`` dtypes) and X with those features encoded
+    as codes (lazily for dask collections); only metadata is read here.
+
+    Returns
+    -------
+    (TrainParams, X)
+    """
+    if _is_frame(X):
+        names, n_features = [str(c) for c in X.columns], len(X.columns)
+    else:
+        shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
+        names, n_features = None, (int(shape[1]) if len(shape) == 2 else 0)
+    resolved = categories.resolve(params.categories, X, names, n_features)
+    params = replace(params, categories=resolved)  # None: no categorical feature
+    return params, (X if resolved is None else categories.encode(X, resolved))
+
+
+def _is_frame(X):
+    return hasattr(X, "columns") and getattr(X, "ndim", 2) == 2
+
+
 def continuation_params(params, model, feature_names, n_features):
     """The parameters of a fit that continues ``model`` (``train(xgb_model=)``): the
     model's public bounds, cuts and margins are its start (so ``max_bin`` is the model's,
@@ -290,11 +327,12 @@ def continuation_params(params, model, feature_names, n_features):
     -------
     TrainParams
     """
-    from dataclasses import replace
-
     if model.objective != params.objective:
         raise ValueError(f"xgb_model was trained for {model.objective!r}, not "
                          f"{params.objective!r}")
+    if model.categories != params.categories:
+        raise ValueError("the fit's categories must equal xgb_model's: "
+                         f"{model.categories}")
     if model.n_classes != params.num_class:
         raise ValueError(f"xgb_model has num_class={model.n_classes}, the fit "
                          f"num_class={params.num_class}")
@@ -305,7 +343,8 @@ def continuation_params(params, model, feature_names, n_features):
         raise ValueError("X's columns differ from xgb_model's features "
                          f"{model.feature_names}")
     bounds = params.feature_bounds
-    if bounds is not None and not _same_bounds(bounds, model.feature_bounds):
+    numerical = ~categories.is_categorical(model.categories, model.n_features)
+    if bounds is not None and not _same_bounds(bounds, model.feature_bounds, numerical):
         raise ValueError("feature_bounds must be left out (or equal xgb_model's): a "
                          "continued fit uses the model's bounds and cuts")
     if params.bounds_epsilon is not None:
@@ -323,14 +362,15 @@ def continuation_params(params, model, feature_names, n_features):
                    max_bin=int(model.params.get("max_bin", params.max_bin)))
 
 
-def _same_bounds(given, bounds):
+def _same_bounds(given, bounds, rows):
+    """``given`` equals ``bounds`` on ``rows`` (a categorical feature's are its codes')."""
     if isinstance(given, str):
         return False
     try:
         given = np.asarray(given, dtype=np.float64)
     except (TypeError, ValueError):
         return False
-    return given.shape == bounds.shape and np.array_equal(given, bounds)
+    return given.shape == bounds.shape and np.array_equal(given[rows], bounds[rows])
 
 
 def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None):
@@ -340,8 +380,10 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
     Parameters
     ----------
     params : TrainParams
-        Validated, with the bounds policy applied (:func:`check_bounds_policy`).
+        Validated, with the bounds policy applied (:func:`check_bounds_policy`, after
+        :func:`with_categories` when some features are categorical).
     X : array-like, shape (n_rows, n_features)
+        Categorical features as their values (encoded here).
     y : array-like, shape (n_rows,)
     n_partitions : int
         Row chunks, as a cluster would hold them.
@@ -359,6 +401,7 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
     from .backends import LocalBackend
     from . import ops
 
+    params, X = with_categories(params, X)  # raw category values -> codes
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     objective = Objective.of(params)
     chunks = np.array_split(np.arange(len(y)), n_partitions)
@@ -434,7 +477,6 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         objective = given.pop("objective", "binary:logistic")
         preset = given.pop("preset", None)
         p = resolve_params(objective, preset=preset, **given)
-    feature_names, n_features = data.describe_features(X)
     init_model = None
     if xgb_model is not None:
         if isinstance(xgb_model, Booster):
@@ -446,6 +488,11 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         else:
             raise TypeError("xgb_model must be a Booster, a fitted estimator or a model "
                             f"file's path, got {type(xgb_model).__name__}")
+        if p.categories is None and init_model.categories is not None:
+            p = replace(p, categories=init_model.categories)  # the model's public lists
+    p, X = with_categories(p, X)
+    feature_names, n_features = data.describe_features(X)
+    if init_model is not None:
         p = continuation_params(p, init_model, feature_names, n_features)
     p = check_bounds_policy(p, n_features)
     if p.epsilon is not None:

@@ -12,23 +12,31 @@ def _random_cuts(rng, n_features, max_cuts):
     return cuts
 
 
-def _random_forest(rng, n_trees, n_features, cuts, max_depth):
-    """A forest in pre-order (children after parents), as the kernels require."""
+def _random_forest(rng, n_trees, n_features, cuts, max_depth, categorical_features=()):
+    """A forest in pre-order (children after parents), as the kernels require. Nodes on a
+    feature of ``categorical_features`` (whose cuts are ``k + 0.5``: bin = category code)
+    split one category against the rest."""
     feature, bin_threshold, threshold, missing_left, left, right, value = ([] for _ in range(7))
+    categorical = []
     roots = []
 
     def grow(depth):
         j = len(feature)
         usable = [f for f in range(n_features) if len(cuts[f]) > 0]
-        for arr in (feature, bin_threshold, threshold, missing_left, left, right, value):
+        for arr in (feature, bin_threshold, threshold, missing_left, left, right, value,
+                    categorical):
             arr.append(0)
         if depth >= max_depth or not usable or rng.random() < 0.25:
             left[j] = right[j] = -1
             value[j] = float(rng.normal())
             return j
         f = int(rng.choice(usable))
-        t = int(rng.integers(0, len(cuts[f])))
-        feature[j], bin_threshold[j], threshold[j] = f, t, float(cuts[f][t])
+        if f in categorical_features:
+            t = int(rng.integers(0, len(cuts[f]) + 1))  # any of the categories
+            feature[j], bin_threshold[j], threshold[j], categorical[j] = f, t, float(t), 1
+        else:
+            t = int(rng.integers(0, len(cuts[f])))
+            feature[j], bin_threshold[j], threshold[j] = f, t, float(cuts[f][t])
         missing_left[j] = int(rng.integers(0, 2))
         left[j] = grow(depth + 1)
         right[j] = grow(depth + 1)
@@ -40,6 +48,7 @@ def _random_forest(rng, n_trees, n_features, cuts, max_depth):
         feature=np.array(feature, dtype=np.int32),
         bin_threshold=np.array(bin_threshold, dtype=np.uint8),
         threshold=np.array(threshold, dtype=np.float64),
+        categorical=np.array(categorical, dtype=np.uint8),
         missing_left=np.array(missing_left, dtype=np.uint8),
         left=np.array(left, dtype=np.int32),
         right=np.array(right, dtype=np.int32),
@@ -56,7 +65,8 @@ def random_cuts():
 
 @pytest.fixture
 def random_forest():
-    """``random_forest(rng, n_trees, n_features, cuts, max_depth)`` -> dict of node arrays."""
+    """``random_forest(rng, n_trees, n_features, cuts, max_depth, categorical_features=())``
+    -> dict of node arrays."""
     return _random_forest
 
 

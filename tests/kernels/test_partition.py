@@ -8,8 +8,10 @@ MISSING_BIN = 255
 
 
 def _decisions(rng, n_node_ids, n_features):
+    # 0: no split, 1: numerical (bin <= split_bin), 2: categorical (bin == split_bin)
+    split = rng.random(n_node_ids) < 0.7
     return dict(
-        is_split=(rng.random(n_node_ids) < 0.7).astype(np.uint8),
+        is_split=(split * (1 + (rng.random(n_node_ids) < 0.3))).astype(np.uint8),
         split_feature=rng.integers(0, n_features, size=n_node_ids).astype(np.int32),
         split_bin=rng.integers(0, 40, size=n_node_ids).astype(np.uint8),
         missing_left=rng.integers(0, 2, size=n_node_ids).astype(np.uint8),

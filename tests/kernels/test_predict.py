@@ -11,16 +11,17 @@ MISSING_BIN = 255
 
 def _raw(X, forest, n_threads=2):
     out = np.zeros(X.shape[0])
-    predict_raw(X, forest["feature"], forest["threshold"], forest["missing_left"], forest["left"],
-                forest["right"], forest["value"], forest["tree_roots"], out, n_threads)
+    predict_raw(X, forest["feature"], forest["threshold"], forest["categorical"],
+                forest["missing_left"], forest["left"], forest["right"], forest["value"],
+                forest["tree_roots"], out, n_threads)
     return out
 
 
 def _binned(X_binned, forest, n_threads=2):
     out = np.zeros(X_binned.shape[0])
-    predict_binned(X_binned, forest["feature"], forest["bin_threshold"], forest["missing_left"],
-                   forest["left"], forest["right"], forest["value"], forest["tree_roots"],
-                   MISSING_BIN, out, n_threads)
+    predict_binned(X_binned, forest["feature"], forest["bin_threshold"], forest["categorical"],
+                   forest["missing_left"], forest["left"], forest["right"], forest["value"],
+                   forest["tree_roots"], MISSING_BIN, out, n_threads)
     return out
 
 
@@ -28,8 +29,10 @@ def _problem(seed, n_samples, random_cuts, random_forest, n_trees=5, max_depth=5
     rng = np.random.default_rng(seed)
     n_features = 4
     cuts = random_cuts(rng, n_features, max_cuts=30)
-    forest = random_forest(rng, n_trees, n_features, cuts, max_depth)
+    cuts[3] = np.arange(6) + 0.5  # feature 3 is categorical: 7 category codes, bin = code
+    forest = random_forest(rng, n_trees, n_features, cuts, max_depth, categorical_features=(3,))
     X = np.round(rng.normal(size=(n_samples, n_features)), 2)
+    X[:, 3] = rng.integers(0, 7, size=n_samples)
     X[rng.random(X.shape) < 0.15] = np.nan
     values, offsets = pack_cuts(cuts)
     X_binned = np.empty(X.shape, dtype=np.uint8, order="F")
@@ -42,12 +45,15 @@ def _problem(seed, n_samples, random_cuts, random_forest, n_trees=5, max_depth=5
 def test_walks_match_naive_twins_and_each_other(n_samples, seed, random_cuts, random_forest):
     X, X_binned, forest = _problem(seed, n_samples, random_cuts, random_forest)
     raw = _raw(X, forest)
+    assert n_samples == 0 or forest["categorical"].any()
     np.testing.assert_allclose(raw, naive.predict_raw(X, **{k: forest[k] for k in (
-        "feature", "threshold", "missing_left", "left", "right", "value", "tree_roots")}))
+        "feature", "threshold", "categorical", "missing_left", "left", "right", "value",
+        "tree_roots")}))
     binned = _binned(X_binned, forest)
     np.testing.assert_allclose(binned, naive.predict_binned(
-        X_binned, forest["feature"], forest["bin_threshold"], forest["missing_left"],
-        forest["left"], forest["right"], forest["value"], forest["tree_roots"], MISSING_BIN))
+        X_binned, forest["feature"], forest["bin_threshold"], forest["categorical"],
+        forest["missing_left"], forest["left"], forest["right"], forest["value"],
+        forest["tree_roots"], MISSING_BIN))
     # The raw and binned walks agree row by row (same cuts).
     np.testing.assert_array_equal(raw, binned)
 
@@ -55,8 +61,9 @@ def test_walks_match_naive_twins_and_each_other(n_samples, seed, random_cuts, ra
 def test_accumulates_into_out_and_sample_order_independence(random_cuts, random_forest):
     X, _, forest = _problem(5, 300, random_cuts, random_forest)
     out = np.full(300, 0.5)
-    predict_raw(X, forest["feature"], forest["threshold"], forest["missing_left"], forest["left"],
-                forest["right"], forest["value"], forest["tree_roots"], out, 1)
+    predict_raw(X, forest["feature"], forest["threshold"], forest["categorical"],
+                forest["missing_left"], forest["left"], forest["right"], forest["value"],
+                forest["tree_roots"], out, 1)
     np.testing.assert_allclose(out, 0.5 + _raw(X, forest))
     perm = np.random.default_rng(0).permutation(300)
     np.testing.assert_array_equal(_raw(X[perm], forest), _raw(X, forest)[perm])
@@ -64,6 +71,7 @@ def test_accumulates_into_out_and_sample_order_independence(random_cuts, random_
 
 def test_single_leaf_forest_and_no_trees():
     leaf = dict(feature=np.zeros(1, np.int32), threshold=np.zeros(1), bin_threshold=np.zeros(1, np.uint8),
+                categorical=np.zeros(1, np.uint8),
                 missing_left=np.zeros(1, np.uint8), left=np.array([-1], np.int32),
                 right=np.array([-1], np.int32), value=np.array([2.5]), tree_roots=np.array([0, 0], np.int32))
     X = np.full((3, 2), np.nan)
@@ -74,7 +82,7 @@ def test_single_leaf_forest_and_no_trees():
 
 def test_rejects_forests_that_could_loop_or_read_out_of_bounds():
     forest = dict(feature=np.zeros(2, np.int32), threshold=np.zeros(2),
-                  missing_left=np.zeros(2, np.uint8), left=np.array([1, 0], np.int32),
+                  categorical=np.zeros(2, np.uint8), missing_left=np.zeros(2, np.uint8), left=np.array([1, 0], np.int32),
                   right=np.array([1, -1], np.int32), value=np.zeros(2),
                   tree_roots=np.array([0], np.int32))
     X = np.zeros((1, 1))

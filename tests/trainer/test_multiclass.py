@@ -13,7 +13,7 @@ from dpxgb_dask.coordinator import Coordinator
 from dpxgb_dask.decisions import gaussian_leaves
 from dpxgb_dask.model import Booster
 from dpxgb_dask.objective import Objective, softmax
-from dpxgb_dask.ops import Prepare, Round, TreeStart, clip_row_vectors, load_partition
+from dpxgb_dask.ops import Prepare, Round, clip_row_vectors, load_partition
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.plan import make_plan
 from dpxgb_dask.privacy import NoiseSource, PLDAccountant

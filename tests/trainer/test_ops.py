@@ -197,7 +197,7 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
     arrays = tree.to_arrays()
     expected = state.margins.copy()
     predict_binned(state.X_binned, arrays["feature"], arrays["bin_threshold"],
-                   arrays["missing_left"], arrays["left"], arrays["right"], arrays["value"],
+                   arrays["categorical"], arrays["missing_left"], arrays["left"], arrays["right"], arrays["value"],
                    np.zeros(1, np.int32), state.missing_bin, expected, 1)
     by_heap = np.zeros(2 ** 4)
     for node, value in tree.leaves.items():

@@ -12,7 +12,12 @@ def apply_splits(X_binned, positions, is_split, split_feature, split_bin, missin
         if node >= len(is_split) or not is_split[node]:
             continue
         b = X_binned[i, split_feature[node]]
-        go_left = bool(missing_left[node]) if b == missing_bin else b <= split_bin[node]
+        if b == missing_bin:
+            go_left = bool(missing_left[node])
+        elif is_split[node] == 2:  # categorical: one category against the rest
+            go_left = b == split_bin[node]
+        else:
+            go_left = b <= split_bin[node]
         child = 2 * node + 1 if go_left else 2 * node + 2
         new[i] = -child - 1 if outside else child
     return new

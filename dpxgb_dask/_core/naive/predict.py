@@ -4,7 +4,14 @@ import math
 import numpy as np
 
 
-def predict_raw(X, feature, threshold, missing_left, left, right, value, tree_roots):
+def _go_left(x, threshold, categorical, missing_left, missing):
+    if missing:
+        return bool(missing_left)
+    return x == threshold if categorical else x <= threshold
+
+
+def predict_raw(X, feature, threshold, categorical, missing_left, left, right, value,
+                tree_roots):
     """Sum over trees of the reached leaf values, shape (n_samples,) float64."""
     out = np.zeros(X.shape[0])
     for i in range(X.shape[0]):
@@ -12,14 +19,15 @@ def predict_raw(X, feature, threshold, missing_left, left, right, value, tree_ro
             node = root
             while left[node] >= 0:
                 x = X[i, feature[node]]
-                go_left = bool(missing_left[node]) if math.isnan(x) else x <= threshold[node]
+                go_left = _go_left(x, threshold[node], categorical[node], missing_left[node],
+                                   math.isnan(x))
                 node = left[node] if go_left else right[node]
             out[i] += value[node]
     return out
 
 
-def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right, value,
-                   tree_roots, missing_bin):
+def predict_binned(X_binned, feature, bin_threshold, categorical, missing_left, left, right,
+                   value, tree_roots, missing_bin):
     """Same on binned rows."""
     out = np.zeros(X_binned.shape[0])
     for i in range(X_binned.shape[0]):
@@ -27,7 +35,8 @@ def predict_binned(X_binned, feature, bin_threshold, missing_left, left, right, 
             node = root
             while left[node] >= 0:
                 b = X_binned[i, feature[node]]
-                go_left = bool(missing_left[node]) if b == missing_bin else b <= bin_threshold[node]
+                go_left = _go_left(b, bin_threshold[node], categorical[node], missing_left[node],
+                                   b == missing_bin)
                 node = left[node] if go_left else right[node]
             out[i] += value[node]
     return out

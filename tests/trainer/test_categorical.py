@@ -1,0 +1,305 @@
+"""Categorical features with public category lists: encoding, one-against-the-rest splits
+in every split method (against slow twins), predict, the XGBoost export, the estimators."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpxgb_dask import DPXGBClassifier, DPXGBRegressor
+from dpxgb_dask import categories as cat
+from dpxgb_dask import decisions
+from dpxgb_dask._core import empty_histograms
+from dpxgb_dask.model import Booster
+from dpxgb_dask.params import resolve_params
+from dpxgb_dask.privacy import NoiseSource
+from dpxgb_dask.training import check_bounds_policy, with_categories, train_in_process
+
+COLORS = ["red", "green", "blue", "grey", "pink"]
+
+
+def _data(n, seed):
+    rng = np.random.default_rng(seed)
+    color = rng.choice(COLORS, n).astype(object)
+    color[rng.random(n) < 0.05] = None  # missing
+    x = rng.normal(size=n)
+    y = ((color == "red") | ((color == "blue") & (x > 0)) | (color == "pink")).astype(float)
+    return pd.DataFrame({"color": color, "x": x}), y
+
+
+def _fit(split_method="random", epsilon=8.0, **extra):
+    X, y = _data(6000, 0)
+    if split_method == "exponential":
+        extra = dict(dict(leaf_method="laplace", newton=False), **extra)
+    p = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=[[0, 0], [-3, 3]],
+                       split_method=split_method, n_estimators=30, max_depth=3,
+                       categories={"color": COLORS}, **extra)
+    p, _ = with_categories(p, X)
+    p = check_bounds_policy(p, 2)
+    return train_in_process(p, X, y, n_partitions=2)[0], X, y
+
+
+# -- encoding --------------------------------------------------------------------------------
+
+
+def test_codes_follow_the_public_list_and_unknown_values_are_missing():
+    X = pd.DataFrame({"c": ["blue", "red", None, "purple"], "x": [1.0, 2.0, 3.0, 4.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing says whether an unlisted value occurs
+        encoded = cat.encode(X, [COLORS, None])
+    np.testing.assert_array_equal(encoded["c"], [2.0, 0.0, np.nan, np.nan])
+    np.testing.assert_array_equal(encoded["x"], X["x"])
+    raw = np.array([["grey", 1.5], [np.nan, 2.0]], dtype=object)
+    arr = cat.encode(raw, [COLORS, None])
+    np.testing.assert_array_equal(arr, [[3.0, 1.5], [np.nan, 2.0]])
+    import dask.array as da
+    import dask.dataframe as dd
+
+    np.testing.assert_array_equal(
+        cat.encode(da.from_array(raw, chunks=(1, 1)), [COLORS, None]).compute(), arr)
+    lazy = cat.encode(dd.from_pandas(X, npartitions=2), [COLORS, None])
+    pd.testing.assert_frame_equal(lazy.compute(), encoded)
+    # a category dtype's list is taken as declared, and said to be published
+    from dpxgb_dask.privacy.validation import PrivacyLeakWarning
+
+    frame = pd.DataFrame({"c": pd.Categorical(["b"], categories=["a", "b", "c"])})
+    with pytest.warns(PrivacyLeakWarning, match=r"columns \['c'\] come from their pandas"):
+        assert cat.resolve(None, frame, ["c"], 1) == [["a", "b", "c"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # categories= says the list is public
+        assert cat.resolve({"c": ["a", "b", "c"]}, frame, ["c"], 1) == [["a", "b", "c"]]
+    assert cat.resolve(None, np.zeros((2, 2)), None, 2) is None
+    # a non-numeric value in a numerical feature: the message names the feature only
+    with pytest.raises(ValueError, match="non-numeric values in feature 1") as error:
+        cat.encode(np.array([["red", "alice-secret"]], dtype=object), [COLORS, None])
+    assert "alice" not in str(error.value)
+
+
+def test_category_lists_are_checked():
+    with pytest.raises(ValueError, match="2 or more distinct"):
+        cat.resolve({"c": ["a"]}, None, ["c"], 1)
+    with pytest.raises(ValueError, match="2 or more distinct"):
+        cat.resolve({"c": ["a", "a"]}, None, ["c"], 1)
+    with pytest.raises(ValueError, match="not a column of X"):
+        cat.resolve({"d": ["a", "b"]}, None, ["c"], 1)
+    with pytest.raises(ValueError, match="one entry"):
+        cat.resolve([["a", "b"]], None, None, 2)
+    with pytest.raises(ValueError, match="at most 255"):
+        cat.resolve({0: list(range(300))}, None, None, 1)
+    assert cat.missing_bin([COLORS, None], 4) == 5 and cat.missing_bin(None, 64) == 64
+
+
+def test_more_categories_than_max_bin_get_their_own_bins():
+    booster, X, y = _fit(max_bin=3)  # 5 colours
+    assert len(booster.cuts[0]) == 4 and len(booster.cuts[1]) <= 2
+    X_test, y_test = _data(3000, 1)
+    assert ((booster.predict(X_test) > 0.5) == y_test).mean() > 0.75
+
+
+# -- split decisions against slow twins ------------------------------------------------------
+
+
+def _histograms(rng, n_nodes, n_features, n_bins):
+    hist = empty_histograms(n_nodes, n_features, n_bins)
+    hist["sum_gradients"] = rng.normal(size=hist.shape)
+    hist["sum_hessians"] = rng.uniform(0.1, 2.0, size=hist.shape)
+    hist["count"] = rng.integers(1, 20, size=hist.shape)
+    return hist
+
+
+def test_one_against_the_rest_gains_match_a_slow_twin():
+    rng = np.random.default_rng(0)
+    hist = _histograms(rng, 3, 2, 7)  # bins 0..5, missing bin 6
+    categorical = np.array([True, False])
+    gains = decisions.split_gains(hist["sum_gradients"], hist["sum_hessians"], 1.0, categorical)
+
+    def score(g, h):
+        return g * g / (h + 1.0)
+
+    for node in range(3):
+        g, h = hist["sum_gradients"][node, 0], hist["sum_hessians"][node, 0]
+        for t in range(6):
+            for missing_left in (0, 1):
+                left = [t] + ([6] if missing_left else [])
+                right = [b for b in range(7) if b not in left]
+                expected = (score(g[left].sum(), h[left].sum())
+                            + score(g[right].sum(), h[right].sum()) - score(g.sum(), h.sum()))
+                assert gains[node, 0, t, missing_left] == pytest.approx(expected)
+    # numerical features keep their prefix sums
+    plain = decisions.split_gains(hist["sum_gradients"], hist["sum_hessians"], 1.0)
+    np.testing.assert_array_equal(gains[:, 1], plain[:, 1])
+    # every category is a candidate (C = n_cuts + 1), numerical thresholds stay below n_cuts
+    mask = decisions.candidate_mask(np.array([4, 4]), 7, categorical=categorical)
+    assert mask[0].sum() == 5 and mask[1].sum() == 4
+
+
+def test_child_totals_of_a_category_split():
+    rng = np.random.default_rng(1)
+    hist = _histograms(rng, 2, 2, 5)
+    splits = decisions.LevelSplits(np.array([0, 1]), np.array([True, True]),
+                                   np.array([0, 1], np.int32), np.array([2, 1], np.int32),
+                                   np.array([True, False]), np.array([True, False]))
+    totals = decisions.child_totals(hist, splits)
+    cells = hist[0, 0]
+    left = np.array([cells[2][k] + cells[4][k] for k in ("sum_gradients", "sum_hessians",
+                                                         "count")], dtype=float)
+    np.testing.assert_allclose(totals[0], left)
+    column = hist[1, 1]
+    left = np.array([column[:2][k].sum() for k in ("sum_gradients", "sum_hessians", "count")],
+                    dtype=float)
+    np.testing.assert_allclose(totals[2], left)
+    heap = splits.as_heap_arrays()
+    assert heap[0].tolist() == [2, 1]  # categorical split, numerical split
+
+
+def test_random_category_splits_draw_every_category_and_keep_the_ranges():
+    n_cuts = np.array([4, 9])  # feature 0: 5 categories
+    ranges = np.zeros((400, 2, 2), dtype=np.int64)
+    ranges[:, :, 1] = n_cuts
+    ranges[:, 1] = [3, 5]  # a numerical range narrowed by ancestors
+    splits = decisions.random_splits(np.arange(400), ranges, n_cuts, "random", 0,
+                                     NoiseSource(2**130).stream(purpose="t"),
+                                     np.array([True, False]))
+    on_category = splits.feature == 0
+    assert set(splits.bin_threshold[on_category]) == set(range(5))
+    assert np.array_equal(splits.categorical, on_category)
+    assert np.all((splits.bin_threshold[~on_category] >= 3)
+                  & (splits.bin_threshold[~on_category] < 5))
+    children = decisions.child_ranges(ranges, splits)
+    first = np.flatnonzero(on_category)[0]
+    np.testing.assert_array_equal(children[2 * first], ranges[first])
+
+
+# -- fits ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("split_method", ["random", "noisy_histogram", "exponential"])
+def test_every_split_method_splits_on_categories_and_predicts_from_values(split_method):
+    booster, X, y = _fit(split_method, epsilon=50.0 if split_method == "exponential" else 8.0)
+    nodes = booster.nodes
+    on_color = (nodes["left"] >= 0) & (nodes["feature"] == 0)
+    assert on_color.any() and np.all(nodes["categorical"][on_color] == 1)
+    assert np.all(nodes["categorical"][(nodes["left"] >= 0) & (nodes["feature"] == 1)] == 0)
+    assert booster.categories == [COLORS, None]
+    X_test, y_test = _data(3000, 1)
+    accuracy = ((booster.predict(X_test) > 0.5) == y_test).mean()
+    assert accuracy > 0.75  # the majority class holds about 55%
+    codes = cat.encode(X_test, booster.categories)
+    np.testing.assert_array_equal(booster.predict(codes.to_numpy(), encoded=True),
+                                  booster.predict(X_test))
+    # a value outside the list is missing
+    unseen = X_test.assign(color="purple")
+    missing = X_test.assign(color=None)
+    np.testing.assert_array_equal(booster.predict(unseen), booster.predict(missing))
+
+
+def test_the_model_saves_loads_and_exports_its_categories(tmp_path):
+    xgboost = pytest.importorskip("xgboost")
+    booster, X, y = _fit("noisy_histogram")
+    booster.save_model(tmp_path / "m.json")
+    loaded = Booster.load_model(tmp_path / "m.json")
+    assert loaded == booster and loaded.categories == [COLORS, None]
+    booster.save_model(tmp_path / "x.json", format="xgboost")
+    theirs = xgboost.Booster(model_file=str(tmp_path / "x.json"))
+    X_test, _ = _data(2000, 2)
+    frame = X_test.assign(color=pd.Categorical(X_test["color"], categories=COLORS))
+    margin = theirs.predict(xgboost.DMatrix(frame, enable_categorical=True),
+                            output_margin=True)
+    ours = booster.predict(X_test, output_margin=True)
+    nodes, roots = booster.nodes, list(booster.tree_roots) + [len(booster.nodes["value"])]
+    largest = abs(booster.base_score) + sum(
+        np.abs(nodes["value"][a:b]).max() for a, b in zip(roots, roots[1:]))
+    assert np.abs(margin - ours).max() <= 2 * (booster.n_trees + 1) * float(
+        np.spacing(np.float32(largest)))
+
+
+def test_a_continued_fit_keeps_the_categories():
+    from dpxgb_dask.training import continuation_params
+
+    booster, X, y = _fit()
+    p, _ = with_categories(resolve_params("binary:logistic", epsilon=1.0, n_estimators=3,
+                                          categories={"color": COLORS}), X)
+    continued, coordinator = train_in_process(
+        continuation_params(p, booster, ["color", "x"], 2), X, y, xgb_model=booster)
+    assert continued.n_trees == booster.n_trees + 3 and continued.categories == [COLORS, None]
+    # the workers (binned codes, starting at the model's margins) hold the margins of every
+    # tree but the last, which the raw walk of the model's values gives too
+    before_last = Booster.from_dict(continued.to_dict())
+    before_last._tree_roots = before_last._tree_roots[:-1]
+    before_last._tree_class = before_last._tree_class[:-1]
+    np.testing.assert_allclose(coordinator.backend.states[0].margins,
+                               before_last.predict_margin(X), rtol=0, atol=1e-12)
+    other, _ = with_categories(resolve_params("binary:logistic", epsilon=1.0,
+                                              categories={"color": COLORS[::-1]}), X)
+    with pytest.raises(ValueError, match="categories must equal xgb_model's"):
+        continuation_params(other, booster, ["color", "x"], 2)
+
+
+# -- estimators (the session's cluster) ------------------------------------------------------
+
+
+def test_estimators_take_string_and_category_columns(client):
+    import dask.dataframe as dd
+
+    X, y = _data(4000, 0)
+    params = dict(epsilon=8.0, feature_bounds={"x": (-3, 3)}, n_estimators=30, max_depth=3,
+                  client=client)
+    from dpxgb_dask.privacy.validation import PrivacyLeakWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # public classes and categories
+        model = DPXGBClassifier(classes=[0, 1], categories={"color": COLORS}, **params)
+        model.fit(X, y)
+    assert model.score(X, y) > 0.75
+    assert list(model.feature_names_in_) == ["color", "x"]
+    as_dtype = X.assign(color=pd.Categorical(X["color"], categories=COLORS))
+    np.testing.assert_array_equal(model.predict_proba(as_dtype), model.predict_proba(X))
+    on_dask = dd.from_pandas(X, npartitions=2)
+    np.testing.assert_allclose(model.predict_proba(on_dask).compute(), model.predict_proba(X))
+    # the category dtype declares the list; dask frames encode lazily on the workers
+    by_dtype = DPXGBClassifier(classes=[0, 1], **params).fit(
+        dd.from_pandas(as_dtype, npartitions=2), dd.from_pandas(pd.Series(y), npartitions=2))
+    assert by_dtype.booster_.categories == [COLORS, None]
+    assert by_dtype.score(X, y) > 0.75
+    regressor = DPXGBRegressor(label_bounds=(0.0, 1.0), categories={"color": COLORS},
+                               **params).fit(X, y)
+    assert regressor.booster_.categories == [COLORS, None]
+    # a continued fit takes the model's lists (and its bounds by name)
+    more = DPXGBClassifier(classes=[0, 1], **dict(params, n_estimators=3)).fit(
+        X, y, xgb_model=model)
+    assert more.booster_.categories == [COLORS, None]
+    assert more.booster_.n_trees == model.booster_.n_trees + 3
+    # columns in another order are found by name
+    np.testing.assert_array_equal(model.predict_proba(X[["x", "color"]]),
+                                  model.predict_proba(X))
+    with pytest.raises(ValueError, match="non-numeric columns"):
+        DPXGBClassifier(classes=[0, 1], **params).fit(X, y)
+
+
+def test_the_cli_takes_category_lists(client, tmp_path, capsys):
+    import json
+
+    from dpxgb_dask.cli import main
+
+    X, y = _data(2000, 0)
+    frame = X.assign(target=y)
+    data = tmp_path / "train.csv"
+    frame.to_csv(data, index=False)
+    (tmp_path / "bounds.json").write_text(json.dumps({"x": [-3, 3]}))
+    (tmp_path / "categories.json").write_text(json.dumps({"color": COLORS}))
+    out = tmp_path / "model.json"
+    assert main(["train", str(data), "--label", "target", "--bounds",
+                 str(tmp_path / "bounds.json"), "--categories",
+                 str(tmp_path / "categories.json"), "--epsilon", "4", "--n-estimators", "5",
+                 "--max-depth", "2", "--scheduler", client.scheduler.address, "--out",
+                 str(out), "--quiet"]) == 0
+    model = Booster.load_model(out)
+    assert model.categories == [COLORS, None]
+    preds = tmp_path / "preds.csv"
+    assert main(["predict", str(out), str(data), "--out", str(preds)]) == 0
+    np.testing.assert_allclose(pd.read_csv(preds)["prediction"],
+                               model.predict(pd.read_csv(data).drop(columns="target")))
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(SystemExit, match="--categories must hold a JSON object"):
+        main(["train", str(data), "--label", "target", "--bounds",
+              str(tmp_path / "bounds.json"), "--categories", str(tmp_path / "bad.json")])
