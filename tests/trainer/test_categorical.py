@@ -202,6 +202,7 @@ def test_the_model_saves_loads_and_exports_its_categories(tmp_path):
     booster.save_model(tmp_path / "x.json", format="xgboost")
     theirs = xgboost.Booster(model_file=str(tmp_path / "x.json"))
     X_test, _ = _data(2000, 2)
+    X_test["x"] = X_test["x"].astype(np.float32).astype(np.float64)  # (see test_export.py)
     frame = X_test.assign(color=pd.Categorical(X_test["color"], categories=COLORS))
     margin = theirs.predict(xgboost.DMatrix(frame, enable_categorical=True),
                             output_margin=True)

@@ -45,7 +45,10 @@ def fitted(request, tmp_path_factory):
 
 def test_xgboost_predicts_what_the_model_predicts(fitted):
     booster, loaded, _ = fitted
-    X = _data(3000, 1, big=1e30)  # (XGBoost refuses infinite features)
+    # (XGBoost refuses infinite features.) Values representable in float32: XGBoost reads
+    # features as float32, and a float64 value within float32 rounding of a threshold can
+    # take the other branch there (export.py); for float32 values x <= t iff x < c exactly.
+    X = _data(3000, 1, big=1e30).astype(np.float32).astype(np.float64)
     ours = booster.predict(X, output_margin=True)
     theirs = loaded.predict(xgboost.DMatrix(X), output_margin=True).astype(np.float64)
     # XGBoost sums float32 leaf values in float32: each tree's addition (and the float32
