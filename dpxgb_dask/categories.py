@@ -92,11 +92,22 @@ def resolve(categories, X, feature_names, n_features):
                       "list (pd.CategoricalDtype(list)); astype('category') or categorize() "
                       "reads them off the values present. Give categories= to say so.",
                       PrivacyLeakWarning, stacklevel=3)
+    numeric_columns = set()
+    if _is_frame(X):
+        from pandas.api.types import is_numeric_dtype
+
+        numeric_columns = {f for f, dtype in enumerate(X.dtypes)
+                           if str(dtype) != "category" and is_numeric_dtype(dtype)}
     out = []
     for f, values in enumerate(resolved):
         if values is None:
             out.append(None)
             continue
+        if f in numeric_columns and values and all(isinstance(v, str) for v in values):
+            # (public facts: the column's dtype and the list) every value would be missing
+            raise ValueError(f"feature {feature_names[f] if feature_names else f!r} holds "
+                             f"numbers but its categories are strings ({values[:3]}...): "
+                             "give the categories as the numbers the column holds")
         if isinstance(values, (str, bytes)):
             raise ValueError(f"categories of feature {f} must be a list, got {values!r}")
         values = [v.item() if isinstance(v, np.generic) else v for v in values]

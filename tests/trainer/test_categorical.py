@@ -86,6 +86,10 @@ def test_category_lists_are_checked():
         cat.resolve([["a", "b"]], None, None, 2)
     with pytest.raises(ValueError, match="at most 255"):
         cat.resolve({0: list(range(300))}, None, None, 1)
+    # a numerical column (e.g. read from a CSV) with string categories: all would be missing
+    with pytest.raises(ValueError, match="'c' holds numbers but its categories are strings"):
+        cat.resolve({"c": ["1", "2"]}, pd.DataFrame({"c": [1, 2]}), ["c"], 1)
+    assert cat.resolve({"c": [1, 2]}, pd.DataFrame({"c": [1, 2]}), ["c"], 1) == [[1, 2]]
     assert cat.missing_bin([COLORS, None], 4) == 5 and cat.missing_bin(None, 64) == 64
 
 
