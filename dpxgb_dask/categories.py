@@ -16,7 +16,8 @@ import numpy as np
 MAX_CATEGORIES = 255
 
 
-def _is_frame(X):
+def is_frame(X):
+    """A pandas or dask DataFrame (a dask Series also answers to ``.columns``)."""
     return hasattr(X, "columns") and getattr(X, "ndim", 2) == 2
 
 
@@ -56,7 +57,7 @@ def resolve(categories, X, feature_names, n_features):
     """
     resolved = [None] * n_features
     from_dtype = set()
-    if _is_frame(X):
+    if is_frame(X):
         for f, (name, dtype) in enumerate(zip(X.columns, X.dtypes)):
             resolved[f] = _dtype_categories(dtype, name)
             if resolved[f] is not None:
@@ -93,7 +94,7 @@ def resolve(categories, X, feature_names, n_features):
                       "reads them off the values present. Give categories= to say so.",
                       PrivacyLeakWarning, stacklevel=3)
     numeric_columns = set()
-    if _is_frame(X):
+    if is_frame(X):
         from pandas.api.types import is_numeric_dtype
 
         numeric_columns = {f for f, dtype in enumerate(X.dtypes)
@@ -192,7 +193,7 @@ def encode(X, categories):
     """
     if categories is None:
         return X
-    if _is_frame(X) and hasattr(X, "map_partitions"):
+    if is_frame(X) and hasattr(X, "map_partitions"):
         import pandas as pd
 
         meta = X._meta.copy()
@@ -200,7 +201,7 @@ def encode(X, categories):
             if values is not None:
                 meta[X.columns[f]] = pd.Series(dtype=np.float64)
         return X.map_partitions(encode, categories, meta=meta)
-    if _is_frame(X):
+    if is_frame(X):
         X = X.copy()
         for f, values in enumerate(categories):
             if values is not None:

@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from .backends import load_task_delayed
+from .categories import is_frame
 from .worker import capability_digest, unpack_reply
 
 #: How long a fit waits for the first worker of a cluster that is still starting.
@@ -59,7 +60,7 @@ def describe_features(X):
     TypeError
         If X is sparse, or not array-like.
     """
-    if _is_frame(X):
+    if is_frame(X):
         names = [str(c) for c in X.columns]
         _check_numeric_dtypes(list(X.dtypes), names)
         return names, len(names)
@@ -87,13 +88,8 @@ def describe_features(X):
     return None, int(X.shape[1])
 
 
-def _is_frame(obj):
-    """A pandas or dask DataFrame (a Series also answers to ``.columns`` in dask)."""
-    return hasattr(obj, "columns") and getattr(obj, "ndim", 2) == 2
-
-
 def _label_array(y):
-    if _is_frame(y):
+    if is_frame(y):
         if len(y.columns) != 1:
             raise ValueError(f"y must be one column, got {len(y.columns)}")
         y = y[y.columns[0]]

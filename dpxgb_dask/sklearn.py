@@ -145,7 +145,7 @@ class _DPXGBModel(BaseEstimator):
         if given is None and xgb_model is not None:
             model = xgb_model.booster_ if isinstance(xgb_model, BaseEstimator) else xgb_model
             given = getattr(model, "categories", None)
-        frame = hasattr(X, "columns") and getattr(X, "ndim", 2) == 2
+        frame = categories.is_frame(X)
         names = [str(c) for c in X.columns] if frame else None
         shape = getattr(X, "shape", None) if frame or hasattr(X, "shape") \
             else np.asarray(X).shape  # (no NumPy array function: array-likes refuse them)
@@ -160,8 +160,10 @@ class _DPXGBModel(BaseEstimator):
         checked on their codes, and handed on as their values (``train`` encodes them)."""
         if _is_dask(X) or _is_dask(y):
             return X, y
+        from . import categories
+
         resolved = self._categories_of(X, xgb_model)
-        if hasattr(X, "columns") and getattr(X, "ndim", 2) == 2:
+        if categories.is_frame(X):
             from .data import _check_numeric_dtypes
 
             # (names the columns that need categories=, where float conversion would not)
@@ -170,8 +172,6 @@ class _DPXGBModel(BaseEstimator):
                                   [n for n, c in zip(X.columns, resolved or [None] * X.shape[1])
                                    if c is None])
         if resolved is not None:
-            from . import categories
-
             _, y_checked = self._check_fit_input(categories.encode(X, resolved), y, y_numeric)
             return X, y_checked
         return self._check_fit_input(X, y, y_numeric)

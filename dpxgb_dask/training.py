@@ -302,7 +302,7 @@ def with_categories(params, X):
     -------
     (TrainParams, X)
     """
-    if _is_frame(X):
+    if categories.is_frame(X):
         names, n_features = [str(c) for c in X.columns], len(X.columns)
     else:
         shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
@@ -310,10 +310,6 @@ def with_categories(params, X):
     resolved = categories.resolve(params.categories, X, names, n_features)
     params = replace(params, categories=resolved)  # None: no categorical feature
     return params, (X if resolved is None else categories.encode(X, resolved))
-
-
-def _is_frame(X):
-    return hasattr(X, "columns") and getattr(X, "ndim", 2) == 2
 
 
 def continuation_params(params, model, feature_names, n_features):
