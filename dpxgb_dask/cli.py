@@ -110,7 +110,7 @@ def _train_params(args):
               "reproducible_noise": args.reproducible_noise or None,
               "budget": args.budget}
     for name in ("n_estimators", "max_depth", "learning_rate", "subsample", "bounds_epsilon",
-                 "num_class"):
+                 "num_class", "accountant", "filter_rounds", "filter_spending"):
         value = getattr(args, name, None)
         if value is not None:
             params[name] = value
@@ -319,6 +319,15 @@ def build_parser():
     tr.add_argument("--max-depth", type=int)
     tr.add_argument("--learning-rate", type=float)
     tr.add_argument("--subsample", type=float)
+    tr.add_argument("--accountant", choices=["pld", "rdp", "basic"],
+                    help="the accountant that calibrates the noise (default: the preset's, "
+                         "else pld)")
+    tr.add_argument("--filter-rounds", type=int,
+                    help="S-BDT's individual Renyi filter: this many extra rounds on the rows "
+                         "with budget left (needs --accountant rdp or an RDP preset)")
+    tr.add_argument("--filter-spending", choices=["pace", "exclude"],
+                    help="with --filter-rounds: rows pace what they have left over the extra "
+                         "rounds (default) or take part in full while they can (S-BDT)")
     tr.add_argument("--out", default="model.json")
     tr.add_argument("--xgb-model", metavar="MODEL",
                     help="continue this saved model: --n-estimators more trees for --epsilon "

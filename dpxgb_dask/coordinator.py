@@ -178,7 +178,7 @@ class Coordinator:
         """Train and return the :class:`Booster` (public and DP values only)."""
         p = self.params
         be = self.backend
-        self._publish({"event": "start", "n_trees": p.n_estimators * self.plan.trees_per_round,
+        self._publish({"event": "start", "n_trees": self.plan.n_rounds * self.plan.trees_per_round,
                        "epsilon": p.epsilon,
                        "accountant": p.accountant, "delta": p.delta,
                        "objective": p.objective})
@@ -198,8 +198,13 @@ class Coordinator:
             base_score = start.base_score
         self._phase("candidates", t0)
         t0 = time.perf_counter()
+        row_filter = None
+        if p.filter_rounds:
+            row_filter = self.plan.row_filter()
+            self.ledger.record(**self.plan.filter_event())
         await be.prepare(ops.Prepare(bounds, cuts, self.missing_bin, base_score,
-                                     dict(enumerate(offsets)), init_model=start))
+                                     dict(enumerate(offsets)), init_model=start,
+                                     row_filter=row_filter))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
                           self.feature_names, p.label_bounds, n_classes=p.num_class,
@@ -212,14 +217,15 @@ class Coordinator:
         # ledger event of tree t is then distinct from the first part's.
         offset = self.init_model.n_trees if self.init_model is not None else 0
         per_round = self.plan.trees_per_round
+        n_rounds = self.plan.n_rounds  # (with the individual filter's extra rounds)
         # boosting rounds, and in each the tree of every class (one tree unless multiclass)
-        schedule = [(local, k) for local in range(p.n_estimators) for k in range(per_round)]
+        schedule = [(local, k) for local in range(n_rounds) for k in range(per_round)]
         for i, (local, k) in enumerate(schedule):
             t = offset + local * per_round + k
             t0 = time.perf_counter()
             batch_start = (local // p.batch_size) * p.batch_size
-            batch_len = min(p.batch_size, p.n_estimators - batch_start)
-            start = self._tree_start(t, k)
+            batch_len = min(p.batch_size, n_rounds - batch_start)
+            start = self._tree_start(t, k, local * per_round + k)
             first = dict(end_tree=tree_end, start_tree=start)
             if k == 0 and local < self.plan.ih_rounds:
                 # a multiclass round's sketch sums the hessians of its classes
@@ -365,9 +371,11 @@ class Coordinator:
 
     # -- trees ------------------------------------------------------------------------------
 
-    def _tree_start(self, t, k):
-        """The :class:`ops.TreeStart` of tree ``t``, of class ``k`` of its round."""
+    def _tree_start(self, t, k, local=None):
+        """The :class:`ops.TreeStart` of tree ``t`` (the fit's ``local``-th, by default
+        ``t``: a fit that continues no model), of class ``k`` of its round."""
         p = self.params
+        local = t if local is None else local
         output_class = vector_bounds = None
         if p.num_class is not None:
             output_class, b = k, self.plan.row_bounds
@@ -376,8 +384,15 @@ class Coordinator:
                              b.denominator if joint and p.newton else math.inf,
                              b.denominator_sum if p.newton else math.inf)
         key, interval = self._tree_rows(t)
+        filter_terms = filter_worst = rounds_left = None
+        if p.filter_rounds:
+            filter_terms = self.plan.filter_terms(local)
+            filter_worst = self.plan.tree_divergence(local)
+            if p.filter_spending == "pace" and local >= p.n_estimators:
+                rounds_left = self.plan.n_rounds - local
         return ops.TreeStart(key, interval, p.gradient_bound, p.gradient_rule,
-                             p.hessian_bound if p.newton else 1.0, output_class, vector_bounds)
+                             p.hessian_bound if p.newton else 1.0, output_class, vector_bounds,
+                             filter_terms, filter_worst, rounds_left)
 
     def _event(self, kind, t, **fields):
         """The plan's ledger fields of a release of tree ``t`` (a joint multiclass release

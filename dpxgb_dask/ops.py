@@ -334,6 +334,9 @@ class Prepare:
     init_model : Booster, optional
         A trained model the fit continues, on the training scale (public): every row starts
         at its ``predict_margin`` instead of ``base_score``.
+    row_filter : RowFilter, optional
+        The fit's individual Rényi filter (``privacy.filter``): every row's divergence so
+        far starts at 0.
     """
 
     feature_bounds: np.ndarray
@@ -342,6 +345,7 @@ class Prepare:
     base_score: float
     row_offsets: dict
     init_model: object = None
+    row_filter: object = None
 
 
 @dataclass(frozen=True)
@@ -366,6 +370,15 @@ class TreeStart:
         class-summed hessians of a round's iterative-Hessian sketch (zero gradients).
     vector_bounds : tuple of float, optional
         ``multi:softprob``: (G, H, S) of :func:`clip_row_vectors`.
+    filter_terms : tuple of FilterTerm, optional
+        With an individual Rényi filter: the tree's Gaussian mechanisms, from which each
+        row's divergence in the tree follows (``RowFilter.charges``).
+    filter_worst : float, optional
+        The tree's worst-case divergence (no row is charged more).
+    filter_rounds_left : int, optional
+        Set in the extra rounds of a filter that paces (``filter_spending="pace"``): this
+        round and the ones after it; a row scales its gradient and hessian down to spend
+        at most what it has left over them.
     """
 
     sample_key: int
@@ -375,6 +388,9 @@ class TreeStart:
     hessian_bound: float
     output_class: int = None
     vector_bounds: tuple = None
+    filter_terms: tuple = None
+    filter_worst: float = None
+    filter_rounds_left: int = None
 
 
 @dataclass(frozen=True)
@@ -458,6 +474,11 @@ class PartitionState:
         outside the tree (they are routed too: every row ends in a leaf).
     gradients, hessians : ndarray of float32, shape (n_rows,)
         Clipped, quantised gradients and hessians (0 outside the tree).
+    row_filter : RowFilter or None
+        The fit's individual Rényi filter.
+    filter_spent : ndarray of float64, shape (n_rows,) or None
+        Each row's Rényi divergence at the filter's order so far (private: it never
+        leaves the worker).
     """
 
     def __init__(self, raw, objective, index, n_threads=1):
@@ -474,6 +495,7 @@ class PartitionState:
         self.positions = self.gradients = self.hessians = None
         self._histograms = self._histogram_nodes = None
         self._class_gradients = None  # multiclass: (in bounds, g, h) at the margins
+        self.row_filter = self.filter_spent = None
         self._seq = -1
         self._result = None
 
@@ -509,6 +531,8 @@ class PartitionState:
         self.gradients = np.zeros(self.n_rows, dtype=np.float32)
         self.hessians = np.zeros(self.n_rows, dtype=np.float32)
         self._class_gradients = None
+        self.row_filter = spec.row_filter
+        self.filter_spent = None if spec.row_filter is None else np.zeros(self.n_rows)
         self._seq = -1
 
     def replay(self, prepare, rounds):
@@ -574,7 +598,10 @@ class PartitionState:
         """Select the tree's rows and compute their clipped, quantised gradients.
 
         Gradients are taken at ``margins`` (the start of the batch); rows outside the tree
-        get position ``~0 = -1`` and zero gradient and hessian.
+        get position ``~0 = -1`` and zero gradient and hessian. With an individual Rényi
+        filter, a labelled row pays its divergence in the tree (from its own clipped
+        gradient and hessian) if it can afford it, whether or not the Poisson sample then
+        picks it (the divergence is the sampled mechanism's), and stays out otherwise.
         """
         for rows in _row_chunks(self.n_rows):
             if spec.output_class is None:
@@ -590,13 +617,51 @@ class PartitionState:
             else:
                 u = row_uniforms(spec.sample_key, self.row_offset + rows.start, g.size)
                 in_tree = (u >= lo) & (u < hi)
-            in_tree &= ~np.isnan(self.y[rows])  # unlabelled rows: in no sum
+            labelled = ~np.isnan(self.y[rows])
+            in_tree &= labelled  # unlabelled rows: in no sum
             if spec.gradient_rule == "filter":
                 in_tree &= within
+            if spec.filter_terms is not None:
+                eligible = labelled
+                if spec.filter_rounds_left is not None:
+                    g, h, affordable = self._paced(rows, labelled, g, h, spec)
+                    eligible = labelled & affordable
+                denominator = np.ones_like(h) if self.row_filter.counts else h
+                in_tree &= self._pay_filter(rows, eligible, g, denominator, spec)
             self.positions[rows] = np.where(in_tree, 0, -1)
             self.gradients[rows] = np.where(in_tree, g, 0.0)
             self.hessians[rows] = np.where(in_tree, h, 0.0)
         self._histograms = self._histogram_nodes = None
+
+    def _paced(self, rows, labelled, g, h, spec):
+        """(g, h, affordable) of ``rows``: g and h scaled so that each row spends at most
+        what it has left over the rounds left (``RowFilter.pace``), rounded toward zero on
+        the value grid; ``affordable`` is False for a row that cannot pay even a zero
+        gradient's charge (with counts, the count's) within that share: it sits the
+        round out."""
+        counts = self.row_filter.counts
+        g = np.where(labelled, g, 0.0)
+        allowance = (self.row_filter.budget - self.filter_spent[rows]) / spec.filter_rounds_left
+        scale = self.row_filter.pace(g, np.ones_like(h) if counts else np.where(labelled, h, 0.0),
+                                     spec.filter_terms, spec.filter_worst, allowance)
+        g = np.trunc(g * scale / VALUE_GRID) * VALUE_GRID
+        if not counts:
+            h = np.trunc(h * scale / VALUE_GRID) * VALUE_GRID
+        u = np.ones_like(h) if counts else np.where(labelled, h, 0.0)
+        affordable = self.row_filter.charges(g, u, spec.filter_terms,
+                                             spec.filter_worst) <= allowance
+        return g, h, affordable
+
+    def _pay_filter(self, rows, eligible, g, denominator, spec):
+        """Charge the eligible rows of ``rows`` (labelled, and when paced within their
+        share) that can afford the tree; True for them."""
+        charge = self.row_filter.charges(np.where(eligible, g, 0.0),
+                                         np.where(eligible, denominator, 0.0),
+                                         spec.filter_terms, spec.filter_worst)
+        spent = self.filter_spent[rows]
+        admitted = eligible & self.row_filter.admit(spent, charge)
+        self.filter_spent[rows] = np.where(admitted, spent + charge, spent)
+        return admitted
 
     def _class_rows(self, spec, rows):
         """(within g*, g, h) of one multiclass tree's rows: its class's column of the

@@ -12,6 +12,7 @@ import numpy as np
 
 from .objective import OBJECTIVES
 SPLIT_METHODS = ("random", "exponential", "noisy_histogram")
+FILTER_SPENDINGS = ("pace", "exclude")
 FEATURE_SELECTIONS = ("random", "cyclic")
 SPLIT_CANDIDATES = ("uniform", "dp_sketch", "iterative_hessian")
 LEAF_METHODS = ("gaussian", "laplace", "noisy_average")
@@ -110,6 +111,21 @@ class TrainParams:
         DPBoost's ensemble of ensembles: trees of one ensemble use disjoint rows.
     accountant : {"pld", "rdp", "basic"}
         Accountant that calibrates the noise; every accountant's total is reported.
+    filter_rounds : int
+        S-BDT's individual Rényi filter: after the ``n_estimators`` rounds the noise is
+        calibrated on, this many extra rounds train on the rows whose own Rényi divergence
+        (at one order α, from their clipped gradients) is still within what a worst-case
+        row spends in the calibrated rounds; a row stays out of every tree it cannot
+        afford (``privacy/filter.py``). The fit's ε is unchanged (RDP accountant at α). Needs
+        ``accountant="rdp"``, Gaussian leaves and random or noisy-histogram splits;
+        binary or regression. 0 (default): no filter.
+    filter_spending : {"pace", "exclude"}
+        How a row spends what it has left in the extra rounds. "exclude" is S-BDT's rule:
+        a row takes part in full in every tree it can afford, which leaves the hard rows
+        (large gradients, the first to run out) out of the extra trees and biases them.
+        "pace" (default): in each extra round a row scales its gradient (and hessian)
+        down so that its charge is at most what it has left divided by the rounds left,
+        so every row keeps pulling its way with a weight its budget affords.
     random_state : int, optional
         Seed of the public, data-independent random choices (the features and thresholds
         of random trees). The DP noise and the secret row subsamples (``subsample``,
@@ -168,6 +184,8 @@ class TrainParams:
     batch_size: int = 1
     ensemble_size: int | None = None
     accountant: str = "pld"
+    filter_rounds: int = 0
+    filter_spending: str = "pace"
     random_state: int | None = None
     reproducible_noise: bool = False
     budget: str | None = None
@@ -562,10 +580,36 @@ def validate(p):
     if p.ensemble_size is not None and p.subsample < 1.0:
         raise ValueError("ensemble_size (disjoint rows per tree) and subsample < 1 cannot be "
                          "combined; set subsample=1.0")
+    _check_number("filter_rounds", p.filter_rounds, lo=0, integer=True)
+    _check_choice("filter_spending", p.filter_spending, FILTER_SPENDINGS)
+    if p.filter_rounds:
+        _check_filter(p)
     if p.dp_epsilon_per_tree is not None and (p.leaf_method == "gaussian"
                                               or p.split_method == "noisy_histogram"):
         raise ValueError("dp_epsilon_per_tree applies to the pure-ε methods "
                          "(leaf_method='laplace' or 'noisy_average'); give epsilon instead")
+
+
+def _check_filter(p):
+    """The individual Rényi filter's requirements (public parameters only)."""
+    needs = []
+    if p.accountant != "rdp":
+        needs.append(f"accountant='rdp' (not {p.accountant!r}): the filter bounds each row's "
+                     "Rényi divergence at one order, which only the RDP accountant reads")
+    if p.leaf_method != "gaussian":
+        needs.append(f"leaf_method='gaussian' (not {p.leaf_method!r}): a row's divergence "
+                     "is computed for Gaussian releases")
+    if p.split_method not in ("random", "noisy_histogram"):
+        needs.append(f"split_method 'random' or 'noisy_histogram' (not {p.split_method!r})")
+    if p.objective == "multi:softprob":
+        needs.append("objective 'binary:logistic' or 'reg:squarederror' (not "
+                     "'multi:softprob')")
+    if p.ensemble_size is not None:
+        needs.append("ensemble_size=None")
+    if p.gradient_rule != "clip":
+        needs.append("gradient_rule='clip'")
+    if needs:
+        raise ValueError(f"filter_rounds={p.filter_rounds} needs " + "; ".join(needs))
 
 
 def with_overrides(params, **changes):

@@ -20,18 +20,24 @@ Vocabulary (the same in the ledger, the report, the coordinator and the tests):
 * **budget scale** s: the one number the whole plan is a function of, calibrated so that
   the fit spends its ε (:func:`calibrate_budget_scale`).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import functools
 import json
 import math
 
 
 from .privacy.accountants import PLDAccountant, get_accountant, privacy_report
+from .privacy.filter import RowFilter, choose_filter, filter_term, tree_divergences
 from .privacy.ledger import Ledger
+from .privacy.mechanisms import GaussianMechanism
 from .privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sensitivity,
                                   gradient_histogram_l1_sensitivity,
-                                  gradient_histogram_l2_sensitivity, row_contribution_bounds)
+                                  gradient_histogram_l2_sensitivity, leaf_balanced_sigmas,
+                                  row_contribution_bounds)
 from .privacy.validation import BudgetError
+
+#: The ledger name of a fit's individual Rényi filter (``filter_rounds``).
+FILTER_NAME = "rows"
 
 #: log2-magnitude range of the DP bounds estimate: |x| from 2**-20 to 2**44.
 BOUNDS_MIN_EXPONENT = -20
@@ -104,6 +110,14 @@ class ReleasePlan:
     K trees share the round's row subsample. With pure-ε releases every class tree is a
     tree of its own (its own subsample and events): ε_round = Σ_k ε_tree, basic composition.
 
+    Individual Rényi filter (``filter_rounds`` > 0, S-BDT): the fit grows
+    ``n_estimators + filter_rounds`` trees, all of whose releases pass the filter
+    :data:`FILTER_NAME` (``privacy/filter.py``). Its order α and budget B come from the
+    ``n_estimators`` regular trees (:func:`~dpxgb_dask.privacy.filter.choose_filter`):
+    B = Σ_t ρ_t(α) over them, the worst-case divergence of each tree's subsampled
+    releases, so that the RDP accountant's ε at α is the regular trees' ε and the extra
+    trees are paid for by the rows that spent less than the worst case.
+
     Parameters
     ----------
     params : TrainParams
@@ -130,6 +144,9 @@ class ReleasePlan:
                 p.gradient_bound, p.hessian_bound, p.newton, p.num_class).denominator_sum)
         self.ih_rounds = (min(p.iterative_hessian_rounds, p.n_estimators)
                           if p.split_candidates == "iterative_hessian" else 0)
+        #: boosting rounds: the regular ones, then the individual filter's extra ones
+        self.n_rounds = p.n_estimators + p.filter_rounds
+        self._filter = None
         self.releases = {}
         if "sketch" in shares and p.split_candidates == "dp_sketch":
             # One row adds its weight (<= 1 after clipping) to one bin of each feature.
@@ -203,6 +220,8 @@ class ReleasePlan:
                 fields.update(disjoint_group=group, disjoint_part=part)
         if depth is not None:
             fields["depth"] = depth
+        if tree is not None and self.params.filter_rounds:
+            fields["individual_filter"] = FILTER_NAME
         if tree is not None and self.joint_classes and kind in ("split", "leaf", "sketch"):
             k, b = self.joint_classes, self.row_bounds
             fields["note"] = (f"one joint release of the {k} class trees {tree}-{tree + k - 1} "
@@ -220,12 +239,80 @@ class ReleasePlan:
             fields["note"] = f"the {self.params.num_class} class counts (a row is in one class)"
         return fields
 
+    # the individual Rényi filter ---------------------------------------------------------
+
+    def _filter_choice(self):
+        """(α, B, worst-case divergence at α of each tree): see the class docstring."""
+        if self._filter is None:
+            order, budget = choose_filter(self._releases(self.params.n_estimators),
+                                          self.params.delta)
+            worst = tree_divergences(self._releases(self.n_rounds), order)
+            self._filter = order, budget, worst
+        return self._filter
+
+    def filter_event(self):
+        """Ledger fields of the fit's individual Rényi filter (``filter_rounds`` > 0)."""
+        order, budget, _ = self._filter_choice()
+        p = self.params
+        return dict(purpose="individual_filter", mechanism="renyi_filter", sensitivity=1.0,
+                    individual_filter=FILTER_NAME, rdp_order=order, rdp_budget=budget,
+                    note=(f"S-BDT's individual Renyi filter: rows take part in the "
+                          f"{self.n_rounds} rounds' releases while their own divergence at "
+                          f"order {order:g} stays within {budget:.6g}, what a worst-case row "
+                          f"spends in the {p.n_estimators} regular rounds"))
+
+    def filter_terms(self, tree):
+        """The Gaussian mechanisms of tree ``tree`` (numbered from 0 in the fit) as they
+        weigh on a row (:class:`~dpxgb_dask.privacy.filter.FilterTerm`), built as the
+        coordinator builds them (same σ, grid and rounding margin)."""
+        from .decisions import histogram_mechanism
+
+        p, bounds = self.params, self.row_bounds
+        leaf = self.releases["leaf"]
+        sigma_g, sigma_h = leaf_balanced_sigmas(leaf.noise_multiplier, bounds.gradient,
+                                                bounds.denominator, p.leaf_noise_ratio)
+        terms = [filter_term(GaussianMechanism(bounds.gradient, sigma=sigma_g,
+                                               coords_per_row=1), 1, 0),
+                 filter_term(GaussianMechanism(bounds.denominator, sigma=sigma_h,
+                                               coords_per_row=1), 0, 1)]
+        split = self.releases.get("split")
+        if split is not None:
+            terms.append(filter_term(histogram_mechanism(
+                self.n_features, bounds.gradient, bounds.denominator, split.noise_multiplier),
+                self.n_features, self.n_features, count=p.max_depth))
+        if tree < self.ih_rounds:
+            sketch = self.releases["sketch"]
+            terms.append(filter_term(GaussianMechanism(
+                sketch.sensitivity, noise_multiplier=sketch.noise_multiplier,
+                coords_per_row=self.n_features), 0, self.n_features))
+        return tuple(terms)
+
+    def row_filter(self):
+        """The :class:`~dpxgb_dask.privacy.filter.RowFilter` the workers apply."""
+        order, budget, _ = self._filter_choice()
+        rho_max = max(0.5 * sum(term.weight for term in self.filter_terms(t))
+                      for t in {0, self.ih_rounds})
+        return RowFilter.build(FILTER_NAME, order, budget, self.params.subsample, rho_max,
+                               not self.params.newton)
+
+    def tree_divergence(self, tree):
+        """Tree ``tree``'s worst-case divergence at the filter's order (what no row pays
+        more than)."""
+        return self._filter_choice()[2][tree]
+
     def bounds_event(self):
         """Ledger fields of the DP feature-bounds estimate."""
         return bounds_event(self.params, self.n_features)
 
     def ledger(self):
         """The ledger of a fit that makes every planned release (the calibration target)."""
+        ledger = self._releases(self.n_rounds)
+        if self.params.filter_rounds:
+            ledger.record(**self.filter_event())
+        return ledger
+
+    def _releases(self, n_rounds):
+        """The ledger of the fit-level releases and those of the first ``n_rounds`` rounds."""
         p = self.params
         ledger = Ledger()
         if p.bounds_epsilon is not None and p.feature_bounds is None:
@@ -236,7 +323,7 @@ class ReleasePlan:
             ledger.record(**self.event("sketch", n_parallel=p.n_sketch_bins))
         n_leaves = 2**p.max_depth
         per_round = self.trees_per_round
-        for r in range(p.n_estimators):
+        for r in range(n_rounds):
             first = r * per_round
             if r < self.ih_rounds:
                 ledger.record(**self.event("sketch", tree=first, n_parallel=p.max_bin + 1))
@@ -489,7 +576,11 @@ def continued_model(init_model, new_part, new_ledger, params, budget_scale):
     first_trees = {e.tree for e in events if e.tree is not None}
     if any(e.tree in first_trees for e in new_ledger.events if e.tree is not None):
         raise AssertionError("the continuing fit's trees overlap the model's in the ledger")
-    summary = privacy_summary(Ledger(events + list(new_ledger.events)), params, budget_scale)
+    # each part's individual filter covers its own trees only: distinct names
+    new_events = [e if e.individual_filter is None else
+                  replace(e, individual_filter=f"{e.individual_filter}@{init_model.n_trees}")
+                  for e in new_ledger.events]
+    summary = privacy_summary(Ledger(events + new_events), params, budget_scale)
     earlier_not_dp = list(init_model.ledger.get("not_dp", []))
     summary["not_dp"] = earlier_not_dp + [c for c in summary["not_dp"]
                                           if c not in earlier_not_dp]

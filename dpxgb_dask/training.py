@@ -525,7 +525,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
                     break
                 except FuturesTimeout:
                     _touch_fit(c, fit_id, capability, placement)
-            with _progress(c, verbose, p.n_estimators * (p.num_class or 1)) as topic:
+            with _progress(c, verbose, plan.n_rounds * plan.trees_per_round) as topic:
                 coordinated = True
                 request = dict(fit_id=fit_id, capability=capability, placement=placement,
                                sources=sources, params=p, plan=plan, n_features=n_features,

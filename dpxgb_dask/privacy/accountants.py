@@ -77,6 +77,15 @@ exponential    ε                          ``ZCDpEvent(ε²/8)``         ε-DP w
   for comparison; use RDP or PLD for Gaussian plans.
 * Parallel parts that are not identical are composed sequentially in RDP/PLD (valid,
   conservative); basic composition takes the maximum over parts exactly.
+* Individual Rényi filters (``renyi_filter`` entries, :mod:`~dpxgb_dask.privacy.filter`):
+  the entries are no releases and every accountant charges the releases they cover as if
+  every row took part in full, which is valid since a filter only removes contributions.
+  The RDP accountant also knows the filter's guarantee: every row's Rényi divergence of
+  order α over the covered releases is at most the budget B (Feldman & Zrnic 2021,
+  Theorem 3.1, S-BDT Theorem 5), and so at every order below α (the divergence does not
+  decrease with the order), so at the order of each filter the ledger is (α, Σ of the
+  budgets of the filters of order >= α + RDP of the other releases)-RDP, converted to ε
+  with the same conversion as every order; it reports the smallest ε.
 """
 
 from __future__ import annotations
@@ -195,7 +204,7 @@ def composition_terms(ledger):
         Barthe & Gaboardi 2018 amplify the composite mechanism run on the sample), which is
         impossible if they are split between places that compose differently.
     """
-    events = list(ledger)
+    events = [e for e in ledger if not e.is_filter]  # no releases (see the module docstring)
     _check_subsample_places(events)
     free = [e for e in events if e.disjoint_group is None]
     terms = _sequential_terms(free)
@@ -360,6 +369,27 @@ def _gaussian_shares(term):
     return max(sum(_gaussian_shares(t) for t in part) for part in term.parts)
 
 
+def _check_filters(events, filters):
+    """Refuse a ledger whose filters the RDP accountant could misread: two entries of one
+    name (each budget would seem to cover the other's releases), or a Poisson subsample
+    whose releases lie under different filters or partly under none (amplifying the parts
+    separately would under-count, as in :func:`composition_terms`)."""
+    names = [f.individual_filter for f in filters]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"individual filters {repeated} have several renyi_filter entries: "
+                         "give each filter one entry (one fit's releases)")
+    under = collections.defaultdict(set)
+    for e in events:
+        if e.subsample is not None and not e.is_filter:
+            under[e.subsample].add(e.individual_filter if e.individual_filter in names else None)
+    split = sorted(s for s, where in under.items() if len(where) > 1)
+    if split:
+        raise ValueError(f"subsample {split[0]!r} has releases under different individual "
+                         "filters (or partly under none): the releases on one Poisson sample "
+                         "are amplified together, so they must all pass the same filter")
+
+
 def _repeat(event, count):
     return event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
 
@@ -449,18 +479,56 @@ class RDPAccountant(Accountant):
             total += mult * self._term_curve(term)
         return total
 
+    def _filter_points(self, ledger):
+        """[(α, RDP at α)] that the ledger's individual Rényi filters certify, at the order
+        of each filter: a filter of order α_f >= α bounds its releases' divergence at α by
+        its budget (Rényi divergence does not decrease with the order, van Erven &
+        Harremoës 2014, Theorem 3), or by their worst-case curve if smaller; every other
+        release is charged its worst-case curve."""
+        events = list(_as_ledger(ledger))
+        filters = [e for e in events if e.is_filter]
+        if not filters:
+            return []
+        _check_filters(events, filters)
+        points = []
+        for order in sorted({f.rdp_order for f in filters}):
+            at_order = RDPAccountant(orders=(order,))
+            budgets = {}
+            for f in filters:
+                if f.rdp_order >= order:
+                    budgets[f.individual_filter] = budgets.get(f.individual_filter, 0.0) + f.rdp_budget
+            total = 0.0
+            for name in (None,) + tuple(sorted(budgets)):
+                members = [e for e in events if not e.is_filter and
+                           (e.individual_filter if e.individual_filter in budgets else None) == name]
+                worst = at_order._total_curve(members)[0] if members else 0.0
+                total += worst if name is None else min(worst, budgets[name])
+            points.append((order, total))
+        return points
+
     def get_epsilon(self, ledger, delta):
-        """ε at δ from the composed RDP curve (``dp_accounting.rdp.compute_epsilon``); ∞ for δ = 0."""
+        """ε at δ from the composed RDP curve (``dp_accounting.rdp.compute_epsilon``), or at
+        an individual filter's order from its budget when smaller; ∞ for δ = 0."""
         delta = check_delta(delta)
         if delta == 0.0:
             return math.inf
-        return float(_rdp_lib.compute_epsilon(np.array(self.orders), self._total_curve(ledger), delta)[0])
+        ledger = _as_ledger(ledger)
+        eps = float(_rdp_lib.compute_epsilon(np.array(self.orders), self._total_curve(ledger), delta)[0])
+        for order, rdp in self._filter_points(ledger):
+            eps = min(eps, float(_rdp_lib.compute_epsilon(np.array([order]), np.array([rdp]), delta)[0]))
+        return eps
 
     def get_delta(self, ledger, epsilon):
-        """δ at ε from the composed RDP curve (``dp_accounting``'s ``compute_delta``)."""
+        """δ at ε from the composed RDP curve (``dp_accounting``'s ``compute_delta``), or
+        from an individual filter's order and budget when smaller."""
         epsilon = check_epsilon(epsilon)
+        ledger = _as_ledger(ledger)
         curve = self._total_curve(ledger)
-        return float(_rdp_lib.compute_delta(np.array(self.orders), curve, epsilon)[0])
+        delta = float(_rdp_lib.compute_delta(np.array(self.orders), curve, epsilon)[0])
+        for order, rdp in self._filter_points(ledger):
+            delta = min(delta, float(_rdp_lib.compute_delta(np.array([order]), np.array([rdp]),
+                                                            epsilon)[0]))
+        return delta
 
 
 class PLDAccountant(Accountant):

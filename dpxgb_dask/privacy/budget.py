@@ -63,9 +63,9 @@ def _check_name(name):
 
 
 def fit_events(events, fit_id):
-    """A fit's release events as a budget records them: its Poisson subsample and disjoint
-    group names prefixed by ``fit_id``, its noise stream ids dropped (they identify replays
-    within one fit only).
+    """A fit's release events as a budget records them: its Poisson subsample, disjoint
+    group and individual filter names prefixed by ``fit_id``, its noise stream ids dropped
+    (they identify replays within one fit only).
 
     Parameters
     ----------
@@ -83,6 +83,8 @@ def fit_events(events, fit_id):
             changes["subsample"] = f"{fit_id}/{event.subsample}"
         if event.disjoint_group is not None:
             changes["disjoint_group"] = f"{fit_id}/{event.disjoint_group}"
+        if event.individual_filter is not None:
+            changes["individual_filter"] = f"{fit_id}/{event.individual_filter}"
         out.append(dataclasses.replace(event, **changes))
     return out
 

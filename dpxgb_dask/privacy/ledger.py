@@ -23,6 +23,14 @@ subsample it was computed on, and how it composes:
   of the data (DPBoost's trees inside one ensemble) compose in parallel across parts. One
   Poisson subsample must stay inside one place: all its events free, or all in the same
   part of the same group (the accountants refuse anything else).
+* ``individual_filter``: the release's rows passed an individual Rényi filter of that name
+  (S-BDT; Feldman & Zrnic 2021): a row takes part only while its own Rényi divergence at
+  the filter's order, summed over the filter's releases, stays within the filter's budget.
+  The filter itself is one entry of mechanism ``"renyi_filter"`` (``rdp_order`` α,
+  ``rdp_budget`` B), which is no release: every accountant may still charge the covered
+  releases as if every row took part in full (valid, the filter only removes
+  contributions); the RDP accountant may instead charge B at order α for all of them
+  (:mod:`~dpxgb_dask.privacy.filter`).
 
 Every call of :meth:`Ledger.record` counts
 ------------------------------------------
@@ -51,7 +59,7 @@ from .validation import BudgetError, check_delta, check_epsilon, check_positive,
 
 __all__ = ["MECHANISMS", "PARALLEL_AXES", "Ledger", "PrivacyEvent"]
 
-MECHANISMS = ("laplace", "gaussian", "exponential")
+MECHANISMS = ("laplace", "gaussian", "exponential", "renyi_filter")
 #: Axes whose pieces hold disjoint rows under add/remove of one row.
 PARALLEL_AXES = ("nodes", "leaves", "bins")
 _NOT_DISJOINT = {
@@ -131,6 +139,12 @@ class PrivacyEvent:
         Grid step of the noise (reproducibility only).
     note : str
         Free text.
+    individual_filter : str or None
+        Name of the individual Rényi filter the release's rows passed; on a
+        ``"renyi_filter"`` entry, the filter's own name.
+    rdp_order, rdp_budget : float or None
+        A ``"renyi_filter"`` entry's order α > 1 and budget B >= 0: every row's Rényi
+        divergence at α over the releases of the filter is at most B.
     stream : str or None
         Public identifier of the noise stream(s) of the release
         (:attr:`~dpxgb_dask.privacy.randomness.RandomStream.stream_id`, several joined by
@@ -154,6 +168,9 @@ class PrivacyEvent:
     resolution: Optional[float] = None
     note: str = ""
     stream: Optional[str] = None
+    individual_filter: Optional[str] = None
+    rdp_order: Optional[float] = None
+    rdp_budget: Optional[float] = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -162,7 +179,24 @@ class PrivacyEvent:
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"mechanism must be one of {MECHANISMS}, got {self.mechanism!r}")
         put("sensitivity", check_positive(self.sensitivity, "sensitivity"))
-        if self.mechanism == "gaussian":
+        if self.individual_filter is not None and (not isinstance(self.individual_filter, str)
+                                                   or not self.individual_filter):
+            raise ValueError(f"individual_filter must be None or a non-empty str, "
+                             f"got {self.individual_filter!r}")
+        if self.mechanism == "renyi_filter":
+            if self.individual_filter is None or self.rdp_order is None or self.rdp_budget is None:
+                raise ValueError("a renyi_filter entry needs individual_filter (its name), "
+                                 "rdp_order and rdp_budget")
+            if self.epsilon is not None or self.noise_multiplier is not None:
+                raise ValueError("a renyi_filter entry has no epsilon or noise_multiplier")
+            order = float(self.rdp_order)
+            if not order > 1.0 or not order < float("inf"):
+                raise ValueError(f"rdp_order must be a finite float > 1, got {self.rdp_order!r}")
+            put("rdp_order", order)
+            put("rdp_budget", check_epsilon(self.rdp_budget, "rdp_budget"))
+        elif self.rdp_order is not None or self.rdp_budget is not None:
+            raise ValueError("rdp_order and rdp_budget belong to a renyi_filter entry")
+        elif self.mechanism == "gaussian":
             if self.noise_multiplier is None or self.epsilon is not None:
                 raise ValueError("a gaussian event needs noise_multiplier (or sigma) and no epsilon")
             put("noise_multiplier", check_positive(self.noise_multiplier, "noise_multiplier"))
@@ -215,9 +249,14 @@ class PrivacyEvent:
         return (self.tree, self.depth, self.purpose, self.disjoint_group, self.disjoint_part)
 
     @property
+    def is_filter(self):
+        """bool: True for an individual Rényi filter's entry (no release)."""
+        return self.mechanism == "renyi_filter"
+
+    @property
     def is_pure(self):
         """bool: True for ε-DP mechanisms (Laplace, exponential)."""
-        return self.mechanism != "gaussian"
+        return self.mechanism in ("laplace", "exponential")
 
     @property
     def noise_scale(self):
@@ -237,6 +276,9 @@ class PrivacyEvent:
         """dict of JSON-compatible fields (tuple ``parallel_over`` becomes a list)."""
         out = dataclasses.asdict(self)
         out["parallel_over"] = list(self.parallel_over)
+        for name in ("individual_filter", "rdp_order", "rdp_budget"):
+            if out[name] is None:  # (fields added later: written only when set)
+                del out[name]
         return out
 
     @classmethod

@@ -203,11 +203,12 @@ def _inputs(kind, X, y):
 
 
 @pytest.mark.parametrize("kind", ["numpy", "pandas", "dask_array", "dask_frame",
-                                  "numpy_multiclass"])
+                                  "numpy_multiclass", "numpy_filtered"])
 def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_data, kind):
     """The fit finishes after a worker is killed, with the very model (and ledger) of an
     undisturbed fit: the lost partitions are rebuilt and the interrupted round replayed
-    (multiclass: the class gradients of the round are recomputed where they were lost)."""
+    (multiclass: the class gradients of the round are recomputed where they were lost;
+    with an individual Rényi filter, every row's divergence so far)."""
     import os
     import signal
 
@@ -219,6 +220,9 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
         kind, y = "numpy", y + (X[:, 1] > 0)  # classes 0, 1, 2
         params.update(objective="multi:softprob", num_class=3, n_estimators=50,
                       batch_size=2)
+    if kind == "numpy_filtered":
+        kind = "numpy"
+        params.update(n_estimators=50, filter_rounds=100, accountant="rdp")
     undisturbed = train(params, *_inputs(kind, X, y), client=client)
     thread, outcome = _fit_in_background(params, *_inputs(kind, X, y), client=client,
                                          return_timings=True)

@@ -93,11 +93,16 @@ def test_cli_train_predict_report(client, seed, classification_data, tmp_path, c
     key = tmp_path / "key"
     key.write_bytes(b"s3cret-" * 5)
     signed = tmp_path / "signed.json"
+    # (with S-BDT's individual Rényi filter: 2 extra rounds)
     assert main(["train", str(data), "--label", "target", "--bounds", str(bounds_file),
                  "--epsilon", "0.5", "--n-estimators", "3", "--max-depth", "2",
+                 "--accountant", "rdp", "--filter-rounds", "2",
                  "--scheduler", address, "--out", str(signed), "--quiet",
                  "--key-file", str(key)]) == 0
+    filtered = load_model(signed, key=key.read_bytes())
+    assert filtered.n_trees == 5 and filtered.params["filter_rounds"] == 2
     assert main(["report", str(signed), "--key-file", str(key)]) == 0
+    assert "renyi_filter" in capsys.readouterr().out
     with pytest.raises(ValueError, match="not signed"):
         main(["report", str(out), "--key-file", str(key)])
     other = tmp_path / "other"
