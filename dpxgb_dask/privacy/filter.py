@@ -28,6 +28,7 @@ on their rows' clipped gradients, :func:`choose_filter` runs on public parameter
 from dataclasses import dataclass
 import math
 
+import dp_accounting
 import numpy as np
 
 from .accountants import RDPAccountant
@@ -75,8 +76,6 @@ def subsampled_gaussian_rdp(order, rho, sampling_rate):
     accountant = RDPAccountant(orders=(order,))
     for index, value in np.ndenumerate(rho):
         if value > 0:
-            import dp_accounting
-
             event = dp_accounting.PoissonSampledDpEvent(
                 sampling_rate, dp_accounting.GaussianDpEvent(1.0 / math.sqrt(2.0 * value)))
             out[index] = accountant._curve(event)[0]

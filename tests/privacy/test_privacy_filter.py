@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
-from dpxgb_dask.privacy import (BasicAccountant, GaussianMechanism, Ledger, NoiseSource,
-                                PLDAccountant, RDPAccountant, leaf_balanced_sigmas)
+from dpxgb_dask.privacy import (BasicAccountant, GaussianMechanism, Ledger, PLDAccountant,
+                                RDPAccountant, leaf_balanced_sigmas)
 from dpxgb_dask.privacy.budget import fit_events
 from dpxgb_dask.privacy.filter import (TABLE_POINTS, RowFilter, choose_filter, filter_term,
                                        subsampled_gaussian_rdp, tree_divergences)
