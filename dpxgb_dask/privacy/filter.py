@@ -116,9 +116,11 @@ class FilterTerm:
 
 def filter_term(mechanism, gradient_coords, denominator_coords, count=1):
     """The :class:`FilterTerm` of a ``GaussianMechanism`` (its σ, grid and rounding
-    margin) that ``count`` releases per tree make."""
-    mechanism._setup_coords(mechanism.coords_per_row)
+    margin) that ``count`` releases per tree make; the mechanism must state its
+    ``coords_per_row`` (the margin depends on it)."""
     k = mechanism.coords_per_row
+    if k is None:
+        raise ValueError("filter_term needs a GaussianMechanism built with coords_per_row")
     return FilterTerm(int(gradient_coords), int(denominator_coords),
                       float(mechanism.sensitivity), float(mechanism.resolution),
                       math.sqrt(k) + 1.0, count / mechanism.noise_multiplier**2)
