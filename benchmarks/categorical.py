@@ -17,7 +17,6 @@ coordinator of a cluster fit, ``training.train_in_process``).
 """
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datasets import data_dir, load_adult, load_adult_raw  # noqa: E402
+from tables import Report  # noqa: E402
 
 from dpxgb_dask.params import resolve_params  # noqa: E402
 from dpxgb_dask.training import check_bounds_policy, train_in_process, with_categories  # noqa: E402,E501
@@ -61,13 +61,12 @@ def main():
     X_raw, y_raw, X_raw_test, y_raw_test, numeric_bounds, categories = load_adult_raw()
     # the raw fit's bounds: the numerical columns' (a categorical column's are its codes')
     raw_bounds = np.array([numeric_bounds.get(c, (0.0, 0.0)) for c in X_raw.columns])
-    lines = [f"Adult (train {len(y_raw)} rows, test {len(y_raw_test)}), {args.seeds} seeds; "
-             "test error % / AUC, mean ± std; 'codes' = the hand-encoded table, 'raw' = "
-             "the strings with categories=", "",
-             "| method | encoding | " + " | ".join(f"ε={e:g}" for e in args.epsilons) + " |",
-             "|---|---" + "|---" * len(args.epsilons) + "|"]
-    print("\n".join(lines), flush=True)
-    t_start = time.time()
+    report = Report("categorical.py")
+    report.say(f"Adult (train {len(y_raw)} rows, test {len(y_raw_test)}), {args.seeds} seeds; "
+               "test error % / AUC, mean ± std; 'codes' = the hand-encoded table, 'raw' = "
+               "the strings with categories=", "",
+               "| method | encoding | " + " | ".join(f"ε={e:g}" for e in args.epsilons) + " |",
+               "|---|---" + "|---" * len(args.epsilons) + "|")
     for method in args.methods:
         for name, data in (("codes", coded[:4] + (coded[4], None)),
                            ("raw", (X_raw, y_raw, X_raw_test, y_raw_test, raw_bounds,
@@ -78,14 +77,9 @@ def main():
                                    for s in range(args.seeds)])
                 cells.append(f"{scores[:, 0].mean():.2f}±{scores[:, 0].std():.2f} / "
                              f"{scores[:, 1].mean():.4f}±{scores[:, 1].std():.4f}")
-            lines.append(f"| {method} | {name} | " + " | ".join(cells) + " |")
-            print(lines[-1], flush=True)
-    lines.append("")
-    lines.append(f"({time.time() - t_start:.0f} s; command: python benchmarks/categorical.py "
-                 + " ".join(sys.argv[1:]) + ")")
-    print(lines[-1])
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+            report.say(f"| {method} | {name} | " + " | ".join(cells) + " |")
+    report.say()
+    report.finish(args.out)
 
 
 if __name__ == "__main__":

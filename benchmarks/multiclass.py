@@ -25,7 +25,6 @@ mean validation accuracy.
 """
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -34,6 +33,9 @@ from sklearn.model_selection import train_test_split
 
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.training import check_bounds_policy, train, train_in_process
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tables import Report  # noqa: E402
 
 #: A seed of > 128 bits per repetition (shorter seeds would warn that noise is guessable).
 SEED_BASE = 2**160
@@ -173,13 +175,8 @@ def main():
 
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
         client = Client(cluster)
-    lines = []
-
-    def say(line=""):
-        lines.append(line)
-        print(line, flush=True)
-
-    t_start = time.time()
+    report = Report("multiclass.py")
+    say = report.say
     for name, data in load_sets().items():
         say(f"{name}: train {len(data[1])} rows, test {len(data[3])}, {data[5]} classes, "
             f"{data[0].shape[1]} features; test accuracy %, mean ± std over {args.seeds} "
@@ -200,10 +197,7 @@ def main():
         say("| xgboost (non-private, 100 rounds, depth 6, η 0.3) | " +
             " | ".join(f"{accuracy:.1f}" for _ in args.epsilons) + " |")
         say()
-    say(f"({time.time() - t_start:.0f} s; command: python benchmarks/multiclass.py "
-        + " ".join(sys.argv[1:]) + ")")
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+    report.finish(args.out)
     if client is not None:
         client.close()
         cluster.close()

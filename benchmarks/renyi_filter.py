@@ -20,7 +20,6 @@ runs in-process (``training.train_in_process``) and draws its noise from a per-s
 """
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datasets import data_dir, load_abalone, load_adult  # noqa: E402
+from tables import Report  # noqa: E402
 
 from dpxgb_dask.params import resolve_params  # noqa: E402
 from dpxgb_dask.training import train_in_process  # noqa: E402
@@ -95,16 +95,15 @@ def main():
     if "adult" in args.datasets:
         X, y, X_test, y_test, bounds = load_adult()
         ADULT = (X, y, X_test, y_test, bounds)
-    lines = [f"s-bdt preset, {args.seeds} seeds, mean ± std; F = {args.extra} filtered rounds; "
-             "Abalone: test RMSE (rings, lower is better), Adult: test AUC", ""]
-    t_start = time.time()
+    report = Report("renyi_filter.py")
+    report.say(f"s-bdt preset, {args.seeds} seeds, mean ± std; F = {args.extra} filtered "
+               "rounds; Abalone: test RMSE (rings, lower is better), Adult: test AUC", "")
     runs = [(dataset, regular) for dataset in args.datasets
             for regular in (args.regular or [PRESET_TREES[dataset], PRESET_TREES[dataset] // 4])]
     for dataset, regular in runs:
-        lines += [f"**{dataset}, T = {regular}**", "",
-                  "| fit | " + " | ".join(f"ε={e:g}" for e in args.epsilons) + " |",
-                  "|---" + "|---" * len(args.epsilons) + "|"]
-        print("\n".join(lines[-4:]), flush=True)
+        report.say(f"**{dataset}, T = {regular}**", "",
+                   "| fit | " + " | ".join(f"ε={e:g}" for e in args.epsilons) + " |",
+                   "|---" + "|---" * len(args.epsilons) + "|")
         f = args.extra
         for label, n_trees, extra, spending in (
                 (f"{regular} trees", regular, 0, "pace"),
@@ -118,14 +117,9 @@ def main():
                                    for s in range(args.seeds)])
                 digits = 3 if dataset == "abalone" else 4
                 cells.append(f"{scores.mean():.{digits}f} ± {scores.std():.{digits}f}")
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
-            print(lines[-1], flush=True)
-        lines.append("")
-    lines.append(f"({time.time() - t_start:.0f} s; command: python benchmarks/renyi_filter.py "
-                 + " ".join(sys.argv[1:]) + ")")
-    print(lines[-1])
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+            report.say(f"| {label} | " + " | ".join(cells) + " |")
+        report.say()
+    report.finish(args.out)
 
 
 if __name__ == "__main__":
