@@ -44,11 +44,12 @@ Methods
 -------
 - ``default``: no preset (the package's default; its regression variant for regression).
 - ``dp-xgboost``, ``dpboost``, ``maddock``, ``s-bdt``: the presets, i.e. each paper's
-  hyperparameters (dpxgb_dask/params.py documents the departures). For S-BDT, where the
-  paper's number at an ε comes from a specific configuration of its grid (preset spec
-  §4.3: Adult ε ∈ {0.01, 0.03, 0.1, 0.5}, Abalone ε ∈ {0.05, 0.1, 0.3, 0.5}), that
-  configuration is passed as explicit overrides (:data:`SBDT_PAPER_CONFIGS`); at the other
-  ε the preset is used as is.
+  hyperparameters (dpxgb_dask/params.py documents the departures). The s-bdt preset
+  takes, at each ε, the configuration of S-BDT's grid behind its published number at the
+  nearest reported ε (``params.SBDT_SCHEDULE``: Adult ε ∈ {0.01, 0.03, 0.1, 0.5},
+  Abalone ε ∈ {0.05, 0.1, 0.3, 0.5}).
+- ``maddock-pr``: the maddock preset with Maddock et al.'s partially random splits (PR)
+  instead of their totally random ones (TR, the preset's: their best).
 - ``xgboost``: non-private XGBoost (100 trees, depth 6, η 0.3, hist), a reference line.
 
 Hyperparameter protocol (issue 5, item 3)
@@ -94,16 +95,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import datasets  # noqa: E402
 from accuracy import SEED_BASE, fit_predict  # noqa: E402
+from dpxgb_dask.params import SBDT_SCHEDULE  # noqa: E402
 
 REFERENCE_SUBDIR = "reference"
 DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "results"
-DP_METHODS = ("default", "dp-xgboost", "dpboost", "maddock", "s-bdt")
+DP_METHODS = ("default", "dp-xgboost", "dpboost", "maddock", "maddock-pr", "s-bdt")
+#: Methods that are a preset with some of its options: (preset, overrides).
+PRESET_VARIANTS = {"maddock-pr": ("maddock", {"split_method": "partially_random"})}
 ALL_METHODS = DP_METHODS + ("xgboost",)
 METHOD_LABELS = {
     "default": "default (no preset)",
     "dp-xgboost": "preset dp-xgboost",
     "dpboost": "preset dpboost",
     "maddock": "preset maddock",
+    "maddock-pr": "preset maddock, partially random splits",
     "s-bdt": "preset s-bdt",
     "xgboost": "xgboost (non-private)",
 }
@@ -162,40 +167,6 @@ DATASETS = {
         "reg:squarederror", "80/20 split drawn per seed, RMSE in label units",
         (0.1, 0.5, 1.0, 4.0, 10.0), (1.0, 10.0), (RMSE,), "label units"),
 }
-
-#: S-BDT's configuration behind its published number at each ε (preset spec §4.3, the rows
-#: of sbdt_*_rerun_results.csv with the best test AUC / RMSE). All Adult rows: η = 0.1,
-#: Newton, initial score 0 (the preset's values); all Abalone rows: η = 0.1, count
-#: denominators, λ = 15, γ = 0.1. Not expressible here: their ``init_thr`` = 0.5 (our DP
-#: mean clips at the label bounds) and ``ignore_split_constraints`` (our random splits
-#: always respect the ancestors' constraints).
-SBDT_PAPER_CONFIGS = {
-    ("adult", 0.01): dict(n_estimators=50, max_depth=5, leaf_noise_ratio=0.04,
-                          gradient_bound=0.5, hessian_bound=0.1, subsample=0.01,
-                          reg_lambda=10.0),
-    ("adult", 0.03): dict(n_estimators=400, max_depth=6, leaf_noise_ratio=0.04,
-                          gradient_bound=0.3, hessian_bound=0.1, subsample=0.01,
-                          reg_lambda=10.0),
-    ("adult", 0.1): dict(n_estimators=400, max_depth=6, leaf_noise_ratio=0.04,
-                         gradient_bound=0.3, hessian_bound=0.1, subsample=1.0,
-                         reg_lambda=10.0),
-    ("adult", 0.5): dict(n_estimators=200, max_depth=6, leaf_noise_ratio=0.04,
-                         gradient_bound=0.8, hessian_bound=0.1, subsample=1.0,
-                         reg_lambda=5.0),
-    ("abalone", 0.05): dict(n_estimators=100, max_depth=2, leaf_noise_ratio=0.3,
-                            gradient_bound=0.1, reg_lambda=15.0, subsample=0.1,
-                            init_score="dp_mean", budget_shares={"init": 0.1, "leaf": 0.9}),
-    ("abalone", 0.1): dict(n_estimators=50, max_depth=2, leaf_noise_ratio=0.3,
-                           gradient_bound=0.3, reg_lambda=15.0, subsample=0.1,
-                           init_score="dp_mean", budget_shares={"init": 0.1, "leaf": 0.9}),
-    ("abalone", 0.3): dict(n_estimators=100, max_depth=2, leaf_noise_ratio=0.3,
-                           gradient_bound=0.3, reg_lambda=15.0, subsample=0.1,
-                           init_score="dp_mean", budget_shares={"init": 0.1, "leaf": 0.9}),
-    ("abalone", 0.5): dict(n_estimators=150, max_depth=2, leaf_noise_ratio=0.3,
-                           gradient_bound=0.3, reg_lambda=15.0, subsample=0.1,
-                           init_score="zero", budget_shares={"leaf": 1.0}),
-}
-
 
 @dataclass
 class LoadedData:
@@ -292,10 +263,11 @@ def method_params(method, data, epsilon, noise_seed):
               "reproducible_noise": True}
     if data.label_bounds is not None:
         params["label_bounds"] = data.label_bounds
-    if method != "default":
+    if method in PRESET_VARIANTS:
+        params["preset"], overrides = PRESET_VARIANTS[method]
+        params.update(overrides)
+    elif method != "default":
         params["preset"] = method
-    if method == "s-bdt":
-        params.update(SBDT_PAPER_CONFIGS.get((data.spec.name, epsilon), {}))
     return params
 
 
@@ -562,7 +534,7 @@ def markdown_report(data, records, anchors, non_private, epsilons, n_seeds, seco
                   "|---" * (len(epsilons) + 1) + "|"]
         for method in table:
             label = METHOD_LABELS[method]
-            if method == "s-bdt" and any((spec.name, e) in SBDT_PAPER_CONFIGS for e in epsilons):
+            if method == "s-bdt" and spec.objective in SBDT_SCHEDULE:
                 label += " ¹"
             if method == "xgboost":
                 mean, std, _ = table[method][None]
@@ -590,11 +562,11 @@ def markdown_report(data, records, anchors, non_private, epsilons, n_seeds, seco
                 f"{a.source} {_fmt(a.value, metric.decimals)}" for a in references) + "."]
         lines.append("")
     notes = []
-    overridden = [e for e in epsilons if (spec.name, e) in SBDT_PAPER_CONFIGS]
-    if "s-bdt" in {r["method"] for r in records} and overridden:
-        notes.append("¹ s-bdt at ε ∈ {" + ", ".join(f"{e:g}" for e in overridden)
-                     + "} uses S-BDT's configuration behind its published number at that ε "
-                     "(reproduce.SBDT_PAPER_CONFIGS, preset spec §4.3), elsewhere the preset.")
+    if "s-bdt" in {r["method"] for r in records} and spec.objective in SBDT_SCHEDULE:
+        reported = ", ".join(f"{at:g}" for at, _ in SBDT_SCHEDULE[spec.objective])
+        notes.append("¹ the s-bdt preset takes, at each ε, S-BDT's configuration behind its "
+                     f"published number at the nearest ε of {{{reported}}} "
+                     "(params.SBDT_SCHEDULE).")
     if any(a.source == SARUS_SOURCE for a in anchors):
         notes.append("DP-XGBoost's ε are nominal: their runs charged ε_tree·T·γ, whose true "
                      "ε (basic composition with amplification) is larger, about 1.1, 5.9, 23.5 "

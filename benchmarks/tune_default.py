@@ -250,7 +250,7 @@ def canonical_config(objective, config):
     out = params.to_dict()
     for name in ("epsilon", "seeded", "feature_bounds", "label_bounds"):
         out.pop(name)
-    out["budget_shares"] = {k: round(v, 12) for k, v in release_shares(params).items()}
+    out["budget_shares"] = {k: round(v, 12) for k, v in release_shares(params, 1).items()}
     return out
 
 

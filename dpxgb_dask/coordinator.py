@@ -227,13 +227,19 @@ class Coordinator:
             batch_len = min(p.batch_size, n_rounds - batch_start)
             start = self._tree_start(t, k, local * per_round + k)
             first = dict(end_tree=tree_end, start_tree=start)
-            if k == 0 and local < self.plan.ih_rounds:
+            if k == 0 and local < self.plan.refresh_rounds:
                 # a multiclass round's sketch sums the hessians of its classes
                 root_start = start if p.num_class is None else replace(start, output_class=-1)
-                root = await self._round(end_tree=tree_end, start_tree=root_start,
-                                         histogram_nodes=np.array([0]))
-                cuts = await self._cpu(self._refresh_candidates, t, root, cuts, bounds,
-                                       n_values=root.size)
+                if p.split_candidates == "iterative_hessian":
+                    root = await self._round(end_tree=tree_end, start_tree=root_start,
+                                             histogram_nodes=np.array([0]))
+                    cuts = await self._cpu(self._refresh_candidates, t, root, cuts, bounds,
+                                           n_values=root.size)
+                else:  # a DP sketch of the tree's rows (DP-XGBoost §4.1, per tree)
+                    fine = await self._round(end_tree=tree_end, start_tree=root_start,
+                                             fine_histogram=(p.n_sketch_bins, p.newton))
+                    cuts = await self._cpu(self._tree_sketch, t, fine, bounds,
+                                           n_values=fine.size)
                 n_cuts = np.array([len(c) for c in cuts])
                 first = dict(rebin_cuts=cuts)
                 if p.num_class is not None:
@@ -241,7 +247,7 @@ class Coordinator:
             # the cuts, hence the next structure, are fixed once the refreshes are over
             following = schedule[i + 1] if i + 1 < len(schedule) else None
             draw_next = following is not None and not (
-                following[1] == 0 and following[0] < self.plan.ih_rounds)
+                following[1] == 0 and following[0] < self.plan.refresh_rounds)
             tree, values, last_splits, drawn = await self._grow_tree(
                 t, cuts, n_cuts, first, drawn, draw_next)
             shrink = p.learning_rate / batch_len
@@ -341,7 +347,7 @@ class Coordinator:
 
     async def _candidates(self, bounds):
         p = self.params
-        if p.split_candidates in ("uniform", "iterative_hessian"):
+        if p.split_candidates != "dp_sketch":  # (a per-tree sketch replaces them at once)
             return decisions.uniform_cuts(bounds, p.max_bin)
         # Every row's weight is its hessian at the initial margin (1 for counts, 1/4 for the
         # logistic loss at p = 1/2): the sketch of DP-XGBoost §4.1.
@@ -355,6 +361,19 @@ class Coordinator:
         del hist
         self.ledger.record(**fields)
         return decisions.sketch_cuts(noisy, bounds, p.max_bin)
+
+    def _tree_sketch(self, t, fine, bounds):
+        """DP-XGBoost's sketch of tree ``t``'s rows: Laplace noise on their fine histogram
+        (:func:`ops.tree_fine_histogram`), then the weighted quantile cuts."""
+        p = self.params
+        fields = self._event("sketch", t, n_parallel=p.n_sketch_bins)
+        mech = LaplaceMechanism(fields["sensitivity"], fields["epsilon"],
+                                coords_per_row=self.n_features)
+        noisy = mech.release(fine, self._stream("sketch", tree=t))
+        del fine
+        self._record(fields)
+        cuts = decisions.sketch_cuts(noisy, bounds, p.max_bin)
+        return categories.cuts_and_bounds(p.categories, cuts, bounds)[0]
 
     def _refresh_candidates(self, t, root, cuts, bounds):
         """Iterative Hessian: release the root Hessian histogram, refine the cuts."""
@@ -473,7 +492,13 @@ class Coordinator:
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
         order = np.argsort(leaves)
         leaves, sums = leaves[order], sums[order]
-        values = await self._cpu(self._release_leaves, t, sums, n_values=2 * sums.size)
+        if self.params.split_method == "partially_random":
+            # the leaves' sums were released with their parents' splits: post-processing
+            p = self.params
+            values = decisions.leaf_values(sums[:, 0], sums[:, 1], p.min_child_weight,
+                                           p.reg_lambda, p.leaf_bound)
+        else:
+            values = await self._cpu(self._release_leaves, t, sums, n_values=2 * sums.size)
         del sums
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values
@@ -522,8 +547,10 @@ class Coordinator:
         tree : Tree
             Splits only.
         leaves : ndarray of int64
-        sums : ndarray of HISTOGRAM_DTYPE, shape (n_leaves,)
-            The leaves' exact sums (read off their levels' histograms), for the release.
+        sums : ndarray of float64, shape (n_leaves, 3) or (n_leaves, 2)
+            The leaves' exact (G, H, count), read off their levels' histograms, for the
+            leaf release; with partially random splits their noisy (G, H) (denominators:
+            hessian sums or counts), read off the levels' releases.
         last_splits : tuple of ndarray or None
         """
         p = self.params
@@ -539,9 +566,10 @@ class Coordinator:
             async def draw_noise(t=t, d=d, n_nodes=open_nodes.size):
                 # The noise depends only on its streams and the (public) number of values:
                 # drawn while the workers build the histograms.
-                if p.split_method != "noisy_histogram":
+                if p.split_method not in ("noisy_histogram", "partially_random"):
                     return None
-                size = n_nodes * self.n_features * (self.missing_bin + 1)
+                cells = 3 if p.split_method == "partially_random" else self.missing_bin + 1
+                size = n_nodes * self.n_features * cells
                 return await self._cpu(self._histogram_noise, t, d, size, n_values=2 * size)
 
             noise, exact = await self._round_while(
@@ -549,13 +577,17 @@ class Coordinator:
             first = {}
             self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
             # with the noise drawn, what is left is post-processing of exact.size cells
-            splits = await self._cpu(self._release_splits, t, d, open_nodes, exact, n_cuts,
-                                     noise, n_values=exact.size if noise is not None
-                                     else 2 * exact.size)
+            splits, released = await self._cpu(
+                self._release_splits, t, d, open_nodes, exact, n_cuts, ranges, noise,
+                n_values=exact.size if noise is not None else 2 * exact.size)
             closed = ~splits.is_split
             closed_nodes.extend(open_nodes[closed].tolist())
-            closed_sums.append(decisions.node_totals(exact[closed]))
-            child_sums = decisions.child_totals(exact, splits)
+            if released is not None:  # partially random: the release holds the sums
+                node_sums, child_sums = released
+                closed_sums.append(node_sums[closed])
+            else:
+                closed_sums.append(decisions.node_totals(exact[closed]))
+                child_sums = decisions.child_totals(exact, splits)
             del exact
             last_splits = splits.as_heap_arrays()
             self._add_splits(tree, open_nodes, splits)
@@ -591,13 +623,33 @@ class Coordinator:
         return (mechanism.draw_noise(size, self._stream("split/grad", tree=t, depth=d)),
                 mechanism.draw_noise(size, self._stream("split/hess", tree=t, depth=d)))
 
-    def _release_splits(self, t, d, nodes, exact, n_cuts, noise=None):
+    def _release_splits(self, t, d, nodes, exact, n_cuts, ranges, noise=None):
+        """Level ``d``'s split release and decisions.
+
+        Returns
+        -------
+        splits : LevelSplits
+        released : tuple of ndarray or None
+            Partially random splits: the noisy (G, H) of the nodes and of the split nodes'
+            children (``decisions.partially_random_splits``); None otherwise.
+        """
         p = self.params
         fields = self._event("split", t, depth=d, n_parallel=len(nodes))
+        released = None
         if p.split_method == "exponential":
             splits, _ = decisions.exponential_splits(
                 nodes, exact, n_cuts, p.reg_lambda, p.newton, fields["sensitivity"],
                 fields["epsilon"], self._stream("split", tree=t, depth=d), self.categorical)
+        elif p.split_method == "partially_random":
+            if noise is None:
+                noise = self._histogram_noise(t, d, len(nodes) * self.n_features * 3)
+            bounds = self.plan.row_bounds
+            splits, _, node_sums, child_sums = decisions.partially_random_splits(
+                nodes, exact, ranges, n_cuts, p.reg_lambda, p.newton, bounds.gradient,
+                bounds.denominator, fields["noise_multiplier"],
+                self.structure.stream(purpose="split", tree=t, depth=d), None, None, noise,
+                self.plan.joint_classes or 1, self.categorical)
+            released = node_sums, child_sums
         else:
             if noise is None:
                 noise = self._histogram_noise(t, d, exact.size)
@@ -607,7 +659,7 @@ class Coordinator:
                 fields["noise_multiplier"], None, None, noise, self.plan.joint_classes or 1,
                 self.categorical)
         self._record(fields)
-        return splits
+        return splits, released
 
     def _release_leaves(self, t, sums):
         p = self.params

@@ -333,8 +333,8 @@ def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng
     LevelSplits
     """
     n_nodes, n_features = node_ranges.shape[:2]
-    lo, hi = node_ranges[:, :, 0], node_ranges[:, :, 1]
-    splittable = hi > lo
+    start_all, width_all = threshold_ranges(node_ranges, n_cuts, categorical)
+    splittable = node_ranges[:, :, 1] > node_ranges[:, :, 0]
     if feature_selection == "cyclic":
         cyclic = tree_index % n_features
         allowed = np.zeros_like(splittable)
@@ -351,15 +351,152 @@ def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng
         k = rng.uniform_below(n_ok[rows])
         rank = np.cumsum(splittable[rows], axis=1) - 1
         f = np.argmax(splittable[rows] & (rank == k[:, None]), axis=1)
-        start, width = lo[rows, f], hi[rows, f] - lo[rows, f]
-        if categorical is not None:  # any of the n_cuts + 1 categories
-            one = np.asarray(categorical)[f]
-            start = np.where(one, 0, start)
-            width = np.where(one, np.asarray(n_cuts)[f] + 1, width)
         feature[rows] = f
-        threshold[rows] = start + rng.uniform_below(width)
+        threshold[rows] = start_all[rows, f] + rng.uniform_below(width_all[rows, f])
         missing_left[rows] = rng.uniform_below(2, size=rows.size).astype(bool)
     return _level_splits(nodes, is_split, feature, threshold, missing_left, categorical)
+
+
+def threshold_ranges(node_ranges, n_cuts, categorical=None):
+    """Where a random split may put its threshold, per node and feature (public).
+
+    A numerical feature's threshold lies in its reachable bin range ``[lo, hi)``; a
+    categorical feature's is any of its ``n_cuts + 1`` categories (one against the rest).
+
+    Parameters
+    ----------
+    node_ranges : ndarray of int, shape (n_nodes, n_features, 2)
+    n_cuts : ndarray of int, shape (n_features,)
+    categorical : ndarray of bool, shape (n_features,), optional
+
+    Returns
+    -------
+    start, width : ndarray of int64, shape (n_nodes, n_features)
+        Thresholds ``start .. start + width - 1``; ``width`` is 0 where a numerical
+        feature cannot be split any more.
+    """
+    start = node_ranges[:, :, 0].astype(np.int64)
+    width = np.maximum(node_ranges[:, :, 1] - node_ranges[:, :, 0], 0).astype(np.int64)
+    if categorical is not None:
+        one = np.asarray(categorical, dtype=bool)[None, :]
+        start = np.where(one, 0, start)
+        width = np.where(one, np.asarray(n_cuts, dtype=np.int64)[None, :] + 1, width)
+    return start, width
+
+
+def collapse_at_thresholds(histograms, thresholds, categorical=None):
+    """Each node's histogram of each feature summed into three bins at one threshold.
+
+    Parameters
+    ----------
+    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+        The last bin holds missing values.
+    thresholds : ndarray of int, shape (n_nodes, n_features)
+    categorical : ndarray of bool, shape (n_features,), optional
+
+    Returns
+    -------
+    ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, 3)
+        Bin 0: the left child (bins ``<= t``, or bin ``t`` alone for a categorical
+        feature); bin 1: the other non-missing bins; bin 2: missing values. A row lies in
+        one of the three, as it lies in one bin of the full histogram.
+    """
+    n_bins = histograms.shape[-1]
+    t = np.asarray(thresholds, dtype=np.int64)[..., None]
+    b = np.arange(n_bins - 1)
+    left = b <= t
+    if categorical is not None and np.any(categorical):
+        left = np.where(np.asarray(categorical, dtype=bool)[None, :, None], b == t, left)
+    out = np.zeros(histograms.shape[:2] + (3,), dtype=histograms.dtype)
+    for name in histograms.dtype.names:
+        cells = histograms[name][..., :-1]
+        out[name][..., 0] = np.where(left, cells, 0).sum(axis=-1)
+        out[name][..., 1] = np.where(left, 0, cells).sum(axis=-1)
+        out[name][..., 2] = histograms[name][..., -1]
+    return out
+
+
+def partially_random_splits(nodes, histograms, node_ranges, n_cuts, reg_lambda, newton,
+                            gradient_bound, denominator_bound, noise_multiplier, rng_structure,
+                            rng_g, rng_h, noise=None, n_joint=1, categorical=None):
+    """Partially random splits (Maddock et al. §4.3.2 "PR"): one random threshold per
+    feature, the best of them on noisy gains.
+
+    At each node every feature draws one threshold uniformly where it can still split
+    (:func:`threshold_ranges`; data independent, from ``rng_structure``). The node's rows
+    are summed into the left child, the right child and the missing values of each
+    feature's threshold (:func:`collapse_at_thresholds`), and the level's sums are released
+    at once with Gaussian noise: a row adds (g, h) to one of the three cells of each
+    feature, so the L2 sensitivity is ``sqrt(F (g*² + h*²))``, as for the full histograms
+    (:func:`histogram_mechanism`; the nodes hold disjoint rows). The split with the largest
+    gain on the noisy sums is taken, missing values going the better way, and the children's
+    sums are read off the same release: post-processing, so the leaves below the last level
+    cost nothing more.
+
+    Maddock et al.'s code releases the left child's sums and takes the right one as the
+    parent's noisy total minus the left, with the root's total released once per tree;
+    releasing the right cell too costs the same (a row is in one of the two), needs no root
+    release, and keeps every child's noise at one σ instead of growing with the depth.
+
+    Parameters
+    ----------
+    nodes : ndarray of int64, shape (n_nodes,)
+    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+        Exact sums of the level.
+    node_ranges : ndarray of int, shape (n_nodes, n_features, 2)
+    n_cuts : ndarray of int, shape (n_features,)
+    reg_lambda, noise_multiplier : float
+    newton : bool
+        The denominators are the hessian sums (True) or the counts.
+    gradient_bound, denominator_bound : float
+        A row's L2 bounds (:func:`histogram_mechanism`).
+    rng_structure : RandomStream
+        The public stream of the thresholds.
+    rng_g, rng_h : RandomStream
+        Streams of the G and H releases.
+    noise : tuple of two ndarray of int64, shape (n_nodes * n_features * 3,), optional
+        Their noise drawn beforehand (as in :func:`noisy_histogram_splits`).
+    n_joint : int
+        As in :func:`histogram_mechanism`.
+    categorical : ndarray of bool, shape (n_features,), optional
+
+    Returns
+    -------
+    LevelSplits
+    mechanism : GaussianMechanism
+    node_sums : ndarray of float64, shape (n_nodes, 2)
+        Noisy (G, H) of each node: the mean over the features of their three cells.
+    child_sums : ndarray of float64, shape (2 * n_split, 2)
+        Noisy (G, H) of the children of the split nodes, in the order of :func:`children`.
+    """
+    n_nodes, n_features = node_ranges.shape[:2]
+    start, width = threshold_ranges(node_ranges, n_cuts, categorical)
+    splittable = width > 0
+    thresholds = start + rng_structure.uniform_below(np.maximum(width, 1)).reshape(width.shape)
+    collapsed = collapse_at_thresholds(histograms, thresholds, categorical)
+    sum_g = collapsed["sum_gradients"]
+    sum_h = collapsed["sum_hessians"] if newton else collapsed["count"].astype(np.float64)
+    mechanism = histogram_mechanism(n_features, gradient_bound, denominator_bound,
+                                    noise_multiplier, n_joint)
+    noise_g, noise_h = noise if noise is not None else (None, None)
+    noisy_g = mechanism.release(sum_g, rng_g, noise=noise_g)
+    noisy_h = mechanism.release(sum_h, rng_h, noise=noise_h)
+    # threshold 0 of the 3-cell histogram is the drawn threshold: [..., missing right/left]
+    gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), reg_lambda)[:, :, 0, :]
+    flat = np.where(splittable[:, :, None], gains, -np.inf).reshape(n_nodes, -1)
+    choice = np.argmax(flat, axis=1)
+    is_split = np.isfinite(flat[np.arange(n_nodes), choice])
+    feature, missing_left = (choice // 2).astype(np.int32), (choice % 2).astype(bool)
+    threshold = thresholds[np.arange(n_nodes), feature].astype(np.int32)
+    splits = _level_splits(nodes, is_split, feature, threshold, missing_left, categorical)
+    node_sums = np.stack([noisy_g.sum(axis=2).mean(axis=1), noisy_h.sum(axis=2).mean(axis=1)],
+                         axis=1)
+    split = np.flatnonzero(is_split)
+    cells = np.stack([noisy_g, noisy_h], axis=-1)[split, feature[split]]  # (n_split, 3, 2)
+    left = cells[:, 0] + splits.missing_left[split, None] * cells[:, 2]
+    right = cells[:, 1] + (~splits.missing_left[split])[:, None] * cells[:, 2]
+    child_sums = np.stack([left, right], axis=1).reshape(-1, 2)
+    return splits, mechanism, node_sums, child_sums
 
 
 def child_ranges(node_ranges, splits):
@@ -452,6 +589,24 @@ def leaf_denominator(noisy_h, min_child_weight, reg_lambda):
     return np.maximum(noisy_h, min_child_weight) + reg_lambda
 
 
+def leaf_values(noisy_g, noisy_h, min_child_weight, reg_lambda, leaf_bound):
+    """Leaf values from released sums (post-processing): ``V = -G̃ / (max(H̃, N) + λ)``, 0
+    where H̃ < 0 (S-BDT's cut-off), clipped to ±leaf_bound.
+
+    Parameters
+    ----------
+    noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
+        Released gradient sums and denominators (hessian sums or counts).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_leaves,)
+    """
+    values = np.where(noisy_h < 0, 0.0,
+                      _ratio(-noisy_g, leaf_denominator(noisy_h, min_child_weight, reg_lambda)))
+    return np.clip(values, -leaf_bound, leaf_bound)
+
+
 def laplace_leaves(sums, reg_lambda, min_child_weight, clip, sensitivity, epsilon, rng):
     """Leaf values with Laplace noise on the value (DP-XGBoost §4.3; DPBoost Alg. 1 l.14).
 
@@ -486,7 +641,7 @@ def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, 
     ``σ_G = z g* / sqrt(1 - r)`` and ``σ_H = z h* / sqrt(r)``; a row's whitened sensitivity
     is ``sqrt(g²/σ_G² + h²/σ_H²) <= 1/z``, so the pair is one Gaussian mechanism with noise
     multiplier ``z`` (RDP α/(2z²)), for all leaves at once (disjoint rows). Then
-    ``V = -G̃ / (max(H̃, N) + λ)`` (0 where H̃ < 0, S-BDT's cut-off), clipped to ±leaf_bound.
+    :func:`leaf_values`.
 
     Parameters
     ----------
@@ -518,9 +673,8 @@ def gaussian_leaves(sums, newton, reg_lambda, min_child_weight, gradient_bound, 
         sums[:, 0], rng_g)
     noisy_h = GaussianMechanism(h_bound, sigma=sigma_h, coords_per_row=n_joint).release(
         denominator, rng_h)
-    values = np.where(noisy_h < 0, 0.0,
-                      _ratio(-noisy_g, leaf_denominator(noisy_h, min_child_weight, reg_lambda)))
-    return np.clip(values, -leaf_bound, leaf_bound), noisy_g, noisy_h
+    values = leaf_values(noisy_g, noisy_h, min_child_weight, reg_lambda, leaf_bound)
+    return values, noisy_g, noisy_h
 
 
 def noisy_average_leaves(sums, reg_lambda, min_child_weight, gradient_bound, epsilon_sum,
@@ -529,8 +683,8 @@ def noisy_average_leaves(sums, reg_lambda, min_child_weight, gradient_bound, eps
     DP-XGBoost Alg. 1), both with Laplace noise: ``Lap(g*/ε_sum)`` and ``Lap(1/ε_count)``.
 
     Unlike the paper, the count is noised too: dividing by an exact count is not private
-    under add/remove (it changes the ratio by (n+1+λ)/(n+λ)). Then
-    ``V = -S̃ / (max(ñ, N) + λ)`` (0 where ñ < 0), clipped to ±leaf_bound: post-processing.
+    under add/remove (it changes the ratio by (n+1+λ)/(n+λ)). Then :func:`leaf_values`
+    with the count as denominator.
 
     Parameters
     ----------
@@ -546,9 +700,8 @@ def noisy_average_leaves(sums, reg_lambda, min_child_weight, gradient_bound, eps
     mech_n = LaplaceMechanism(1.0, epsilon_count, coords_per_row=1)
     noisy_g = mech_g.release(sums[:, 0], rng_g)
     noisy_n = mech_n.release(sums[:, 2], rng_n)
-    values = np.where(noisy_n < 0, 0.0,
-                      _ratio(-noisy_g, leaf_denominator(noisy_n, min_child_weight, reg_lambda)))
-    return np.clip(values, -leaf_bound, leaf_bound), (mech_g, mech_n)
+    values = leaf_values(noisy_g, noisy_n, min_child_weight, reg_lambda, leaf_bound)
+    return values, (mech_g, mech_n)
 
 
 # -- candidates and bounds (post-processing of releases) -------------------------------------

@@ -217,14 +217,44 @@ def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
     ndarray of float64, shape (n_features, n_fine_bins)
     """
     X = _labelled_rows(part)
+    return _weighted_fine_histogram(X, feature_bounds, n_fine_bins, np.full(len(X), hessian))
+
+
+def tree_fine_histogram(state, n_fine_bins, by_hessian):
+    """:func:`fine_histogram` of the current tree's rows (its Poisson sample), each weighted
+    by its clipped hessian (``by_hessian``) or by 1: the input of DP-XGBoost's sketch of
+    one tree (§4.1), computed on the rows that tree trains on.
+
+    Parameters
+    ----------
+    state : PartitionState
+        After the tree's ``start_tree``.
+    n_fine_bins : int
+    by_hessian : bool
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features, n_fine_bins)
+    """
+    rows = np.flatnonzero(state.positions >= 0)
+    weights = state.hessians[rows].astype(np.float64) if by_hessian else np.ones(rows.size)
+    return _weighted_fine_histogram(state.raw.X[rows], state.feature_bounds, n_fine_bins,
+                                    weights)
+
+
+def _weighted_fine_histogram(X, feature_bounds, n_fine_bins, weights):
+    """Per-feature equal-width histograms over the clipped bounds of the rows of ``X``
+    (shape (n_rows, n_features)), row ``i`` adding ``weights[i]`` to one bin of each
+    feature where it is not missing."""
     lo, hi = feature_bounds[:, 0], feature_bounds[:, 1]
     out = np.zeros((X.shape[1], n_fine_bins))
     scaled = (np.clip(X, lo, hi) - lo) / (hi - lo) * n_fine_bins
     bins = np.minimum(np.floor(scaled), n_fine_bins - 1)
     for f in range(X.shape[1]):
         col = bins[:, f]
-        col = col[~np.isnan(col)].astype(np.int64)
-        out[f] = np.bincount(col, minlength=n_fine_bins) * hessian
+        present = ~np.isnan(col)
+        out[f] = np.bincount(col[present].astype(np.int64), weights=weights[present],
+                             minlength=n_fine_bins)
     return out
 
 
@@ -437,6 +467,9 @@ class Round:
         The decisions of every level of a whole data-independent tree, applied in order.
     leaf_nodes : ndarray of int64, optional
         Return the (G, H, count) sums of these nodes.
+    fine_histogram : tuple (int, bool), optional
+        ``(n_fine_bins, by_hessian)``: return :func:`tree_fine_histogram` of the tree's
+        rows (a per-tree DP sketch).
     """
 
     seq: int
@@ -447,6 +480,7 @@ class Round:
     histogram_nodes: np.ndarray = None
     tree_levels: list = None
     leaf_nodes: np.ndarray = None
+    fine_histogram: tuple = None
 
 
 class PartitionState:
@@ -586,6 +620,8 @@ class PartitionState:
             self._histograms, self._histogram_nodes = result, nodes
         elif step.leaf_nodes is not None:
             result = node_sums(self, step.leaf_nodes)
+        elif step.fine_histogram is not None:
+            result = tree_fine_histogram(self, *step.fine_histogram)
         self._seq, self._result = step.seq, result
         return result
 

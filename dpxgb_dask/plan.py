@@ -46,28 +46,58 @@ BOUNDS_N_EXPONENTS = 64
 
 def _default_shares(p):
     shares = {}
-    if p.split_candidates == "dp_sketch":
+    if p.split_candidates in ("dp_sketch", "dp_sketch_per_tree"):
         shares["sketch"] = 1.0
     elif p.split_candidates == "iterative_hessian" and p.iterative_hessian_rounds > 0:
         shares["sketch"] = 0.1
     if p.split_method != "random":
         shares["split"] = 1.0
-    shares["leaf"] = 1.0 if p.split_method != "random" else 0.9
+    if p.split_method != "partially_random":  # its leaves are read off the splits' release
+        shares["leaf"] = 1.0 if p.split_method != "random" else 0.9
     if p.init_score == "dp_mean":
         shares["init"] = 0.05
     return shares
 
 
-def release_shares(p):
+def _equal_noise_shares(p, n_features):
+    """Weights that give every Gaussian query the same noise multiplier (Maddock et al.'s
+    allocation: their code calibrates one σ, in units of each query's sensitivity, from
+    RDP over the count of queries).
+
+    A query is one feature's histogram in a release (``F`` per iterative-Hessian refresh,
+    ``F`` per level of histogram or partially random splits) or one tree's leaves. In the
+    per-tree convention of :class:`ReleasePlan` (sketch weights are per fit, split and leaf
+    weights per tree) the weights are the query counts: sketch ``s·F`` (``s`` refreshes),
+    split ``D·F``, leaf 1. A release of ``F`` queries at one noise multiplier ``z`` each is
+    the one Gaussian release of the ``F`` histograms with multiplier ``z/sqrt(F)`` on their
+    joint sensitivity: ρ = F/(2z²) either way.
+    """
+    shares = {}
+    ih_rounds = (min(p.iterative_hessian_rounds, p.n_estimators)
+                 if p.split_candidates == "iterative_hessian" else 0)
+    if ih_rounds:
+        shares["sketch"] = float(ih_rounds * n_features)
+    if p.split_method != "random":
+        shares["split"] = float(p.max_depth * n_features)
+    if p.split_method != "partially_random":
+        shares["leaf"] = 1.0
+    return shares
+
+
+def release_shares(p, n_features):
     """Normalised budget shares of the releases the method makes (dict purpose -> share).
 
     ``params.budget_shares`` overrides the default weights of the releases it names;
     releases it omits keep their default weight, and names of releases this method does
-    not make are ignored.
+    not make are ignored. ``budget_shares="equal_noise"`` gives every query the same noise
+    multiplier (:func:`_equal_noise_shares`; ``n_features`` is public).
     """
-    wanted = _default_shares(p)
-    if p.budget_shares:
-        wanted.update({k: float(v) for k, v in p.budget_shares.items() if k in wanted})
+    if p.budget_shares == "equal_noise":
+        wanted = _equal_noise_shares(p, n_features)
+    else:
+        wanted = _default_shares(p)
+        if p.budget_shares:
+            wanted.update({k: float(v) for k, v in p.budget_shares.items() if k in wanted})
     total = sum(wanted.values())
     return {k: v / total for k, v in wanted.items()}
 
@@ -129,7 +159,7 @@ class ReleasePlan:
         self.params = p = params
         self.n_features = n_features
         self.budget_scale = float(budget_scale)
-        self.shares = shares = release_shares(p)
+        self.shares = shares = release_shares(p, n_features)
         s = self.budget_scale
         #: K when the K class trees of a round make joint Gaussian releases (see above)
         self.joint_classes = p.num_class if p.leaf_method == "gaussian" else None
@@ -146,12 +176,23 @@ class ReleasePlan:
                           if p.split_candidates == "iterative_hessian" else 0)
         #: boosting rounds: the regular ones, then the individual filter's extra ones
         self.n_rounds = p.n_estimators + p.filter_rounds
+        #: rounds whose first tree draws new candidates from a release before it grows: the
+        #: iterative-Hessian refreshes, or every round with a DP sketch per tree
+        self.refresh_rounds = (self.n_rounds if p.split_candidates == "dp_sketch_per_tree"
+                               else self.ih_rounds)
         self._filter = None
         self.releases = {}
         if "sketch" in shares and p.split_candidates == "dp_sketch":
             # One row adds its weight (<= 1 after clipping) to one bin of each feature.
             self.releases["sketch"] = Release(
                 "sketch", "laplace", gradient_histogram_l1_sensitivity(1.0, n_features),
+                epsilon=s * shares["sketch"])
+        if "sketch" in shares and p.split_candidates == "dp_sketch_per_tree":
+            # Per tree, on its rows: a row adds its clipped hessian (or 1) to one bin of each
+            # feature; ε = s·w per tree (DP-XGBoost §4.4: ε/3 of the tree's budget).
+            self.releases["sketch"] = Release(
+                "sketch", "laplace",
+                gradient_histogram_l1_sensitivity(bounds.denominator_sum, n_features),
                 epsilon=s * shares["sketch"])
         if "sketch" in shares and self.ih_rounds:
             self.releases["sketch"] = Release(
@@ -171,7 +212,9 @@ class ReleasePlan:
                 self.releases["split"] = Release(
                     "split", "gaussian", sens,
                     noise_multiplier=math.sqrt(p.max_depth / shares["split"]) / s)
-        if p.leaf_method == "gaussian":
+        if "leaf" not in shares:
+            pass  # partially random splits: the leaves are post-processing of their release
+        elif p.leaf_method == "gaussian":
             self.releases["leaf"] = Release(
                 "leaf", "gaussian", 1.0, noise_multiplier=math.sqrt(1.0 / shares["leaf"]) / s)
         elif p.leaf_method == "laplace":
@@ -319,7 +362,7 @@ class ReleasePlan:
             ledger.record(**bounds_event(p, self.n_features))
         if "init" in self.releases:
             ledger.record(**self.event("init"))
-        if "sketch" in self.releases and not self.ih_rounds:
+        if p.split_candidates == "dp_sketch":
             ledger.record(**self.event("sketch", n_parallel=p.n_sketch_bins))
         n_leaves = 2**p.max_depth
         per_round = self.trees_per_round
@@ -327,12 +370,15 @@ class ReleasePlan:
             first = r * per_round
             if r < self.ih_rounds:
                 ledger.record(**self.event("sketch", tree=first, n_parallel=p.max_bin + 1))
+            elif r < self.refresh_rounds:
+                ledger.record(**self.event("sketch", tree=first, n_parallel=p.n_sketch_bins))
             # a joint release covers the round's trees; otherwise each tree makes its own
             for t in ([first] if self.joint_classes else range(first, first + per_round)):
                 if "split" in self.releases:
                     for d in range(p.max_depth):
                         ledger.record(**self.event("split", tree=t, depth=d, n_parallel=2**d))
-                ledger.record(**self.event("leaf", tree=t, n_parallel=n_leaves))
+                if "leaf" in self.releases:
+                    ledger.record(**self.event("leaf", tree=t, n_parallel=n_leaves))
                 if "leaf_count" in self.releases:
                     ledger.record(**self.event("leaf_count", tree=t, n_parallel=n_leaves))
         return ledger

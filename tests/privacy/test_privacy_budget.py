@@ -66,7 +66,8 @@ def test_subsamples_and_disjoint_parts_of_different_fits_are_not_merged():
         assert names[0] and not names[0] & names[1]
     # the plain concatenation would amplify two fits' tree-t samples as one sample
     merged = get_accountant("basic").get_epsilon(Ledger(events_dpx + events_dpx), 1e-6)
-    assert merged > 2.2 and two_dpx == pytest.approx(2.0, rel=1e-6)
+    # (each fit spends its ε = 1 to the calibration's tolerance, 1e-3 below)
+    assert merged > 2.2 and 2.0 * (1 - 1e-3) <= two_dpx <= 2.0 + 1e-9
 
 
 def test_settle_replaces_the_reservation_by_the_releases_made():

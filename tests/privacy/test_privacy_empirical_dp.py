@@ -106,6 +106,45 @@ def test_gaussian_empirical_epsilon_delta():
     assert 0.9 * eps_claimed <= eps_hat <= 1.1 * eps_claimed
 
 
+def test_a_partially_random_level_loses_what_its_ledger_claims():
+    """Partially random splits release each feature's left / right / missing sums at its
+    drawn threshold. A worst-case row (g*, h*), missing in one feature, moves exactly one
+    cell of each feature: the claimed sensitivity sqrt(F (g*² + h*²)), no more. The loss
+    of the whole release, read along the direction the row moves it (the optimal test
+    for a Gaussian), is the accountant's ε of its ledger entry."""
+    from dpxgb_dask import decisions
+    from dpxgb_dask._core import empty_histograms
+
+    g_star, h_star, n_features, n_bins = 1.0, 0.25, 3, 7
+    rng = np.random.default_rng(4)
+    base = empty_histograms(1, n_features, n_bins)
+    base["sum_gradients"] = rng.normal(size=base.shape)
+    base["sum_hessians"] = rng.uniform(0, 2, size=base.shape)
+    added = base.copy()
+    for f, b in enumerate((1, n_bins - 1, 4)):  # feature 1 missing
+        added["sum_gradients"][0, f, b] += g_star
+        added["sum_hessians"][0, f, b] += h_star
+    thresholds = np.array([[2, 0, 3]])
+
+    def released_cells(h):
+        cells = decisions.collapse_at_thresholds(h, thresholds)
+        return np.concatenate([cells["sum_gradients"].ravel(), cells["sum_hessians"].ravel()])
+
+    x, x_nb = released_cells(base), released_cells(added)
+    mech = decisions.histogram_mechanism(n_features, g_star, h_star, 1.0)
+    move = x_nb - x
+    assert np.linalg.norm(move) == pytest.approx(mech.sensitivity, rel=1e-12)
+    unit = move / np.linalg.norm(move)
+    a = (mech.release(np.tile(x_nb, (N, 1)), stream("pr-a", 0)) - x) @ unit
+    b = (mech.release(np.tile(x, (N, 1)), stream("pr-b", 0)) - x) @ unit
+    delta = 0.05
+    eps_hat = approx_epsilon_hat(a, b, delta)
+    ledger = Ledger()
+    ledger.record("split", **mech.ledger_fields())
+    eps_claimed = PLDAccountant().get_epsilon(ledger, delta)
+    assert 0.9 * eps_claimed <= eps_hat <= 1.1 * eps_claimed
+
+
 def test_exponential_empirical_epsilon():
     eps, sens = 1.0, 2.0
     u = np.zeros(10)

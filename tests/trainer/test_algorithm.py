@@ -7,7 +7,7 @@ from sklearn.metrics import roc_auc_score
 
 from dpxgb_dask import decisions
 from dpxgb_dask.decisions import hessian_refined_cuts, uniform_cuts
-from dpxgb_dask.params import PRESETS, resolve_params
+from dpxgb_dask.params import PRESETS, resolve_params, with_overrides
 from dpxgb_dask.plan import ReleasePlan, calibrate_budget_scale
 from dpxgb_dask.training import train_in_process
 from dpxgb_dask.privacy.accountants import get_accountant
@@ -43,11 +43,12 @@ def test_the_fit_records_exactly_the_planned_releases(seed, classification_data)
             accountant.get_epsilon(planned, params.delta) + 1e-9
 
 
-def test_learns_at_large_epsilon(seed, classification_data):
+@pytest.mark.parametrize("split_method", ["noisy_histogram", "partially_random"])
+def test_learns_at_large_epsilon(seed, classification_data, split_method):
     X, y, bounds = classification_data
     params = resolve_params("binary:logistic", feature_bounds=bounds, epsilon=50.0,
                             random_state=seed, n_estimators=30, max_depth=4,
-                            split_method="noisy_histogram", learning_rate=0.3)
+                            split_method=split_method, learning_rate=0.3)
     booster, _ = _fit(params, X[:3000], y[:3000])
     assert roc_auc_score(y[3000:], booster.predict(X[3000:])) > 0.85
 
@@ -193,7 +194,8 @@ def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
                             n_estimators=7, subsample=1.0, learning_rate=0.5)
     assert (params.n_estimators, params.subsample, params.learning_rate) == (7, 1.0, 0.5)
     assert params.max_depth == 4  # the rest of the ε = 0.01 point still applies
-    for preset in PRESETS:
+    # The presets other than s-bdt keep one setting at every ε, as their papers do.
+    for preset in set(PRESETS) - {"s-bdt"}:
         small = resolve_params("binary:logistic", preset=preset, epsilon=0.01,
                                feature_bounds=bounds)
         large = resolve_params("binary:logistic", preset=preset, epsilon=10.0,
@@ -201,18 +203,90 @@ def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
         assert small.to_dict() | {"epsilon": 0} == large.to_dict() | {"epsilon": 0}
 
 
+@pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror"])
+def test_the_sbdt_preset_takes_the_papers_row_nearest_in_log_epsilon(objective):
+    """S-BDT's runs pick one configuration per ε: the preset takes the authors' best row
+    at the nearest reported ε, explicit parameters win, and multiclass keeps the base."""
+    from dpxgb_dask.params import PRESET_PARAMS, SBDT_SCHEDULE
+
+    bounds = np.zeros((3, 2)) + [0, 1]
+    extra = {"label_bounds": (0.0, 1.0)} if objective == "reg:squarederror" else {}
+    points = SBDT_SCHEDULE[objective]
+    seen = set()
+    for k, (at, overrides) in enumerate(points):
+        lo = at / 3 if k == 0 else np.sqrt(at * points[k - 1][0]) * 1.001
+        hi = at * 30 if k == len(points) - 1 else np.sqrt(at * points[k + 1][0]) * 0.999
+        for eps in (lo, at, hi):
+            params = resolve_params(objective, preset="s-bdt", epsilon=eps,
+                                    feature_bounds=bounds, **extra)
+            for name, value in overrides.items():
+                assert getattr(params, name) == value, (eps, name)
+            seen.add((params.n_estimators, params.subsample, params.gradient_bound))
+    assert len(seen) == len(points)  # the rows differ: the test can tell them apart
+    params = resolve_params(objective, preset="s-bdt", epsilon=0.01, feature_bounds=bounds,
+                            n_estimators=7, subsample=0.5, **extra)
+    assert (params.n_estimators, params.subsample) == (7, 0.5)
+    multi = resolve_params("multi:softprob", num_class=3, preset="s-bdt", epsilon=0.01,
+                           feature_bounds=bounds)
+    assert multi.n_estimators == PRESET_PARAMS["s-bdt"]["n_estimators"]
+
+
 def test_budget_shares_override_only_the_releases_they_name():
     from dpxgb_dask.plan import release_shares
 
     bounds = np.zeros((3, 2)) + [0, 1]
     # Default at ε = 1: sketch 0.1, leaf 0.9, init 0.05 (normalised).
-    plain = release_shares(resolve_params("binary:logistic", feature_bounds=bounds))
+    plain = release_shares(resolve_params("binary:logistic", feature_bounds=bounds), 3)
     assert plain == pytest.approx({"sketch": 0.1 / 1.05, "leaf": 0.9 / 1.05, "init": 0.05 / 1.05})
     shares = release_shares(resolve_params("binary:logistic", feature_bounds=bounds,
-                                           budget_shares={"init": 0.4}))
+                                           budget_shares={"init": 0.4}), 3)
     assert shares == pytest.approx({"sketch": 0.1 / 1.4, "leaf": 0.9 / 1.4, "init": 0.4 / 1.4})
     # A share for a release the method does not make is ignored.
     shares = release_shares(resolve_params("binary:logistic", feature_bounds=bounds,
-                                           init_score="zero", budget_shares={"init": 0.4}))
+                                           init_score="zero", budget_shares={"init": 0.4}), 3)
     assert shares == pytest.approx({"sketch": 0.1, "leaf": 0.9})
     assert sum(shares.values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("split_method", ["random", "noisy_histogram", "partially_random"])
+def test_equal_noise_gives_every_query_the_same_noise_multiplier(split_method):
+    """Maddock et al.'s allocation: a sketch refresh is F queries (one hessian histogram per
+    feature), a level of histogram splits F queries, a tree's leaves one; each query's
+    noise, in units of its own sensitivity, is the same."""
+    from dpxgb_dask.plan import make_plan
+
+    n_features = 7
+    bounds = np.zeros((n_features, 2)) + [0, 1]
+    params = resolve_params("binary:logistic", preset="maddock", epsilon=1.0,
+                            feature_bounds=bounds, split_method=split_method,
+                            n_estimators=30, iterative_hessian_rounds=4)
+    assert params.budget_shares == "equal_noise"
+    releases = make_plan(params, n_features).releases
+    # per-query multiplier of a release of F feature queries: z_joint * sqrt(F)
+    per_query = {"sketch": releases["sketch"].noise_multiplier * np.sqrt(n_features)}
+    if split_method != "random":
+        per_query["split"] = releases["split"].noise_multiplier * np.sqrt(n_features)
+    if split_method != "partially_random":
+        per_query["leaf"] = releases["leaf"].noise_multiplier
+    assert set(per_query) | {"leaf"} >= set(releases) - {"init"}
+    values = list(per_query.values())
+    assert len(values) >= 2 and np.allclose(values, values[0], rtol=1e-12)
+    # Weights 1:1 (a sketch costs one tree's leaves) put sqrt(s·F) more noise per query
+    # on the sketch than on the leaves.
+    if split_method == "random":
+        old = make_plan(with_overrides(params, budget_shares={"sketch": 1, "leaf": 1}),
+                        n_features).releases
+        ratio = old["sketch"].noise_multiplier * np.sqrt(n_features) \
+            / old["leaf"].noise_multiplier
+        assert ratio == pytest.approx(np.sqrt(4 * n_features), rel=1e-12)
+
+
+@pytest.mark.parametrize("change", [dict(leaf_method="laplace"), dict(split_method="exponential"),
+                                    dict(split_candidates="dp_sketch"),
+                                    dict(init_score="dp_mean")])
+def test_equal_noise_refuses_releases_that_are_not_gaussian_queries(change):
+    bounds = np.zeros((3, 2)) + [0, 1]
+    name = next(iter(change))
+    with pytest.raises(ValueError, match=f"equal_noise.*{name}"):
+        resolve_params("binary:logistic", preset="maddock", feature_bounds=bounds,
+                       budget_shares="equal_noise", **change)

@@ -177,7 +177,8 @@ def test_random_category_splits_draw_every_category_and_keep_the_ranges():
 # -- fits ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("split_method", ["random", "noisy_histogram", "exponential"])
+@pytest.mark.parametrize("split_method", ["random", "noisy_histogram", "exponential",
+                                          "partially_random"])
 def test_every_split_method_splits_on_categories_and_predicts_from_values(split_method):
     booster, X, y = _fit(split_method, epsilon=50.0 if split_method == "exponential" else 8.0)
     nodes = booster.nodes

@@ -235,6 +235,7 @@ def test_a_round_makes_one_joint_release_per_depth_and_one_for_its_leaves(fitted
 
 @pytest.mark.parametrize("extra", [
     dict(split_method="noisy_histogram", subsample=0.5, batch_size=2),
+    dict(split_method="partially_random", subsample=0.5),
     dict(split_candidates="iterative_hessian", iterative_hessian_rounds=3, subsample=0.5),
     dict(preset="s-bdt", subsample=0.5, max_depth=3)])
 def test_joint_releases_follow_the_plan_with_subsamples_and_batches(extra):

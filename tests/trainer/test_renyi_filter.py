@@ -258,6 +258,8 @@ def test_a_worst_case_row_pays_each_trees_ledger_divergence(extra):
     (dict(leaf_method="gaussian", split_method="noisy_histogram", ensemble_size=10,
           learning_rate=0.5), "ensemble_size=None"),
     (dict(gradient_rule="filter"), "gradient_rule='clip'"),
+    (dict(split_method="partially_random"), "split_method 'random' or 'noisy_histogram'"),
+    (dict(split_candidates="dp_sketch_per_tree"), "not 'dp_sketch_per_tree'"),
 ])
 def test_combinations_the_filter_does_not_cover_are_refused(change, match):
     kwargs = dict(preset="s-bdt", feature_bounds=BOUNDS, epsilon=1.0, filter_rounds=5)

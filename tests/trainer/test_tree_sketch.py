@@ -1,0 +1,121 @@
+"""DP-XGBoost's sketch per tree (``split_candidates="dp_sketch_per_tree"``, §4.1): each tree's
+candidates come from a Laplace sketch of its own rows, before it grows."""
+import numpy as np
+import pytest
+
+from dpxgb_dask import ops
+from dpxgb_dask.decisions import uniform_cuts
+from dpxgb_dask.objective import Objective
+from dpxgb_dask.params import resolve_params
+from dpxgb_dask.plan import make_plan
+from dpxgb_dask.privacy.ledger import Ledger
+from dpxgb_dask.training import train, train_in_process
+
+SEED = 2**170 + 5
+BOUNDS = np.tile([-3.0, 3.0], (4, 1))
+
+
+def _data(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + 0.5 * rng.normal(size=n) > 0).astype(float)
+    return X, y
+
+
+def _state(X, y, by_hessian, interval=(0.0, 0.5)):
+    state = ops.load_partition(X, y, Objective("binary:logistic"), 0)
+    state.prepare(ops.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, 0.3, {0: 0}))
+    return state.run(ops.Round(seq=1, start_tree=ops.TreeStart(7, interval, 1.0, "clip", 0.25),
+                               fine_histogram=(32, by_hessian))), state
+
+
+@pytest.mark.parametrize("by_hessian", [True, False])
+def test_the_tree_histogram_counts_the_trees_rows_as_a_row_by_row_sum_does(by_hessian):
+    X, y = _data()
+    fast, state = _state(X, y, by_hessian)
+    slow = np.zeros((4, 32))
+    in_tree = state.positions >= 0
+    assert 0.3 < in_tree.mean() < 0.7  # the Poisson sample, not every row
+    for i in np.flatnonzero(in_tree):
+        for f in range(4):
+            if np.isnan(X[i, f]):
+                continue
+            b = int((min(max(X[i, f], -3.0), 3.0) + 3.0) / 6.0 * 32)
+            slow[f, min(b, 31)] += state.hessians[i] if by_hessian else 1.0
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+
+
+def test_one_row_moves_the_tree_histogram_by_at_most_the_planned_sensitivity():
+    """Adding any row changes the released histogram by at most F h* in L1 (the plan's
+    Laplace sensitivity), with every rate of the Poisson sample."""
+    X, y = _data(500)
+    params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
+                            newton=False, epsilon=1.0)
+    planned = make_plan(params, 4).releases["sketch"].sensitivity
+    for by_hessian, bound in ((True, 0.25), (False, 1.0)):
+        without, _ = _state(X[1:], y[1:], by_hessian, interval=(-1.0, 2.0))
+        with_row, _ = _state(X, y, by_hessian, interval=(-1.0, 2.0))
+        moved = np.abs(with_row - without).sum()
+        assert 0 < moved <= 4 * bound + 1e-12
+    assert planned == pytest.approx(4.0)  # counts: F·1
+
+
+def test_the_plan_releases_one_sketch_per_tree_on_its_subsample():
+    params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
+                            epsilon=4.0)
+    assert params.split_candidates == "dp_sketch_per_tree"
+    plan = make_plan(params, 4)
+    sketches = [e for e in plan.ledger().events if e.purpose == "sketch"]
+    assert [e.tree for e in sketches] == list(range(params.n_estimators))
+    assert {e.sampling_rate for e in sketches} == {params.subsample}
+    # DP-XGBoost §4.4: a tree's budget is split in thirds between sketch, splits and leaves
+    leaf = plan.releases["leaf"].epsilon
+    assert plan.releases["sketch"].epsilon == pytest.approx(leaf)
+    assert plan.releases["split"].epsilon * params.max_depth == pytest.approx(leaf)
+
+
+def test_every_tree_splits_on_the_cuts_of_its_own_sketch(monkeypatch):
+    from dpxgb_dask import decisions
+
+    sketched = []
+    original = decisions.sketch_cuts
+
+    def spy(*args, **kwargs):
+        cuts = original(*args, **kwargs)
+        sketched.append([np.asarray(c).copy() for c in cuts])
+        return cuts
+
+    monkeypatch.setattr(decisions, "sketch_cuts", spy)
+    X, y = _data(6000)
+    params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
+                            epsilon=8.0, n_estimators=6, max_depth=3, random_state=SEED)
+    booster, coordinator = train_in_process(params, X, y, 2)
+    assert booster.ledger["epsilon"] == pytest.approx(8.0, rel=1e-3)
+    keys = [(e.purpose, e.tree) for e in coordinator.ledger if e.purpose == "sketch"]
+    assert keys == [("sketch", t) for t in range(6)]
+    assert len(sketched) == 6
+    nodes = booster.nodes
+    roots = list(booster.tree_roots) + [len(nodes["value"])]
+    n_checked = 0
+    for t, (a, b) in enumerate(zip(roots[:-1], roots[1:])):
+        inner = nodes["left"][a:b] >= 0
+        for f, threshold in zip(nodes["feature"][a:b][inner], nodes["threshold"][a:b][inner]):
+            assert np.any(np.isclose(sketched[t][f], threshold, rtol=0, atol=1e-9))
+            n_checked += 1
+    assert n_checked >= 6
+    # the sketches differ from tree to tree (fresh noise, fresh rows)
+    assert not all(np.array_equal(sketched[0][0], s[0]) for s in sketched[1:])
+
+
+def test_on_the_cluster_the_model_is_the_in_process_one(client):
+    X, y = _data(4000)
+    params = dict(objective="binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
+                  epsilon=4.0, n_estimators=4, max_depth=3, random_state=SEED,
+                  reproducible_noise=True)
+    model = train(params, X, y, client=client, n_partitions=2)
+    local, _ = train_in_process(resolve_params(**params), X, y, 2)
+    np.testing.assert_array_equal(model.nodes["feature"], local.nodes["feature"])
+    np.testing.assert_allclose(model.nodes["threshold"], local.nodes["threshold"])
+    events = Ledger.from_dict(model.ledger["events"]).events
+    assert sum(e.purpose == "sketch" for e in events) == 4
