@@ -13,6 +13,15 @@ ctypedef cnp.npy_float32 G_H_DTYPE_C
 ctypedef cnp.npy_float64 Y_DTYPE_C
 ctypedef cnp.npy_int32 INDEX_DTYPE_C
 ctypedef cnp.npy_uint32 COUNT_DTYPE_C
+# A categorical split's left categories: one bit per bin code, CATEGORY_SET_WORDS (4)
+# words of 64 bits per node (bins are uint8: codes 0..255).
+ctypedef cnp.npy_uint64 CATEGORY_WORD_C
+
+
+cdef inline bint in_category_set(const CATEGORY_WORD_C[:, ::1] category_set, Py_ssize_t node,
+                                 Py_ssize_t code) noexcept nogil:
+    """Whether bin (category code) ``code`` is in node ``node``'s left set."""
+    return (category_set[node, code >> 6] >> (code & 63)) & 1
 
 cdef packed struct hist_struct:
     # Same layout as HISTOGRAM_DTYPE in common.pyx.

@@ -7,24 +7,26 @@ subsampling): such rows are routed too, so that every row ends at its leaf (the 
 of all rows are updated from it), but they never enter a histogram.
 
 ``is_split[p]`` says how node ``p`` splits: 0 not at all, 1 numerically (a bin ``<=
-split_bin[p]`` goes left), 2 categorically, one against the rest (the bin ``==
-split_bin[p]`` goes left).
+split_bin[p]`` goes left), 2 categorically (a bin in the set ``category_set[p]`` goes left:
+bit ``b`` of its 4 words of 64 bits, ``dpxgb_dask._core.category_sets``).
 """
 cimport cython
 from cython.parallel import prange
 
 import numpy as np
 
-from common cimport X_BINNED_DTYPE_C, INDEX_DTYPE_C, G_H_DTYPE_C, Y_DTYPE_C
+from common cimport (X_BINNED_DTYPE_C, INDEX_DTYPE_C, G_H_DTYPE_C, Y_DTYPE_C, CATEGORY_WORD_C,
+                    in_category_set)
 
 
 def apply_splits(
     const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
     INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,) heap node id per row
-    const unsigned char[::1] is_split,         # IN (n_node_ids,) 0, 1 (<=) or 2 (==)
+    const unsigned char[::1] is_split,         # IN (n_node_ids,) 0, 1 (<=) or 2 (in set)
     const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
     const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) the bin compared to
     const unsigned char[::1] missing_left,     # IN (n_node_ids,) 1: missing goes left
+    const CATEGORY_WORD_C[:, ::1] category_set,  # IN (n_node_ids, 4) left categories
     X_BINNED_DTYPE_C missing_bin,              # IN
     int n_threads,                             # IN
 ):
@@ -32,7 +34,7 @@ def apply_splits(
 
     A row at node ``p`` with ``is_split[p]`` goes to ``2p + 1`` when its bin for
     ``split_feature[p]`` is ``missing_bin`` and ``missing_left[p]``, or when it is not
-    missing and ``<= split_bin[p]`` (``is_split[p] == 1``) or ``== split_bin[p]``
+    missing and ``<= split_bin[p]`` (``is_split[p] == 1``) or in ``category_set[p]``
     (``is_split[p] == 2``); otherwise to ``2p + 2``. A row outside the tree
     (position ``~p``) moves the same way and stays outside (``~(2p + 1)`` or ``~(2p + 2)``).
     Rows at nodes that do not split, or at node ids ``>= n_node_ids``, are left unchanged.
@@ -46,20 +48,23 @@ def apply_splits(
     split_feature : ndarray of int32, shape (n_node_ids,)
         Feature of each splitting node, in ``[0, n_features)``.
     split_bin : ndarray of uint8, shape (n_node_ids,)
+    category_set : ndarray of uint64, shape (n_node_ids, 4)
+        Left categories of the categorical splits (ignored elsewhere).
     missing_bin : int
     n_threads : int
     """
     _route(X_binned, positions, is_split, split_feature, split_bin, missing_left,
-           missing_bin, n_threads, False)
+           category_set, missing_bin, n_threads, False)
 
 
 def route_to_leaves(
     const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
     INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,) heap node id per row
-    const unsigned char[::1] is_split,         # IN (n_node_ids,) 0, 1 (<=) or 2 (==)
+    const unsigned char[::1] is_split,         # IN (n_node_ids,) 0, 1 (<=) or 2 (in set)
     const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
     const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,) the bin compared to
     const unsigned char[::1] missing_left,     # IN (n_node_ids,) 1: missing goes left
+    const CATEGORY_WORD_C[:, ::1] category_set,  # IN (n_node_ids, 4) left categories
     X_BINNED_DTYPE_C missing_bin,              # IN
     int n_threads,                             # IN
 ):
@@ -70,7 +75,7 @@ def route_to_leaves(
     are routed too and stay outside).
     """
     _route(X_binned, positions, is_split, split_feature, split_bin, missing_left,
-           missing_bin, n_threads, True)
+           category_set, missing_bin, n_threads, True)
 
 
 cdef _route(
@@ -80,6 +85,7 @@ cdef _route(
     const INDEX_DTYPE_C[::1] split_feature,    # IN (n_node_ids,)
     const X_BINNED_DTYPE_C[::1] split_bin,     # IN (n_node_ids,)
     const unsigned char[::1] missing_left,     # IN (n_node_ids,)
+    const CATEGORY_WORD_C[:, ::1] category_set,  # IN (n_node_ids, 4)
     X_BINNED_DTYPE_C missing_bin,              # IN
     int n_threads,                             # IN
     bint to_leaves,                            # IN one step, or down to the leaves
@@ -94,9 +100,11 @@ cdef _route(
         raise ValueError(f"positions has {positions.shape[0]} entries, X_binned has "
                          f"{n_samples} rows")
     if not (split_feature.shape[0] == split_bin.shape[0] == missing_left.shape[0]
-            == n_node_ids):
-        raise ValueError("is_split, split_feature, split_bin and missing_left must have the "
-                         "same length")
+            == category_set.shape[0] == n_node_ids):
+        raise ValueError("is_split, split_feature, split_bin, missing_left and category_set "
+                         "must have the same length")
+    if category_set.shape[1] != 4:
+        raise ValueError(f"category_set must have 4 words per node, got {category_set.shape[1]}")
     for node in range(n_node_ids):
         if is_split[node] and not (0 <= split_feature[node] < n_features):
             raise ValueError(f"split_feature[{node}] = {split_feature[node]} is outside "
@@ -111,7 +119,7 @@ cdef _route(
             if b == missing_bin:
                 go_left = missing_left[node] != 0
             elif is_split[node] == 2:
-                go_left = b == split_bin[node]
+                go_left = in_category_set(category_set, node, b)
             else:
                 go_left = b <= split_bin[node]
             if go_left:

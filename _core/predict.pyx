@@ -6,20 +6,23 @@ same arrays). Raw rows go left when ``x[feature[j]] <= threshold[j]`` and, when 
 is NaN, when ``missing_left[j]``. Binned rows compare ``bin <= bin_threshold[j]`` instead,
 with ``missing_bin`` for NaN; with the cut points of binning.pyx, ``threshold[j]`` is the
 cut at ``bin_threshold[j]`` and both walks agree on every row. A categorical node
-(``categorical[j]``) sends a row left when its category code equals ``threshold[j]``
-(raw) or its bin equals ``bin_threshold[j]`` (binned; a category's bin is its code).
+(``categorical[j]``) sends a row left when its category code (raw; a code outside 0..255
+goes right) or its bin (binned; a category's bin is its code) is in the node's left set
+``category_set[j]`` (4 words of 64 bits, ``dpxgb_dask._core.category_sets``).
 """
 cimport cython
 from cython.parallel import prange
 
-from common cimport X_DTYPE_C, X_BINNED_DTYPE_C, Y_DTYPE_C, INDEX_DTYPE_C
+from common cimport (X_DTYPE_C, X_BINNED_DTYPE_C, Y_DTYPE_C, INDEX_DTYPE_C, CATEGORY_WORD_C,
+                    in_category_set)
 
 
 def predict_raw(
     const X_DTYPE_C[:, :] X,                   # IN (n_samples, n_features)
     const INDEX_DTYPE_C[::1] feature,          # IN (n_nodes,)
     const X_DTYPE_C[::1] threshold,            # IN (n_nodes,)
-    const unsigned char[::1] categorical,      # IN (n_nodes,) 1: x == threshold goes left
+    const unsigned char[::1] categorical,      # IN (n_nodes,) 1: x in category_set left
+    const CATEGORY_WORD_C[:, ::1] category_set,  # IN (n_nodes, 4) left categories
     const unsigned char[::1] missing_left,     # IN (n_nodes,)
     const INDEX_DTYPE_C[::1] left,             # IN (n_nodes,) -1 for leaves
     const INDEX_DTYPE_C[::1] right,            # IN (n_nodes,)
@@ -36,12 +39,14 @@ def predict_raw(
     feature, left, right, tree_roots : ndarray of int32
     threshold, value : ndarray of float64, shape (n_nodes,)
     categorical, missing_left : ndarray of uint8, shape (n_nodes,)
+    category_set : ndarray of uint64, shape (n_nodes, 4)
+        Left categories of the categorical nodes.
     out : ndarray of float64, shape (n_samples,)
         Accumulated into (initialise it with the base score).
     n_threads : int
     """
-    _check_forest(feature, threshold.shape[0], categorical, missing_left, left, right, value,
-                  tree_roots, X.shape[1])
+    _check_forest(feature, threshold.shape[0], categorical, category_set, missing_left, left,
+                  right, value, tree_roots, X.shape[1])
     if out.shape[0] != X.shape[0]:
         raise ValueError(f"out has {out.shape[0]} entries, X has {X.shape[0]} rows")
     cdef Py_ssize_t i, t, node
@@ -58,7 +63,8 @@ def predict_raw(
                 if x != x:
                     go_left = missing_left[node] != 0
                 elif categorical[node]:
-                    go_left = x == threshold[node]
+                    go_left = (x >= 0.0 and x < 256.0 and x == <Py_ssize_t>x
+                               and in_category_set(category_set, node, <Py_ssize_t>x))
                 else:
                     go_left = x <= threshold[node]
                 if go_left:
@@ -73,7 +79,8 @@ def predict_binned(
     const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
     const INDEX_DTYPE_C[::1] feature,          # IN (n_nodes,)
     const X_BINNED_DTYPE_C[::1] bin_threshold, # IN (n_nodes,)
-    const unsigned char[::1] categorical,      # IN (n_nodes,) 1: bin == bin_threshold left
+    const unsigned char[::1] categorical,      # IN (n_nodes,) 1: bin in category_set left
+    const CATEGORY_WORD_C[:, ::1] category_set,  # IN (n_nodes, 4) left categories
     const unsigned char[::1] missing_left,     # IN (n_nodes,)
     const INDEX_DTYPE_C[::1] left,             # IN (n_nodes,)
     const INDEX_DTYPE_C[::1] right,            # IN (n_nodes,)
@@ -92,8 +99,8 @@ def predict_binned(
     missing_bin : int
     Other parameters as in :func:`predict_raw`.
     """
-    _check_forest(feature, bin_threshold.shape[0], categorical, missing_left, left, right,
-                  value, tree_roots, X_binned.shape[1])
+    _check_forest(feature, bin_threshold.shape[0], categorical, category_set, missing_left,
+                  left, right, value, tree_roots, X_binned.shape[1])
     if out.shape[0] != X_binned.shape[0]:
         raise ValueError(f"out has {out.shape[0]} entries, X_binned has "
                          f"{X_binned.shape[0]} rows")
@@ -111,7 +118,7 @@ def predict_binned(
                 if b == missing_bin:
                     go_left = missing_left[node] != 0
                 elif categorical[node]:
-                    go_left = b == bin_threshold[node]
+                    go_left = in_category_set(category_set, node, b)
                 else:
                     go_left = b <= bin_threshold[node]
                 if go_left:
@@ -124,6 +131,7 @@ def predict_binned(
 
 cdef _check_forest(const INDEX_DTYPE_C[::1] feature, Py_ssize_t n_thresholds,
                    const unsigned char[::1] categorical,
+                   const CATEGORY_WORD_C[:, ::1] category_set,
                    const unsigned char[::1] missing_left, const INDEX_DTYPE_C[::1] left,
                    const INDEX_DTYPE_C[::1] right, const Y_DTYPE_C[::1] value,
                    const INDEX_DTYPE_C[::1] tree_roots, Py_ssize_t n_features):
@@ -135,8 +143,10 @@ cdef _check_forest(const INDEX_DTYPE_C[::1] feature, Py_ssize_t n_thresholds,
     cdef Py_ssize_t n_nodes = feature.shape[0]
     cdef Py_ssize_t j
     if not (n_thresholds == categorical.shape[0] == missing_left.shape[0] == left.shape[0]
-            == right.shape[0] == value.shape[0] == n_nodes):
+            == right.shape[0] == value.shape[0] == category_set.shape[0] == n_nodes):
         raise ValueError("the forest's node arrays must all have the same length")
+    if category_set.shape[1] != 4:
+        raise ValueError(f"category_set must have 4 words per node, got {category_set.shape[1]}")
     for j in range(tree_roots.shape[0]):
         if not (0 <= tree_roots[j] < n_nodes):
             raise ValueError(f"tree_roots[{j}] = {tree_roots[j]} is outside [0, {n_nodes})")

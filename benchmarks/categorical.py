@@ -1,4 +1,4 @@
-"""UCI Adult from its raw strings (public category lists, one-against-the-rest splits) next
+"""UCI Adult from its raw strings (public category lists, splits on sets of categories) next
 to the hand-encoded table (the categories' codes as numerical features), at each ε.
 
 Usage::

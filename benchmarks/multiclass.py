@@ -112,6 +112,7 @@ CANDIDATES = {
         n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0, subsample=1.0,
         max_bin=33, feature_selection="random", gradient_bound=1.0, hessian_bound=0.25,
         leaf_noise_ratio=1.0 / 17.0),
+    # (the maddock preset's budget when the selection ran: 1:1 sketch and leaf weights)
     "maddock's trees and budget": dict(
         n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0, subsample=1.0,
         max_bin=33, feature_selection="random", gradient_bound=1.0, hessian_bound=0.25,

@@ -609,9 +609,10 @@ class Coordinator:
     def _add_splits(tree, nodes, splits):
         for i, node in enumerate(nodes):
             if splits.is_split[i]:
+                categorical = splits.categorical is not None and splits.categorical[i]
                 tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
-                               splits.missing_left[i], splits.categorical is not None
-                               and splits.categorical[i])
+                               splits.missing_left[i], categorical,
+                               splits.category_set[i] if categorical else None)
 
     def _histogram_noise(self, t, d, size):
         """The noise of level d's (G, H) histogram release (see ``_release_splits``)."""

@@ -8,13 +8,17 @@ the ledger event that describes the release. Nothing here knows about Dask.
 Split candidates of a feature ``f`` with ``k_f`` cuts are the thresholds ``t = 0..k_f-1``
 ("bin <= t goes left") times the direction of missing values (left, right). A categorical
 feature (``categorical[f]``; its bins are the codes of its ``k_f + 1`` public categories)
-splits one category against the rest: candidates ``t = 0..k_f`` ("bin == t goes left").
+sends a set of its categories left (``LevelSplits.category_set``): a random subset (random
+and partially random splits), the best prefix of the categories sorted by their noisy
+G/(H + λ) (noisy-histogram splits: post-processing of the release), or one category
+against the rest (the exponential mechanism's candidates ``t = 0..k_f``, "bin == t").
 """
 from dataclasses import dataclass
 import math
 
 import numpy as np
 
+from ._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
 from ._core.sketch import make_summary, query_cuts
 from .privacy.mechanisms import (
     ExponentialMechanism,
@@ -37,7 +41,10 @@ class LevelSplits:
     bin_threshold : ndarray of int32, shape (n_nodes,)
     missing_left : ndarray of bool, shape (n_nodes,)
     categorical : ndarray of bool, shape (n_nodes,), optional
-        The node splits one category (``bin_threshold``) against the rest.
+        The node splits its feature's categories: those of ``category_set`` go left.
+    category_set : ndarray of uint64, shape (n_nodes, CATEGORY_SET_WORDS), optional
+        The left categories of the categorical nodes (bit sets, ``_core.category_sets``;
+        zero elsewhere). ``bin_threshold`` of a categorical node is its smallest left code.
     """
 
     nodes: np.ndarray
@@ -46,23 +53,33 @@ class LevelSplits:
     bin_threshold: np.ndarray
     missing_left: np.ndarray
     categorical: np.ndarray = None
+    category_set: np.ndarray = None
+
+    def __post_init__(self):
+        if self.categorical is not None and self.category_set is None:
+            # one category, bin_threshold, against the rest
+            self.category_set = category_sets([[t] if c else [] for t, c in
+                                               zip(self.bin_threshold, self.categorical)])
 
     def as_heap_arrays(self):
-        """Decision arrays indexed by heap id, the layout of ``partition.apply_splits``
-        (``is_split`` 1 for a numerical split, 2 for a categorical one)."""
+        """Decision arrays indexed by heap id, the layout of ``partition.apply_splits``:
+        ``(is_split, feature, split_bin, missing_left, category_set)`` (``is_split`` 1 for
+        a numerical split, 2 for a categorical one)."""
         size = int(self.nodes.max()) + 1 if self.nodes.size else 0
         is_split = np.zeros(size, dtype=np.uint8)
         feature = np.zeros(size, dtype=np.int32)
         split_bin = np.zeros(size, dtype=np.uint8)
         missing_left = np.zeros(size, dtype=np.uint8)
+        category_set = np.zeros((size, CATEGORY_SET_WORDS), dtype=np.uint64)
         kind = np.asarray(self.is_split, dtype=np.uint8)
         if self.categorical is not None:
             kind = kind * (1 + np.asarray(self.categorical, dtype=np.uint8))
+            category_set[self.nodes] = self.category_set
         is_split[self.nodes] = kind
         feature[self.nodes] = self.feature
         split_bin[self.nodes] = self.bin_threshold
         missing_left[self.nodes] = self.missing_left
-        return is_split, feature, split_bin, missing_left
+        return is_split, feature, split_bin, missing_left, category_set
 
 
 def _ratio(numerator, denominator):
@@ -208,10 +225,42 @@ def exponential_splits(nodes, histograms, n_cuts, reg_lambda, newton, gain_sensi
         mechanism
 
 
-def _level_splits(nodes, is_split, feature, threshold, missing_left, categorical):
-    """LevelSplits of chosen candidates; a categorical feature's split is categorical."""
-    kind = None if categorical is None else np.asarray(categorical)[feature] & is_split
-    return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split, kind)
+def _level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+                  left_codes=None):
+    """LevelSplits of chosen candidates; a categorical feature's split is categorical, and
+    sends ``left_codes[i]`` left (default: the one category ``threshold[i]``)."""
+    if categorical is None:
+        return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split)
+    kind = np.asarray(categorical)[feature] & is_split
+    if left_codes is None:
+        left_codes = [[t] for t in threshold]
+    codes = [left_codes[i] if kind[i] else [] for i in range(len(nodes))]
+    threshold = np.array([min(c) if c else t for c, t in zip(codes, threshold)],
+                         dtype=np.int32)
+    return LevelSplits(nodes, is_split, feature, threshold, missing_left & is_split, kind,
+                       category_sets(codes))
+
+
+def random_category_subset(n_categories, rng):
+    """A uniformly random non-empty proper subset of ``0..n_categories-1`` (data
+    independent; a single category gives ``{0}``: present values left, missing by the
+    split's direction).
+
+    Parameters
+    ----------
+    n_categories : int
+    rng : RandomStream
+
+    Returns
+    -------
+    list of int
+    """
+    if n_categories <= 1:
+        return [0]
+    while True:
+        bits = rng.uniform_below(2, size=n_categories)
+        if 0 < bits.sum() < n_categories:
+            return np.flatnonzero(bits).tolist()
 
 
 def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_multiplier,
@@ -295,15 +344,54 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
         empty = np.concatenate([~used, np.zeros((n_features, 1), dtype=bool)], axis=1)
         noisy_g = np.where(empty[None], 0.0, noisy_g)
         noisy_h = np.where(empty[None], 0.0, noisy_h)
-    gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), reg_lambda, categorical)
-    mask = np.broadcast_to(candidate_mask(n_cuts, n_bins, categorical=categorical)[
-        None, :, :, None], gains.shape)
+    positive_h = np.maximum(noisy_h, 0.0)
+    # a categorical feature's candidates are the prefixes of its categories sorted by their
+    # noisy G/(H + λ) (post-processing); a numerical feature's bins keep their order
+    order = category_order(noisy_g, positive_h, n_cuts, reg_lambda, categorical)
+    gains = split_gains(np.take_along_axis(noisy_g, order, axis=2),
+                        np.take_along_axis(positive_h, order, axis=2), reg_lambda)
+    mask = candidate_mask(n_cuts, n_bins)
+    if categorical is not None:  # prefixes of 1..k_f categories (one category: itself)
+        one = np.asarray(categorical, dtype=bool)
+        prefixes = np.arange(n_bins - 1)[None, :] < np.maximum(np.asarray(n_cuts), 1)[:, None]
+        mask = np.where(one[:, None], prefixes, mask)
+    mask = np.broadcast_to(mask[None, :, :, None], gains.shape)
     flat = np.where(mask, gains, -np.inf).reshape(n_nodes, -1)
     choice = np.argmax(flat, axis=1)
     is_split = np.isfinite(flat[np.arange(n_nodes), choice])
     feature, threshold, missing_left = _decode(choice, n_features, n_bins - 1)
-    return (_level_splits(nodes, is_split, feature, threshold, missing_left, categorical),
-            mechanism, noisy_g, noisy_h)
+    left_codes = [order[i, f, :t + 1].tolist()
+                  for i, (f, t) in enumerate(zip(feature, threshold))]
+    return (_level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+                          left_codes), mechanism, noisy_g, noisy_h)
+
+
+def category_order(sum_g, sum_h, n_cuts, reg_lambda, categorical=None):
+    """Bin order per node and feature: a categorical feature's ``k_f + 1`` categories by
+    increasing ``G/(H + λ)`` (its prefixes are then the candidate left sets, as in
+    LightGBM's many-vs-many categorical splits), every other bin where it is.
+
+    Parameters
+    ----------
+    sum_g, sum_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
+        Released (noisy) sums; ``sum_h`` non-negative.
+    n_cuts : ndarray of int, shape (n_features,)
+    reg_lambda : float
+    categorical : ndarray of bool, shape (n_features,), optional
+
+    Returns
+    -------
+    ndarray of int64, shape (n_nodes, n_features, n_bins)
+        A permutation of the bins of each node and feature.
+    """
+    order = np.broadcast_to(np.arange(sum_g.shape[2]), sum_g.shape).copy()
+    if categorical is None:
+        return order
+    for f in np.flatnonzero(categorical):
+        c = int(n_cuts[f]) + 1
+        ratio = _ratio(sum_g[:, f, :c], sum_h[:, f, :c] + reg_lambda)
+        order[:, f, :c] = np.argsort(ratio, axis=1, kind="stable")
+    return order
 
 
 def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng,
@@ -312,8 +400,9 @@ def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng
 
     Each node picks a feature (uniformly among the features that can still be split at
     it, or feature ``tree_index mod m`` with ``feature_selection="cyclic"``), then a
-    threshold uniformly in its reachable bin range (a categorical feature: one of its
-    categories, uniformly), and a direction for missing values by a fair coin. Nothing
+    threshold uniformly in its reachable bin range (a categorical feature: a uniformly
+    random non-empty proper subset of its categories, :func:`random_category_subset`), and
+    a direction for missing values by a fair coin. Nothing
     here reads the data: no privacy is spent.
 
     Parameters
@@ -354,14 +443,21 @@ def random_splits(nodes, node_ranges, n_cuts, feature_selection, tree_index, rng
         feature[rows] = f
         threshold[rows] = start_all[rows, f] + rng.uniform_below(width_all[rows, f])
         missing_left[rows] = rng.uniform_below(2, size=rows.size).astype(bool)
-    return _level_splits(nodes, is_split, feature, threshold, missing_left, categorical)
+    left_codes = None
+    if categorical is not None:  # a categorical feature: a random subset of its categories
+        left_codes = [random_category_subset(int(n_cuts[feature[i]]) + 1, rng)
+                      if is_split[i] and categorical[feature[i]] else None
+                      for i in range(n_nodes)]
+    return _level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+                         left_codes)
 
 
 def threshold_ranges(node_ranges, n_cuts, categorical=None):
     """Where a random split may put its threshold, per node and feature (public).
 
     A numerical feature's threshold lies in its reachable bin range ``[lo, hi)``; a
-    categorical feature's is any of its ``n_cuts + 1`` categories (one against the rest).
+    categorical feature's is any of its ``n_cuts + 1`` categories (the callers then draw a
+    set of categories, :func:`random_category_subset`).
 
     Parameters
     ----------
@@ -384,7 +480,7 @@ def threshold_ranges(node_ranges, n_cuts, categorical=None):
     return start, width
 
 
-def collapse_at_thresholds(histograms, thresholds, categorical=None):
+def collapse_at_thresholds(histograms, thresholds, categorical=None, left_codes=None):
     """Each node's histogram of each feature summed into three bins at one threshold.
 
     Parameters
@@ -393,11 +489,14 @@ def collapse_at_thresholds(histograms, thresholds, categorical=None):
         The last bin holds missing values.
     thresholds : ndarray of int, shape (n_nodes, n_features)
     categorical : ndarray of bool, shape (n_features,), optional
+    left_codes : dict of (int, int) -> list of int, optional
+        The left categories of node ``i`` on categorical feature ``f`` at key ``(i, f)``
+        (default: the one category ``thresholds[i, f]``).
 
     Returns
     -------
     ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, 3)
-        Bin 0: the left child (bins ``<= t``, or bin ``t`` alone for a categorical
+        Bin 0: the left child (bins ``<= t``, or the left categories of a categorical
         feature); bin 1: the other non-missing bins; bin 2: missing values. A row lies in
         one of the three, as it lies in one bin of the full histogram.
     """
@@ -407,6 +506,8 @@ def collapse_at_thresholds(histograms, thresholds, categorical=None):
     left = b <= t
     if categorical is not None and np.any(categorical):
         left = np.where(np.asarray(categorical, dtype=bool)[None, :, None], b == t, left)
+        for (i, f), codes in (left_codes or {}).items():
+            left[i, f] = np.isin(b, codes)
     out = np.zeros(histograms.shape[:2] + (3,), dtype=histograms.dtype)
     for name in histograms.dtype.names:
         cells = histograms[name][..., :-1]
@@ -423,7 +524,8 @@ def partially_random_splits(nodes, histograms, node_ranges, n_cuts, reg_lambda, 
     feature, the best of them on noisy gains.
 
     At each node every feature draws one threshold uniformly where it can still split
-    (:func:`threshold_ranges`; data independent, from ``rng_structure``). The node's rows
+    (:func:`threshold_ranges`; a categorical feature: a random subset of its categories,
+    :func:`random_category_subset`; data independent, from ``rng_structure``). The node's rows
     are summed into the left child, the right child and the missing values of each
     feature's threshold (:func:`collapse_at_thresholds`), and the level's sums are released
     at once with Gaussian noise: a row adds (g, h) to one of the three cells of each
@@ -471,9 +573,14 @@ def partially_random_splits(nodes, histograms, node_ranges, n_cuts, reg_lambda, 
     """
     n_nodes, n_features = node_ranges.shape[:2]
     start, width = threshold_ranges(node_ranges, n_cuts, categorical)
-    splittable = width > 0
+    splittable = node_ranges[:, :, 1] > node_ranges[:, :, 0]  # as random_splits
     thresholds = start + rng_structure.uniform_below(np.maximum(width, 1)).reshape(width.shape)
-    collapsed = collapse_at_thresholds(histograms, thresholds, categorical)
+    subsets = {}  # a categorical feature: a random subset of its categories
+    if categorical is not None:
+        for f in np.flatnonzero(categorical):
+            for i in range(n_nodes):
+                subsets[i, f] = random_category_subset(int(n_cuts[f]) + 1, rng_structure)
+    collapsed = collapse_at_thresholds(histograms, thresholds, categorical, subsets)
     sum_g = collapsed["sum_gradients"]
     sum_h = collapsed["sum_hessians"] if newton else collapsed["count"].astype(np.float64)
     mechanism = histogram_mechanism(n_features, gradient_bound, denominator_bound,
@@ -488,7 +595,8 @@ def partially_random_splits(nodes, histograms, node_ranges, n_cuts, reg_lambda, 
     is_split = np.isfinite(flat[np.arange(n_nodes), choice])
     feature, missing_left = (choice // 2).astype(np.int32), (choice % 2).astype(bool)
     threshold = thresholds[np.arange(n_nodes), feature].astype(np.int32)
-    splits = _level_splits(nodes, is_split, feature, threshold, missing_left, categorical)
+    splits = _level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+                           [subsets.get((i, f)) for i, f in enumerate(feature)])
     node_sums = np.stack([noisy_g.sum(axis=2).mean(axis=1), noisy_h.sum(axis=2).mean(axis=1)],
                          axis=1)
     split = np.flatnonzero(is_split)
@@ -551,7 +659,7 @@ def node_totals(histograms):
 
 def child_totals(histograms, splits):
     """Exact (G, H, count) of the children of the split nodes, from the parents' histograms:
-    the left child holds bins ``<= t`` of the split feature (bin ``t`` alone for a
+    the left child holds bins ``<= t`` of the split feature (the bins of its left set for a
     categorical split; and the missing bin when missing values go left), the right child
     the rest.
 
@@ -573,8 +681,10 @@ def child_totals(histograms, splits):
                           column["count"].astype(np.float64)], axis=1)
         total = cells.sum(axis=0)
         t = splits.bin_threshold[i]
-        one = splits.categorical is not None and splits.categorical[i]
-        left = cells[t] if one else cells[:t + 1].sum(axis=0)
+        if splits.categorical is not None and splits.categorical[i]:
+            left = cells[category_set_codes(splits.category_set[i])].sum(axis=0)
+        else:
+            left = cells[:t + 1].sum(axis=0)
         if splits.missing_left[i]:
             left = left + cells[-1]
         out.extend([left, total - left])

@@ -20,7 +20,8 @@ Differences of representation:
   branch; it also refuses infinite features, which our predict clips to the bounds.
 * A categorical feature is of type "c": XGBoost reads its category codes (the index in
   the public list, e.g. a pandas column of that ``CategoricalDtype`` with
-  ``enable_categorical=True``); each of its splits lists one category.
+  ``enable_categorical=True``); each of its splits lists its set of categories (which
+  XGBoost sends right: the children are swapped).
 * A multiclass model (``multi:softprob``, ``tree_info`` giving each tree's class) writes its
   K base margins as XGBoost's vector intercept, which XGBoost reads from version 3.1 on.
 * Our regression predictions are clipped to ``label_bounds``; XGBoost's are not (clip
@@ -30,6 +31,8 @@ Differences of representation:
 import json
 
 import numpy as np
+
+from ._core import category_set_codes
 
 #: XGBoost's "no parent" node id (the root's parent).
 _NO_PARENT = 2147483647
@@ -70,12 +73,16 @@ def _tree(booster, index, n_features):
     missing_left = np.where(category, ~missing_left, missing_left)
     conditions = np.where(category, np.float32(0.0), conditions)
     split_nodes = np.flatnonzero(category)
+    # each categorical node's left set, concatenated (segments: where each node's starts)
+    sets = [category_set_codes(nodes["category_set"][start + j]).tolist() for j in split_nodes]
+    sizes = [len(codes) for codes in sets]
     return {
         "base_weights": weights.tolist(),
-        "categories": nodes["threshold"][start:stop][split_nodes].astype(int).tolist(),
+        "categories": [code for codes in sets for code in codes],
         "categories_nodes": split_nodes.tolist(),
-        "categories_segments": list(range(split_nodes.size)),
-        "categories_sizes": [1] * split_nodes.size,
+        "categories_segments": np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+        if sizes else [],
+        "categories_sizes": sizes,
         "default_left": np.where(is_leaf, 0, missing_left).astype(int).tolist(),
         "id": index,
         "left_children": left.tolist(),

@@ -13,15 +13,22 @@ import os
 
 import numpy as np
 
+from ._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
 from ._core.predict import predict_raw
 from .objective import OBJECTIVES, softmax
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
-MODEL_FORMAT_VERSION = 1
+#: Version 2 adds each categorical node's left set (``category_set``); version 1 files, whose
+#: categorical nodes send the one category ``threshold`` left, are still read.
+MODEL_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 MODEL_FORMAT_NAME = "dpxgb_dask.booster"
 
 #: Kinds of :meth:`Booster.feature_importance` (public values only).
 IMPORTANCE_TYPES = ("leaf_spread", "weight")
+
+#: dtype of a node's category set: CATEGORY_SET_WORDS uint64 words (a 2-D node array).
+_CATEGORY_SET = np.dtype((np.uint64, (CATEGORY_SET_WORDS,)))
 
 #: Node fields of the trees while they are grown (``Tree.to_arrays``): bin thresholds index
 #: the cuts the tree was grown with (iterative-Hessian candidates change between trees).
@@ -30,6 +37,7 @@ _TREE_FIELDS = {
     "bin_threshold": np.uint8,
     "threshold": np.float64,
     "categorical": np.uint8,
+    "category_set": _CATEGORY_SET,
     "missing_left": np.uint8,
     "left": np.int32,
     "right": np.int32,
@@ -40,8 +48,9 @@ _TREE_FIELDS = {
 _NODE_FIELDS = {
     # name: dtype of the flat node arrays (one entry per node of every tree)
     "feature": np.int32,
-    "threshold": np.float64,  # a categorical node's category code
-    "categorical": np.uint8,  # 1: the category == threshold goes left, the rest right
+    "threshold": np.float64,  # a categorical node's smallest left code (informative)
+    "categorical": np.uint8,  # 1: the categories of category_set go left, the rest right
+    "category_set": _CATEGORY_SET,  # left category codes, bit sets (_core.category_sets)
     "missing_left": np.uint8,
     "left": np.int32,
     "right": np.int32,
@@ -61,14 +70,22 @@ class Tree:
 
     def __init__(self, cuts):
         self._cuts = cuts
-        self.splits = {}   # heap id -> (feature, bin_threshold, missing_left, categorical)
+        self.splits = {}   # heap id -> (feature, bin_threshold, missing_left, categorical,
+        #                               category_set or None)
         self.leaves = {}   # heap id -> leaf value (already multiplied by the learning rate)
 
-    def add_split(self, node, feature, bin_threshold, missing_left, categorical=False):
+    def add_split(self, node, feature, bin_threshold, missing_left, categorical=False,
+                  category_set=None):
         """Record that heap node ``node`` splits on ``bin <= bin_threshold`` of ``feature``
-        (``categorical``: on ``bin == bin_threshold``, the category whose code is the bin)."""
+        (``categorical``: the categories whose codes are in ``category_set``, a bit set of
+        :data:`~dpxgb_dask._core.CATEGORY_SET_WORDS` words, go left; without a set, the
+        category ``bin_threshold`` alone)."""
+        words = None
+        if categorical:
+            words = (category_sets([[bin_threshold]])[0] if category_set is None
+                     else np.asarray(category_set, dtype=np.uint64).copy())
         self.splits[int(node)] = (int(feature), int(bin_threshold), bool(missing_left),
-                                  bool(categorical))
+                                  bool(categorical), words)
 
     def add_leaf(self, node, value):
         """Record that heap node ``node`` is a leaf with output ``value``."""
@@ -90,15 +107,18 @@ class Tree:
         arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in _TREE_FIELDS.items()}
         for node, i in index.items():
             if node in self.splits:
-                feature, bin_threshold, missing_left, categorical = self.splits[node]
+                feature, bin_threshold, missing_left, categorical, words = self.splits[node]
                 left, right = 2 * node + 1, 2 * node + 2
                 if left not in index or right not in index:
                     raise ValueError(f"split node {node} lacks a child")
                 arrays["feature"][i] = feature
                 arrays["bin_threshold"][i] = bin_threshold
                 arrays["categorical"][i] = categorical
-                arrays["threshold"][i] = (float(bin_threshold) if categorical
-                                          else self._cuts[feature][bin_threshold])
+                if categorical:
+                    arrays["category_set"][i] = words
+                    arrays["threshold"][i] = float(category_set_codes(words)[0])
+                else:
+                    arrays["threshold"][i] = self._cuts[feature][bin_threshold]
                 arrays["missing_left"][i] = missing_left
                 arrays["left"][i] = index[left]
                 arrays["right"][i] = index[right]
@@ -132,7 +152,8 @@ class Booster:
         (``tree_class``) and margins have shape (n_rows, K).
     categories : list of (list or None), optional
         The public category list of each categorical feature (``categories.py``): predict
-        takes their values and encodes them; a split on one sends one category left.
+        takes their values and encodes them; a split on one sends a set of its categories
+        left (``category_set``).
     """
 
     def __init__(self, objective, base_score, cuts, feature_bounds, params, ledger=None,
@@ -282,7 +303,8 @@ class Booster:
     def trees_to_dataframe(self):
         """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas);
         ``class`` is the class of the node's tree (0 unless multi:softprob); a
-        ``categorical`` split sends the category ``category`` left (``threshold`` NaN)."""
+        ``categorical`` split sends the categories of the list ``category`` left
+        (``threshold`` NaN)."""
         import pandas as pd
 
         tree_of_node = np.zeros(self._nodes["feature"].shape[0], dtype=np.int64)
@@ -299,10 +321,11 @@ class Booster:
             "threshold": np.where(is_leaf | (self._nodes["categorical"] == 1), np.nan,
                                   self._nodes["threshold"]),
             "categorical": ~is_leaf & (self._nodes["categorical"] == 1),
-            "category": [self.categories[f][int(t)] if not leaf and c else None
-                         for leaf, f, t, c in zip(is_leaf, self._nodes["feature"],
-                                                  self._nodes["threshold"],
-                                                  self._nodes["categorical"])],
+            "category": [[self.categories[f][int(code)] for code in category_set_codes(words)]
+                         if not leaf and c else None
+                         for leaf, f, words, c in zip(is_leaf, self._nodes["feature"],
+                                                      self._nodes["category_set"],
+                                                      self._nodes["categorical"])],
             "missing_left": np.where(is_leaf, False, self._nodes["missing_left"].astype(bool)),
             "left": self._nodes["left"],
             "right": self._nodes["right"],
@@ -355,7 +378,8 @@ class Booster:
             base = self.base_score if self.n_classes is None else self.base_score[k]
             out = np.full(X.shape[0], base, dtype=np.float64)
             roots = self._tree_roots[self._tree_class == k]
-            predict_raw(X, n["feature"], n["threshold"], n["categorical"], n["missing_left"],
+            predict_raw(X, n["feature"], n["threshold"], n["categorical"], n["category_set"],
+                        n["missing_left"],
                         n["left"], n["right"], n["value"], np.ascontiguousarray(roots), out,
                         n_threads)
             columns.append(out)
@@ -426,9 +450,9 @@ class Booster:
         """Inverse of :meth:`to_dict`; refuses other formats and newer versions."""
         if data.get("format") != MODEL_FORMAT_NAME:
             raise ValueError(f"not a dpxgb_dask model (format {data.get('format')!r})")
-        if data.get("version") != MODEL_FORMAT_VERSION:
+        if data.get("version") not in _READABLE_VERSIONS:
             raise ValueError(f"model format version {data.get('version')!r} is not supported; "
-                             f"this dpxgb_dask reads version {MODEL_FORMAT_VERSION}")
+                             f"this dpxgb_dask reads versions {list(_READABLE_VERSIONS)}")
         booster = cls(
             objective=data["objective"], base_score=data["base_score"], cuts=data["cuts"],
             feature_bounds=data["feature_bounds"], params=data["params"], ledger=data["ledger"],
@@ -436,9 +460,18 @@ class Booster:
             n_classes=data.get("n_classes"), categories=data.get("categories"),
         )
         n_nodes = len(data["nodes"]["feature"])
-        # (files without categorical splits may leave "categorical" out)
+        # (files without categorical splits may leave "categorical" and "category_set" out)
         booster._nodes = {name: np.asarray(data["nodes"].get(name, [0] * n_nodes), dtype=dtype)
-                          for name, dtype in _NODE_FIELDS.items()}
+                          for name, dtype in _NODE_FIELDS.items() if name != "category_set"}
+        words = np.zeros(n_nodes, dtype=_CATEGORY_SET)
+        if "category_set" in data["nodes"]:
+            words[...] = np.asarray(data["nodes"]["category_set"], dtype=np.uint64).reshape(
+                n_nodes, CATEGORY_SET_WORDS)
+        else:  # version 1: one category, its code in threshold, goes left
+            one = np.flatnonzero(booster._nodes["categorical"] == 1)
+            words[one] = category_sets([[int(booster._nodes["threshold"][j])] for j in one])
+        booster._nodes["category_set"] = words
+        booster._nodes = {name: booster._nodes[name] for name in _NODE_FIELDS}  # field order
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         booster._tree_class = np.asarray(data.get("tree_class", [0] * len(data["tree_roots"])),
                                          dtype=np.int32)

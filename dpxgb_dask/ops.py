@@ -607,9 +607,10 @@ class PartitionState:
         if step.splits is not None:
             self._apply(step.splits)
         if step.tree_levels is not None and step.tree_levels:
-            is_split, feature, split_bin, missing_left = merge_levels(step.tree_levels)
+            is_split, feature, split_bin, missing_left, category_set = \
+                merge_levels(step.tree_levels)
             route_to_leaves(self.X_binned, self.positions, is_split, feature, split_bin,
-                            missing_left, self.missing_bin, self.n_threads)
+                            missing_left, category_set, self.missing_bin, self.n_threads)
         result = None
         if step.histogram_nodes is not None:
             nodes = np.asarray(step.histogram_nodes, dtype=np.int64)
@@ -626,9 +627,9 @@ class PartitionState:
         return result
 
     def _apply(self, splits):
-        is_split, feature, split_bin, missing_left = splits
+        is_split, feature, split_bin, missing_left, category_set = splits
         apply_splits(self.X_binned, self.positions, is_split, feature, split_bin,
-                     missing_left, self.missing_bin, self.n_threads)
+                     missing_left, category_set, self.missing_bin, self.n_threads)
 
     def _start_tree(self, spec):
         """Select the tree's rows and compute their clipped, quantised gradients.
@@ -858,14 +859,15 @@ def merge_levels(levels):
     Parameters
     ----------
     levels : list of tuple of ndarray
-        ``(is_split, feature, split_bin, missing_left)`` of each level.
+        ``(is_split, feature, split_bin, missing_left, category_set)`` of each level
+        (``decisions.LevelSplits.as_heap_arrays``).
 
     Returns
     -------
     tuple of ndarray
     """
     size = max(level[0].shape[0] for level in levels)
-    merged = [np.zeros(size, dtype=a.dtype) for a in levels[0]]
+    merged = [np.zeros((size,) + a.shape[1:], dtype=a.dtype) for a in levels[0]]
     for level in levels:
         where = np.flatnonzero(level[0])
         for out, values in zip(merged, level):

@@ -66,8 +66,10 @@ class TrainParams:
     categories : dict or list, optional
         Public category lists of the categorical features: ``{column: [categories]}`` or one
         entry (a list, or None) per feature (``categories.py``); pandas ``category``
-        columns take their dtype's list. Their splits send one category left, the rest
-        right; a value outside the list is missing.
+        columns take their dtype's list. Their splits send a set of categories left, the
+        rest right (``decisions``: a random subset, the best prefix of the categories sorted
+        by noisy G/(H + λ), or one category with the exponential mechanism); a value
+        outside the list is missing.
     bounds_epsilon : float, optional
         Budget spent on a DP estimate of missing feature bounds.
     split_method : {"random", "exponential", "noisy_histogram", "partially_random"}
@@ -350,7 +352,8 @@ DEFAULT_SCHEDULE = {
     # leaves, a DP initial score). Chosen by `benchmarks/multiclass.py --select` on a
     # validation split of digits' training rows, where it won at ε = 1, 4 and 10 against
     # the binary schedule with and without a random feature per node and against
-    # Maddock's own budget (benchmarks/results/tuning/multiclass-selection.md).
+    # the maddock preset's budget of the time (1:1 sketch and leaf weights; the preset now
+    # gives every query the same noise) (benchmarks/results/tuning/multiclass-selection.md).
     "multi:softprob": tuple((at, dict(_MULTICLASS_TREES)) for at in (1.0, 4.0, 10.0)),
 }
 
@@ -551,7 +554,10 @@ def resolve_params(objective, preset=None, **explicit):
             values.update(PRESET_REGRESSION_OVERRIDES[preset])
         if objective == "multi:softprob":
             values.update(PRESET_MULTICLASS_OVERRIDES.get(preset, {}))
-        values.update(preset_schedule_overrides(preset, objective, explicit.get("epsilon")))
+        epsilon = explicit.get("epsilon")
+        if epsilon is None and explicit.get("dp_epsilon_per_tree") is None:
+            epsilon = TrainParams.epsilon
+        values.update(preset_schedule_overrides(preset, objective, epsilon))
     # NumPy scalars (e.g. from a GridSearchCV grid over np.arange) as Python numbers
     given = {k: (v.item() if isinstance(v, np.generic) else v)
              for k, v in explicit.items() if v is not None}
@@ -672,6 +678,13 @@ def validate(p):
     _check_choice("filter_spending", p.filter_spending, FILTER_SPENDINGS)
     if p.filter_rounds:
         _check_filter(p)
+    if p.split_candidates == "dp_sketch_per_tree" and p.leaf_method == "gaussian" \
+            and p.subsample < 1.0:
+        raise ValueError("split_candidates='dp_sketch_per_tree' is a Laplace release of each "
+                         "tree's sample: next to Gaussian releases (leaf_method='gaussian') "
+                         "the accountants cannot amplify a sample holding both, so "
+                         "subsample < 1 would buy nothing; use split_candidates "
+                         "'iterative_hessian' or 'dp_sketch', or subsample=1.0")
     if p.dp_epsilon_per_tree is not None and p.leaf_method == "gaussian":
         raise ValueError("dp_epsilon_per_tree applies to the pure-ε methods "
                          "(leaf_method='laplace' or 'noisy_average'); give epsilon instead")

@@ -70,7 +70,7 @@ class _DPXGBModel(BaseEstimator):
         Public category lists of the categorical features, ``{column: [categories]}`` or
         one entry (a list, or None) per feature; pandas ``category`` columns take their
         dtype's categories (build it from the public list). A value outside the list is
-        missing. Their splits send one category left and the rest right.
+        missing. Their splits send a set of categories left and the rest right.
     dp_params : dict, optional
         Any other field of ``TrainParams`` (e.g. ``split_method``, ``accountant``).
     verbose : bool

@@ -354,7 +354,10 @@ def continuation_params(params, model, feature_names, n_features):
         raise ValueError(f"label_bounds must equal xgb_model's {model.label_bounds}")
     return replace(params, feature_bounds=np.array(model.feature_bounds),
                    label_bounds=model.label_bounds, bounds_epsilon=None, init_score="zero",
-                   split_candidates="uniform", iterative_hessian_rounds=0,
+                   # a per-tree sketch is a release of each new tree's rows: it stays
+                   split_candidates=("dp_sketch_per_tree"
+                                     if params.split_candidates == "dp_sketch_per_tree"
+                                     else "uniform"), iterative_hessian_rounds=0,
                    max_bin=int(model.params.get("max_bin", params.max_bin)))
 
 

@@ -41,6 +41,48 @@ def pack_cuts(cuts_per_feature):
     return np.ascontiguousarray(values, dtype=np.float64), offsets
 
 
+#: 64-bit words of a category set: a categorical split's left categories, one bit per bin
+#: code (bins are uint8, so codes 0..255), bit ``c & 63`` of word ``c >> 6``.
+CATEGORY_SET_WORDS = 4
+
+
+def category_sets(left_codes):
+    """Bit sets of category codes, the layout of the kernels' ``category_set``.
+
+    Parameters
+    ----------
+    left_codes : sequence of iterable of int
+        The left categories of each node (codes in 0..255; empty for other nodes).
+
+    Returns
+    -------
+    ndarray of uint64, shape (n_nodes, CATEGORY_SET_WORDS)
+    """
+    out = np.zeros((len(left_codes), CATEGORY_SET_WORDS), dtype=np.uint64)
+    for node, codes in enumerate(left_codes):
+        for code in codes:
+            code = int(code)
+            if not 0 <= code < 64 * CATEGORY_SET_WORDS:
+                raise ValueError(f"category code {code} is outside [0, 256)")
+            out[node, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+    return out
+
+
+def category_set_codes(words):
+    """The codes of one bit set (inverse of :func:`category_sets` for one node).
+
+    Parameters
+    ----------
+    words : ndarray of uint64, shape (CATEGORY_SET_WORDS,)
+
+    Returns
+    -------
+    ndarray of int64, increasing
+    """
+    bits = np.unpackbits(np.asarray(words, dtype="<u8").view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits).astype(np.int64)
+
+
 def empty_histograms(n_slots, n_features, n_bins):
     """Zeroed histograms, shape (n_slots, n_features, n_bins), dtype ``HISTOGRAM_DTYPE``."""
     from .common import HISTOGRAM_DTYPE

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dpxgb_dask._core import pack_cuts
+from dpxgb_dask._core import category_sets, pack_cuts
 
 
 def _random_cuts(rng, n_features, max_cuts):
@@ -15,9 +15,9 @@ def _random_cuts(rng, n_features, max_cuts):
 def _random_forest(rng, n_trees, n_features, cuts, max_depth, categorical_features=()):
     """A forest in pre-order (children after parents), as the kernels require. Nodes on a
     feature of ``categorical_features`` (whose cuts are ``k + 0.5``: bin = category code)
-    split one category against the rest."""
+    send a random non-empty subset of its categories left (``category_set``)."""
     feature, bin_threshold, threshold, missing_left, left, right, value = ([] for _ in range(7))
-    categorical = []
+    categorical, left_codes = [], []
     roots = []
 
     def grow(depth):
@@ -26,14 +26,19 @@ def _random_forest(rng, n_trees, n_features, cuts, max_depth, categorical_featur
         for arr in (feature, bin_threshold, threshold, missing_left, left, right, value,
                     categorical):
             arr.append(0)
+        left_codes.append([])
         if depth >= max_depth or not usable or rng.random() < 0.25:
             left[j] = right[j] = -1
             value[j] = float(rng.normal())
             return j
         f = int(rng.choice(usable))
         if f in categorical_features:
-            t = int(rng.integers(0, len(cuts[f]) + 1))  # any of the categories
+            n_categories = len(cuts[f]) + 1
+            codes = sorted(rng.choice(n_categories, int(rng.integers(1, n_categories + 1)),
+                                      replace=False).tolist())
+            t = codes[0]
             feature[j], bin_threshold[j], threshold[j], categorical[j] = f, t, float(t), 1
+            left_codes[j] = codes
         else:
             t = int(rng.integers(0, len(cuts[f])))
             feature[j], bin_threshold[j], threshold[j] = f, t, float(cuts[f][t])
@@ -49,6 +54,7 @@ def _random_forest(rng, n_trees, n_features, cuts, max_depth, categorical_featur
         bin_threshold=np.array(bin_threshold, dtype=np.uint8),
         threshold=np.array(threshold, dtype=np.float64),
         categorical=np.array(categorical, dtype=np.uint8),
+        category_set=category_sets(left_codes),
         missing_left=np.array(missing_left, dtype=np.uint8),
         left=np.array(left, dtype=np.int32),
         right=np.array(right, dtype=np.int32),

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from dpxgb_dask._core import category_set_codes, category_sets
 from dpxgb_dask._core.naive import partition as naive
 from dpxgb_dask._core.partition import apply_splits, node_sums, route_to_leaves, rows_of_nodes
 
@@ -8,13 +9,16 @@ MISSING_BIN = 255
 
 
 def _decisions(rng, n_node_ids, n_features):
-    # 0: no split, 1: numerical (bin <= split_bin), 2: categorical (bin == split_bin)
+    # 0: no split, 1: numerical (bin <= split_bin), 2: categorical (bin in category_set)
     split = rng.random(n_node_ids) < 0.7
     return dict(
         is_split=(split * (1 + (rng.random(n_node_ids) < 0.3))).astype(np.uint8),
         split_feature=rng.integers(0, n_features, size=n_node_ids).astype(np.int32),
         split_bin=rng.integers(0, 40, size=n_node_ids).astype(np.uint8),
         missing_left=rng.integers(0, 2, size=n_node_ids).astype(np.uint8),
+        # sets of 1 to 30 codes among 0..40, and some beyond 63 (other words)
+        category_set=category_sets([rng.choice(np.r_[0:41, 64, 130, 254], rng.integers(1, 31),
+                                               replace=False) for _ in range(n_node_ids)]),
     )
 
 
@@ -29,7 +33,7 @@ def test_apply_splits_matches_naive_twin(n_samples):
     d = _decisions(rng, n_node_ids, n_features)
     expected = naive.apply_splits(X_binned, positions, missing_bin=MISSING_BIN, **d)
     apply_splits(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
-                 d["missing_left"], MISSING_BIN, 2)
+                 d["missing_left"], d["category_set"], MISSING_BIN, 2)
     np.testing.assert_array_equal(positions, expected)
 
 
@@ -41,7 +45,7 @@ def test_rows_outside_the_tree_follow_the_same_path_and_stay_outside():
     d = _decisions(rng, 7, 3)
     for positions in (inside, outside):
         apply_splits(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
-                     d["missing_left"], MISSING_BIN, 2)
+                     d["missing_left"], d["category_set"], MISSING_BIN, 2)
     assert np.all(outside < 0)
     np.testing.assert_array_equal(-outside - 1, inside)
     assert np.any(inside >= 7)  # rows did move
@@ -51,7 +55,8 @@ def test_missing_values_follow_the_default_direction():
     X_binned = np.asfortranarray(np.array([[MISSING_BIN], [MISSING_BIN], [0]], dtype=np.uint8))
     positions = np.array([1, 2, 1], dtype=np.int32)
     apply_splits(X_binned, positions, np.ones(3, np.uint8), np.zeros(3, np.int32),
-                 np.full(3, 200, np.uint8), np.array([0, 0, 1], np.uint8), MISSING_BIN, 1)
+                 np.full(3, 200, np.uint8), np.array([0, 0, 1], np.uint8),
+                 np.zeros((3, 4), np.uint64), MISSING_BIN, 1)
     # node 1 sends missing right (-> 4); node 2 sends missing left (-> 5); bin 0 <= 200 left.
     assert positions.tolist() == [4, 5, 3]
 
@@ -63,10 +68,10 @@ def test_sample_order_independence():
     d = _decisions(rng, 7, 3)
     perm = rng.permutation(500)
     a = positions.copy()
-    apply_splits(X_binned, a, d["is_split"], d["split_feature"], d["split_bin"], d["missing_left"], MISSING_BIN, 2)
+    apply_splits(X_binned, a, d["is_split"], d["split_feature"], d["split_bin"], d["missing_left"], d["category_set"], MISSING_BIN, 2)
     b = positions[perm].copy()
     apply_splits(np.asfortranarray(X_binned[perm]), b, d["is_split"], d["split_feature"],
-                 d["split_bin"], d["missing_left"], MISSING_BIN, 2)
+                 d["split_bin"], d["missing_left"], d["category_set"], MISSING_BIN, 2)
     np.testing.assert_array_equal(b, a[perm])
 
 
@@ -74,10 +79,28 @@ def test_apply_splits_rejects_bad_feature():
     X_binned = np.zeros((3, 2), dtype=np.uint8, order="F")
     with pytest.raises(ValueError, match="split_feature"):
         apply_splits(X_binned, np.zeros(3, np.int32), np.ones(1, np.uint8), np.array([2], np.int32),
-                     np.zeros(1, np.uint8), np.zeros(1, np.uint8), MISSING_BIN, 1)
+                     np.zeros(1, np.uint8), np.zeros(1, np.uint8), np.zeros((1, 4), np.uint64),
+                     MISSING_BIN, 1)
     with pytest.raises(ValueError, match="positions"):
         apply_splits(X_binned, np.zeros(2, np.int32), np.ones(1, np.uint8), np.array([0], np.int32),
-                     np.zeros(1, np.uint8), np.zeros(1, np.uint8), MISSING_BIN, 1)
+                     np.zeros(1, np.uint8), np.zeros(1, np.uint8), np.zeros((1, 4), np.uint64),
+                     MISSING_BIN, 1)
+
+
+def test_categorical_nodes_send_the_categories_of_their_set_left():
+    codes = [0, 5, 63, 64, 200]
+    X_binned = np.asfortranarray(np.arange(256, dtype=np.uint8)[:, None])
+    positions = np.zeros(256, dtype=np.int32)
+    sets = category_sets([codes])
+    apply_splits(X_binned, positions, np.array([2], np.uint8), np.zeros(1, np.int32),
+                 np.zeros(1, np.uint8), np.zeros(1, np.uint8), sets, MISSING_BIN, 1)
+    went_left = np.flatnonzero(positions == 1)
+    assert went_left.tolist() == codes  # (255 is the missing bin: right by default)
+    assert category_set_codes(sets[0]).tolist() == codes
+    with pytest.raises(ValueError, match="category_set"):
+        apply_splits(X_binned, positions, np.array([2], np.uint8), np.zeros(1, np.int32),
+                     np.zeros(1, np.uint8), np.zeros(1, np.uint8), np.zeros((1, 3), np.uint64),
+                     MISSING_BIN, 1)
 
 
 @pytest.mark.parametrize("n_samples", [0, 1, 777])
@@ -102,7 +125,7 @@ def test_all_missing_feature_routes_every_row_by_the_default_direction():
     for missing_left, child in ((1, 1), (0, 2)):
         pos = positions.copy()
         args = (np.ones(1, np.uint8), np.array([1], np.int32), np.array([20], np.uint8),
-                np.array([missing_left], np.uint8))
+                np.array([missing_left], np.uint8), np.zeros((1, 4), np.uint64))
         apply_splits(X_binned, pos, *args, MISSING_BIN, 2)
         np.testing.assert_array_equal(pos, naive.apply_splits(X_binned, positions, *args,
                                                               MISSING_BIN))
@@ -119,7 +142,7 @@ def test_route_to_leaves_matches_repeated_apply_splits(n_samples):
     d = _decisions(rng, n_node_ids, n_features)
     expected = naive.route_to_leaves(X_binned, positions, missing_bin=MISSING_BIN, **d)
     route_to_leaves(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
-                    d["missing_left"], MISSING_BIN, 2)
+                    d["missing_left"], d["category_set"], MISSING_BIN, 2)
     np.testing.assert_array_equal(positions, expected)
 
 

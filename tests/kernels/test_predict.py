@@ -12,16 +12,17 @@ MISSING_BIN = 255
 def _raw(X, forest, n_threads=2):
     out = np.zeros(X.shape[0])
     predict_raw(X, forest["feature"], forest["threshold"], forest["categorical"],
-                forest["missing_left"], forest["left"], forest["right"], forest["value"],
-                forest["tree_roots"], out, n_threads)
+                forest["category_set"], forest["missing_left"], forest["left"], forest["right"],
+                forest["value"], forest["tree_roots"], out, n_threads)
     return out
 
 
 def _binned(X_binned, forest, n_threads=2):
     out = np.zeros(X_binned.shape[0])
     predict_binned(X_binned, forest["feature"], forest["bin_threshold"], forest["categorical"],
-                   forest["missing_left"], forest["left"], forest["right"], forest["value"],
-                   forest["tree_roots"], MISSING_BIN, out, n_threads)
+                   forest["category_set"], forest["missing_left"], forest["left"],
+                   forest["right"], forest["value"], forest["tree_roots"], MISSING_BIN, out,
+                   n_threads)
     return out
 
 
@@ -47,13 +48,13 @@ def test_walks_match_naive_twins_and_each_other(n_samples, seed, random_cuts, ra
     raw = _raw(X, forest)
     assert n_samples == 0 or forest["categorical"].any()
     np.testing.assert_allclose(raw, naive.predict_raw(X, **{k: forest[k] for k in (
-        "feature", "threshold", "categorical", "missing_left", "left", "right", "value",
-        "tree_roots")}))
+        "feature", "threshold", "categorical", "category_set", "missing_left", "left",
+        "right", "value", "tree_roots")}))
     binned = _binned(X_binned, forest)
     np.testing.assert_allclose(binned, naive.predict_binned(
         X_binned, forest["feature"], forest["bin_threshold"], forest["categorical"],
-        forest["missing_left"], forest["left"], forest["right"], forest["value"],
-        forest["tree_roots"], MISSING_BIN))
+        forest["category_set"], forest["missing_left"], forest["left"], forest["right"],
+        forest["value"], forest["tree_roots"], MISSING_BIN))
     # The raw and binned walks agree row by row (same cuts).
     np.testing.assert_array_equal(raw, binned)
 
@@ -62,8 +63,8 @@ def test_accumulates_into_out_and_sample_order_independence(random_cuts, random_
     X, _, forest = _problem(5, 300, random_cuts, random_forest)
     out = np.full(300, 0.5)
     predict_raw(X, forest["feature"], forest["threshold"], forest["categorical"],
-                forest["missing_left"], forest["left"], forest["right"], forest["value"],
-                forest["tree_roots"], out, 1)
+                forest["category_set"], forest["missing_left"], forest["left"], forest["right"],
+                forest["value"], forest["tree_roots"], out, 1)
     np.testing.assert_allclose(out, 0.5 + _raw(X, forest))
     perm = np.random.default_rng(0).permutation(300)
     np.testing.assert_array_equal(_raw(X[perm], forest), _raw(X, forest)[perm])
@@ -71,7 +72,7 @@ def test_accumulates_into_out_and_sample_order_independence(random_cuts, random_
 
 def test_single_leaf_forest_and_no_trees():
     leaf = dict(feature=np.zeros(1, np.int32), threshold=np.zeros(1), bin_threshold=np.zeros(1, np.uint8),
-                categorical=np.zeros(1, np.uint8),
+                categorical=np.zeros(1, np.uint8), category_set=np.zeros((1, 4), np.uint64),
                 missing_left=np.zeros(1, np.uint8), left=np.array([-1], np.int32),
                 right=np.array([-1], np.int32), value=np.array([2.5]), tree_roots=np.array([0, 0], np.int32))
     X = np.full((3, 2), np.nan)
@@ -82,7 +83,8 @@ def test_single_leaf_forest_and_no_trees():
 
 def test_rejects_forests_that_could_loop_or_read_out_of_bounds():
     forest = dict(feature=np.zeros(2, np.int32), threshold=np.zeros(2),
-                  categorical=np.zeros(2, np.uint8), missing_left=np.zeros(2, np.uint8), left=np.array([1, 0], np.int32),
+                  categorical=np.zeros(2, np.uint8), category_set=np.zeros((2, 4), np.uint64),
+                  missing_left=np.zeros(2, np.uint8), left=np.array([1, 0], np.int32),
                   right=np.array([1, -1], np.int32), value=np.zeros(2),
                   tree_roots=np.array([0], np.int32))
     X = np.zeros((1, 1))
@@ -97,3 +99,23 @@ def test_rejects_forests_that_could_loop_or_read_out_of_bounds():
     forest["tree_roots"] = np.array([2], np.int32)
     with pytest.raises(ValueError, match="tree_roots"):
         _raw(X, forest)
+
+
+def test_a_categorical_node_sends_its_set_left_and_odd_codes_right():
+    from dpxgb_dask._core import category_sets
+
+    forest = dict(feature=np.zeros(3, np.int32), threshold=np.array([1.0, 0.0, 0.0]),
+                  bin_threshold=np.array([1, 0, 0], np.uint8),
+                  categorical=np.array([1, 0, 0], np.uint8),
+                  category_set=category_sets([[1, 4, 200], [], []]),
+                  missing_left=np.array([1, 0, 0], np.uint8), left=np.array([1, -1, -1], np.int32),
+                  right=np.array([2, -1, -1], np.int32), value=np.array([0.0, 1.0, 2.0]),
+                  tree_roots=np.array([0], np.int32))
+    X = np.array([[1.0], [4.0], [200.0], [0.0], [2.0], [1.5], [-1.0], [300.0], [np.nan]])
+    expected = [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 1.0]
+    np.testing.assert_array_equal(_raw(X, forest), expected)
+    np.testing.assert_array_equal(naive.predict_raw(X, **{k: forest[k] for k in (
+        "feature", "threshold", "categorical", "category_set", "missing_left", "left", "right",
+        "value", "tree_roots")}), expected)
+    binned = np.asfortranarray(np.array([[1], [4], [200], [0], [2], [MISSING_BIN]], np.uint8))
+    np.testing.assert_array_equal(_binned(binned, forest), [1.0, 1.0, 1.0, 2.0, 2.0, 1.0])

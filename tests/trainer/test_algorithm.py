@@ -226,6 +226,10 @@ def test_the_sbdt_preset_takes_the_papers_row_nearest_in_log_epsilon(objective):
     params = resolve_params(objective, preset="s-bdt", epsilon=0.01, feature_bounds=bounds,
                             n_estimators=7, subsample=0.5, **extra)
     assert (params.n_estimators, params.subsample) == (7, 0.5)
+    # without ε the default ε (1) takes its row, as a given ε = 1 does
+    unset = resolve_params(objective, preset="s-bdt", feature_bounds=bounds, **extra)
+    assert unset == resolve_params(objective, preset="s-bdt", feature_bounds=bounds,
+                                   epsilon=1.0, **extra)
     multi = resolve_params("multi:softprob", num_class=3, preset="s-bdt", epsilon=0.01,
                            feature_bounds=bounds)
     assert multi.n_estimators == PRESET_PARAMS["s-bdt"]["n_estimators"]

@@ -9,7 +9,7 @@ import pytest
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor
 from dpxgb_dask import categories as cat
 from dpxgb_dask import decisions
-from dpxgb_dask._core import empty_histograms
+from dpxgb_dask._core import category_set_codes, empty_histograms
 from dpxgb_dask.model import Booster
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.privacy import NoiseSource
@@ -103,6 +103,8 @@ def test_more_categories_than_max_bin_get_their_own_bins():
 # -- split decisions against slow twins ------------------------------------------------------
 
 
+
+
 def _histograms(rng, n_nodes, n_features, n_bins):
     hist = empty_histograms(n_nodes, n_features, n_bins)
     hist["sum_gradients"] = rng.normal(size=hist.shape)
@@ -156,6 +158,53 @@ def test_child_totals_of_a_category_split():
     assert heap[0].tolist() == [2, 1]  # categorical split, numerical split
 
 
+def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories():
+    """With little noise the chosen left set is the best prefix of the categories sorted by
+    G/(H + λ), found here by trying every prefix one by one; it can group categories that
+    one against the rest cannot."""
+    rng = np.random.default_rng(3)
+    n_cuts = np.array([5, 5])  # feature 0: 6 categories; feature 1 numerical
+    hist = _histograms(rng, 3, 2, 8)
+    hist["sum_gradients"][:, 0, :6] = [4.0, -3.0, 5.0, -4.0, 3.5, 0.1]  # two groups
+    hist["sum_gradients"][:, 1] = 0.01
+    hist[:, 0, 6] = 0  # no row in a bin beyond the categories (the release drops its noise)
+    splits, *_ = decisions.noisy_histogram_splits(
+        np.arange(3), hist, n_cuts, 1.0, True, 1.0, 1.0, 1e-9,
+        NoiseSource(2**130).stream(purpose="g"), NoiseSource(2**130).stream(purpose="h"),
+        categorical=np.array([True, False]))
+    for i in range(3):
+        g, h = hist[i, 0]["sum_gradients"], hist[i, 0]["sum_hessians"]
+        order = np.argsort(g[:6] / (h[:6] + 1.0), kind="stable")
+        best = (-np.inf, None)
+        for k in range(1, 6):
+            for miss in (0, 1):
+                left = list(order[:k]) + ([7] if miss else [])
+                gl, hl = g[left].sum(), h[left].sum()
+                gain = gl**2 / (hl + 1) + (g.sum() - gl)**2 / (h.sum() - hl + 1) \
+                    - g.sum()**2 / (h.sum() + 1)
+                if gain > best[0]:
+                    best = (gain, (sorted(order[:k].tolist()), bool(miss)))
+        assert splits.feature[i] == 0 and splits.categorical[i]
+        assert (category_set_codes(splits.category_set[i]).tolist(),
+                bool(splits.missing_left[i])) == best[1]
+        assert len(best[1][0]) > 1  # a group: one against the rest could not split so
+    totals = decisions.child_totals(hist, splits)
+    codes = category_set_codes(splits.category_set[0]).tolist() + (
+        [7] if splits.missing_left[0] else [])
+    np.testing.assert_allclose(totals[0, 0], hist[0, 0]["sum_gradients"][codes].sum())
+
+
+def test_version_1_model_files_still_load_and_predict_the_same():
+    booster, X, y = _fit("exponential", epsilon=50.0)  # one category against the rest
+    data = booster.to_dict()
+    assert any(data["nodes"]["categorical"])
+    data["version"] = 1
+    del data["nodes"]["category_set"]
+    old = Booster.from_dict(data)
+    np.testing.assert_array_equal(old.predict(X), booster.predict(X))
+    assert old == booster
+
+
 def test_random_category_splits_draw_every_category_and_keep_the_ranges():
     n_cuts = np.array([4, 9])  # feature 0: 5 categories
     ranges = np.zeros((400, 2, 2), dtype=np.int64)
@@ -165,7 +214,14 @@ def test_random_category_splits_draw_every_category_and_keep_the_ranges():
                                      NoiseSource(2**130).stream(purpose="t"),
                                      np.array([True, False]))
     on_category = splits.feature == 0
-    assert set(splits.bin_threshold[on_category]) == set(range(5))
+    sets = [set(category_set_codes(w)) for w in splits.category_set[on_category]]
+    # non-empty proper subsets, every category in some and out of some, all sizes
+    assert all(0 < len(c) < 5 for c in sets)
+    assert set().union(*sets) == set(range(5))
+    assert all(any(k not in c for c in sets) for k in range(5))
+    assert {len(c) for c in sets} == {1, 2, 3, 4}
+    assert splits.bin_threshold[on_category].tolist() == [min(c) for c in sets]
+    assert not splits.category_set[~on_category].any()
     assert np.array_equal(splits.categorical, on_category)
     assert np.all((splits.bin_threshold[~on_category] >= 3)
                   & (splits.bin_threshold[~on_category] < 5))
@@ -201,6 +257,10 @@ def test_every_split_method_splits_on_categories_and_predicts_from_values(split_
 def test_the_model_saves_loads_and_exports_its_categories(tmp_path):
     xgboost = pytest.importorskip("xgboost")
     booster, X, y = _fit("noisy_histogram")
+    nodes = booster.nodes
+    sizes = [category_set_codes(w).size for w, c in zip(nodes["category_set"],
+                                                        nodes["categorical"]) if c]
+    assert max(sizes) > 1  # sets of several categories travel to XGBoost too
     booster.save_model(tmp_path / "m.json")
     loaded = Booster.load_model(tmp_path / "m.json")
     assert loaded == booster and loaded.categories == [COLORS, None]

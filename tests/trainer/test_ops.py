@@ -29,7 +29,8 @@ def _tree_state(state, positions, gradients, hessians):
 
 def _heap(is_split, feats, bins, miss):
     return (np.asarray(is_split, np.uint8), np.asarray(feats, np.int32),
-            np.asarray(bins, np.uint8), np.asarray(miss, np.uint8))
+            np.asarray(bins, np.uint8), np.asarray(miss, np.uint8),
+            np.zeros((len(is_split), 4), np.uint64))
 
 
 def test_make_part_validates_and_names_the_argument():
@@ -157,7 +158,7 @@ def test_quantized_sums_are_exact_in_any_order():
 def _random_level(rng, nodes, n_features, n_cuts):
     size = int(max(nodes)) + 1
     heap = [np.zeros(size, np.uint8), np.zeros(size, np.int32), np.zeros(size, np.uint8),
-            np.zeros(size, np.uint8)]
+            np.zeros(size, np.uint8), np.zeros((size, 4), np.uint64)]
     for node in nodes:
         heap[0][node] = rng.random() < 0.8
         heap[1][node] = rng.integers(n_features)
@@ -197,7 +198,8 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
     arrays = tree.to_arrays()
     expected = state.margins.copy()
     predict_binned(state.X_binned, arrays["feature"], arrays["bin_threshold"],
-                   arrays["categorical"], arrays["missing_left"], arrays["left"], arrays["right"], arrays["value"],
+                   arrays["categorical"], arrays["category_set"], arrays["missing_left"],
+                   arrays["left"], arrays["right"], arrays["value"],
                    np.zeros(1, np.int32), state.missing_bin, expected, 1)
     by_heap = np.zeros(2 ** 4)
     for node, value in tree.leaves.items():

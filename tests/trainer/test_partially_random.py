@@ -18,6 +18,8 @@ from dpxgb_dask.training import train, train_in_process
 SEED = 2**190 + 11
 
 
+
+
 def _histograms(rng, n_nodes, n_features, n_bins):
     h = empty_histograms(n_nodes, n_features, n_bins)
     h["sum_gradients"] = rng.normal(size=h.shape)
@@ -26,7 +28,7 @@ def _histograms(rng, n_nodes, n_features, n_bins):
     return h
 
 
-def _naive_collapse(histograms, thresholds, categorical):
+def _naive_collapse(histograms, thresholds, categorical, left_codes=None):
     """Cell by cell: the slow twin of ``decisions.collapse_at_thresholds``."""
     n_nodes, n_features, n_bins = histograms.shape
     out = empty_histograms(n_nodes, n_features, 3)
@@ -37,7 +39,8 @@ def _naive_collapse(histograms, thresholds, categorical):
                 if b == n_bins - 1:
                     cell = 2
                 elif categorical is not None and categorical[f]:
-                    cell = 0 if b == t else 1
+                    codes = (left_codes or {}).get((i, f), [t])
+                    cell = 0 if b in codes else 1
                 else:
                     cell = 0 if b <= t else 1
                 for name in histograms.dtype.names:
@@ -45,13 +48,15 @@ def _naive_collapse(histograms, thresholds, categorical):
     return out
 
 
-@pytest.mark.parametrize("categorical", [None, np.array([False, True, False])])
-def test_collapsing_at_thresholds_matches_a_cell_by_cell_sum(categorical):
+@pytest.mark.parametrize("categorical,left_codes", [
+    (None, None), (np.array([False, True, False]), None),
+    (np.array([False, True, True]), {(0, 1): [0, 3, 7], (2, 1): [5], (3, 2): [1, 2]})])
+def test_collapsing_at_thresholds_matches_a_cell_by_cell_sum(categorical, left_codes):
     rng = np.random.default_rng(0)
     h = _histograms(rng, 4, 3, 9)
     thresholds = rng.integers(0, 8, size=(4, 3))
-    fast = decisions.collapse_at_thresholds(h, thresholds, categorical)
-    slow = _naive_collapse(h, thresholds, categorical)
+    fast = decisions.collapse_at_thresholds(h, thresholds, categorical, left_codes)
+    slow = _naive_collapse(h, thresholds, categorical, left_codes)
     for name in h.dtype.names:
         np.testing.assert_allclose(fast[name], slow[name], rtol=1e-12, atol=1e-12)
     # every row is in one of the three cells of every feature
@@ -183,6 +188,32 @@ def test_a_fit_records_the_planned_releases_and_learns(data, objective):
     values = booster.nodes["value"][booster.nodes["left"] < 0]
     assert np.unique(values).size > 20 and np.all(np.abs(values) <= params.leaf_bound *
                                                   params.learning_rate + 1e-12)
+
+
+def test_the_leaves_are_read_off_the_levels_releases(monkeypatch, data):
+    """Every leaf's (G, H) is one of the released sums (a closed node's or a child's), never
+    an exact aggregate."""
+    released, leaf_inputs = [], []
+    split, leaf_values = decisions.partially_random_splits, decisions.leaf_values
+
+    def spy_split(*args, **kwargs):
+        out = split(*args, **kwargs)
+        released.extend(map(tuple, np.concatenate([out[2], out[3]])))
+        return out
+
+    def spy_leaves(g, h, *args):
+        leaf_inputs.extend(zip(g, h))
+        return leaf_values(g, h, *args)
+
+    monkeypatch.setattr(decisions, "partially_random_splits", spy_split)
+    monkeypatch.setattr(decisions, "leaf_values", spy_leaves)
+    X, y, bounds = data
+    params = resolve_params("binary:logistic", preset="maddock", epsilon=1.0,
+                            feature_bounds=bounds, split_method="partially_random",
+                            n_estimators=3, max_depth=3, random_state=SEED)
+    train_in_process(params, X, y, 2)
+    assert len(leaf_inputs) >= 3 * 4
+    assert set(leaf_inputs) <= set(released)
 
 
 def test_on_the_cluster_the_model_is_the_in_process_one(client, data):

@@ -47,18 +47,82 @@ def test_the_tree_histogram_counts_the_trees_rows_as_a_row_by_row_sum_does(by_he
 
 
 def test_one_row_moves_the_tree_histogram_by_at_most_the_planned_sensitivity():
-    """Adding any row changes the released histogram by at most F h* in L1 (the plan's
-    Laplace sensitivity), with every rate of the Poisson sample."""
+    """Adding a row changes the released histogram by at most the plan's Laplace
+    sensitivity in L1: F·1 with counts, F·h* with hessians, and F·min(K h*, 1) for the
+    class-summed hessians of a multiclass round (the row is in the tree's sample here)."""
     X, y = _data(500)
-    params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
-                            newton=False, epsilon=1.0)
-    planned = make_plan(params, 4).releases["sketch"].sensitivity
-    for by_hessian, bound in ((True, 0.25), (False, 1.0)):
-        without, _ = _state(X[1:], y[1:], by_hessian, interval=(-1.0, 2.0))
-        with_row, _ = _state(X, y, by_hessian, interval=(-1.0, 2.0))
+    for newton, bound in ((False, 1.0), (True, 0.25)):
+        params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
+                                newton=newton, leaf_method="gaussian", split_method="random",
+                                subsample=1.0, epsilon=1.0)
+        planned = make_plan(params, 4).releases["sketch"].sensitivity
+        assert planned == pytest.approx(4 * bound)
+        without, _ = _state(X[1:], y[1:], newton, interval=(-1.0, 2.0))
+        with_row, _ = _state(X, y, newton, interval=(-1.0, 2.0))
         moved = np.abs(with_row - without).sum()
-        assert 0 < moved <= 4 * bound + 1e-12
-    assert planned == pytest.approx(4.0)  # counts: F·1
+        assert 0 < moved <= planned + 1e-12
+    # multiclass: the round's sketch weighs each row by its class-summed clipped hessians
+    k, h_star = 3, 0.25
+    params = resolve_params("multi:softprob", num_class=k, preset="maddock", epsilon=1.0,
+                            feature_bounds=BOUNDS, split_candidates="dp_sketch_per_tree",
+                            budget_shares={"sketch": 1, "leaf": 1}, hessian_bound=h_star)
+    planned = make_plan(params, 4).releases["sketch"].sensitivity
+    assert planned == pytest.approx(4 * min(k * h_star, 1.0))
+    labels = np.random.default_rng(2).integers(0, k, size=500).astype(float)
+    hists = []
+    for rows in (slice(1, None), slice(None)):
+        state = ops.load_partition(X[rows], labels[rows], Objective("multi:softprob",
+                                                                    n_classes=k), 0)
+        state.prepare(ops.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, np.zeros(k), {0: 0}))
+        start = ops.TreeStart(7, (-1.0, 2.0), 1.0, "clip", h_star, -1,
+                              (np.sqrt(2.0), 0.5, min(k * h_star, 1.0)))
+        hists.append(state.run(ops.Round(seq=1, start_tree=start, fine_histogram=(32, True))))
+    moved = np.abs(hists[1] - hists[0]).sum()
+    assert 0 < moved <= planned + 1e-12
+
+
+def test_the_sketch_reads_the_trees_poisson_sample(monkeypatch):
+    """The coordinator's sketch round samples the rows as the tree does: at γ = 0.1 it
+    reads about a tenth of the rows (binomial bounds), not all of them."""
+    sampled = []
+    original = ops.tree_fine_histogram
+
+    def spy(state, *args):
+        sampled.append(int((state.positions >= 0).sum()))
+        return original(state, *args)
+
+    monkeypatch.setattr(ops, "tree_fine_histogram", spy)
+    X, y = _data(20000)
+    params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
+                            epsilon=4.0, n_estimators=3, max_depth=2, random_state=SEED)
+    assert params.subsample == 0.1
+    train_in_process(params, X, y, 1)
+    assert len(sampled) == 3
+    assert all(abs(n - 2000) < 5 * np.sqrt(20000 * 0.1 * 0.9) for n in sampled)
+
+
+def test_a_continued_fit_sketches_its_own_trees():
+    from dpxgb_dask.training import continuation_params
+
+    X, y = _data(4000)
+    params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
+                            epsilon=4.0, n_estimators=3, max_depth=2, random_state=SEED)
+    model, _ = train_in_process(params, X, y, 2)
+    more = continuation_params(params, model, None, 4)
+    assert more.split_candidates == "dp_sketch_per_tree"
+    continued, coordinator = train_in_process(more, X, y, 2, xgb_model=model)
+    sketches = [e.tree for e in coordinator.ledger if e.purpose == "sketch"]
+    assert sketches == [3, 4, 5]
+
+
+def test_a_per_tree_sketch_next_to_gaussian_releases_on_a_sample_is_refused():
+    with pytest.raises(ValueError, match="dp_sketch_per_tree.*subsample"):
+        resolve_params("binary:logistic", preset="maddock", feature_bounds=BOUNDS,
+                       split_candidates="dp_sketch_per_tree", subsample=0.5,
+                       budget_shares={"sketch": 1, "leaf": 1})
+    resolve_params("binary:logistic", preset="maddock", feature_bounds=BOUNDS,
+                   split_candidates="dp_sketch_per_tree", subsample=1.0,
+                   budget_shares={"sketch": 1, "leaf": 1})
 
 
 def test_the_plan_releases_one_sketch_per_tree_on_its_subsample():

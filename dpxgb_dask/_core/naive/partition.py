@@ -2,8 +2,13 @@
 import numpy as np
 
 
+def _in_set(words, code):
+    """Bit ``code`` of a node's 4-word category set, read one word at a time."""
+    return (int(words[code // 64]) >> (code % 64)) & 1 == 1
+
+
 def apply_splits(X_binned, positions, is_split, split_feature, split_bin, missing_left,
-                 missing_bin):
+                 category_set, missing_bin):
     """New positions (a copy) after the splits; see ``partition.apply_splits``."""
     new = np.array(positions, dtype=np.int32, copy=True)
     for i, position in enumerate(positions):
@@ -14,8 +19,8 @@ def apply_splits(X_binned, positions, is_split, split_feature, split_bin, missin
         b = X_binned[i, split_feature[node]]
         if b == missing_bin:
             go_left = bool(missing_left[node])
-        elif is_split[node] == 2:  # categorical: one category against the rest
-            go_left = b == split_bin[node]
+        elif is_split[node] == 2:  # categorical: the categories of the node's set go left
+            go_left = _in_set(category_set[node], int(b))
         else:
             go_left = b <= split_bin[node]
         child = 2 * node + 1 if go_left else 2 * node + 2
@@ -34,12 +39,12 @@ def rows_of_nodes(positions, slot_of_node):
 
 
 def route_to_leaves(X_binned, positions, is_split, split_feature, split_bin, missing_left,
-                    missing_bin):
+                    category_set, missing_bin):
     """``apply_splits`` repeated until no row moves; see ``partition.route_to_leaves``."""
     current = np.array(positions, dtype=np.int32, copy=True)
     while True:
         moved = apply_splits(X_binned, current, is_split, split_feature, split_bin,
-                             missing_left, missing_bin)
+                             missing_left, category_set, missing_bin)
         if np.array_equal(moved, current):
             return current
         current = moved
