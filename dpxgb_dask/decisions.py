@@ -289,6 +289,20 @@ def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_mul
                              coords_per_row=2 * n_features * n_joint)
 
 
+def _release_histograms(histograms, newton, gradient_bound, denominator_bound,
+                        noise_multiplier, rng_g, rng_h, noise, n_joint):
+    """The Gaussian release of a level's (G, H) histograms (:func:`histogram_mechanism`;
+    H: hessian sums, or counts without ``newton``): (mechanism, noisy G, noisy H), each of
+    the histograms' shape."""
+    sum_g = histograms["sum_gradients"]
+    sum_h = histograms["sum_hessians"] if newton else histograms["count"].astype(np.float64)
+    mechanism = histogram_mechanism(histograms.shape[1], gradient_bound, denominator_bound,
+                                    noise_multiplier, n_joint)
+    noise_g, noise_h = noise if noise is not None else (None, None)
+    return (mechanism, mechanism.release(sum_g, rng_g, noise=noise_g),
+            mechanism.release(sum_h, rng_h, noise=noise_h))
+
+
 def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradient_bound,
                            denominator_bound, noise_multiplier, rng_g, rng_h, noise=None,
                            n_joint=1, categorical=None):
@@ -329,14 +343,10 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     noisy_g, noisy_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
         The DP releases themselves.
     """
-    sum_g = histograms["sum_gradients"]
-    sum_h = histograms["sum_hessians"] if newton else histograms["count"].astype(np.float64)
-    n_nodes, n_features, n_bins = sum_g.shape
-    mechanism = histogram_mechanism(n_features, gradient_bound, denominator_bound,
-                                    noise_multiplier, n_joint)
-    noise_g, noise_h = noise if noise is not None else (None, None)
-    noisy_g = mechanism.release(sum_g, rng_g, noise=noise_g)
-    noisy_h = mechanism.release(sum_h, rng_h, noise=noise_h)
+    n_nodes, n_features, n_bins = histograms.shape
+    mechanism, noisy_g, noisy_h = _release_histograms(
+        histograms, newton, gradient_bound, denominator_bound, noise_multiplier, rng_g, rng_h,
+        noise, n_joint)
     if categorical is not None:
         # bins beyond a feature's own (it has fewer categories or cuts than the missing bin)
         # hold no row: a public fact, so their noise is dropped (post-processing)
@@ -542,25 +552,15 @@ def partially_random_splits(nodes, histograms, node_ranges, n_cuts, reg_lambda, 
 
     Parameters
     ----------
-    nodes : ndarray of int64, shape (n_nodes,)
-    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
-        Exact sums of the level.
     node_ranges : ndarray of int, shape (n_nodes, n_features, 2)
-    n_cuts : ndarray of int, shape (n_features,)
-    reg_lambda, noise_multiplier : float
-    newton : bool
-        The denominators are the hessian sums (True) or the counts.
-    gradient_bound, denominator_bound : float
-        A row's L2 bounds (:func:`histogram_mechanism`).
+        Reachable bin range of each feature at each node.
     rng_structure : RandomStream
         The public stream of the thresholds.
-    rng_g, rng_h : RandomStream
-        Streams of the G and H releases.
     noise : tuple of two ndarray of int64, shape (n_nodes * n_features * 3,), optional
-        Their noise drawn beforehand (as in :func:`noisy_histogram_splits`).
-    n_joint : int
-        As in :func:`histogram_mechanism`.
-    categorical : ndarray of bool, shape (n_features,), optional
+        The release's noise drawn beforehand.
+    nodes, histograms, n_cuts, reg_lambda, newton, gradient_bound, denominator_bound
+        As in :func:`noisy_histogram_splits`; so are ``noise_multiplier``, ``rng_g``,
+        ``rng_h``, ``n_joint`` and ``categorical``.
 
     Returns
     -------
@@ -580,14 +580,9 @@ def partially_random_splits(nodes, histograms, node_ranges, n_cuts, reg_lambda, 
         for f in np.flatnonzero(categorical):
             for i in range(n_nodes):
                 subsets[i, f] = random_category_subset(int(n_cuts[f]) + 1, rng_structure)
-    collapsed = collapse_at_thresholds(histograms, thresholds, categorical, subsets)
-    sum_g = collapsed["sum_gradients"]
-    sum_h = collapsed["sum_hessians"] if newton else collapsed["count"].astype(np.float64)
-    mechanism = histogram_mechanism(n_features, gradient_bound, denominator_bound,
-                                    noise_multiplier, n_joint)
-    noise_g, noise_h = noise if noise is not None else (None, None)
-    noisy_g = mechanism.release(sum_g, rng_g, noise=noise_g)
-    noisy_h = mechanism.release(sum_h, rng_h, noise=noise_h)
+    mechanism, noisy_g, noisy_h = _release_histograms(
+        collapse_at_thresholds(histograms, thresholds, categorical, subsets), newton,
+        gradient_bound, denominator_bound, noise_multiplier, rng_g, rng_h, noise, n_joint)
     # threshold 0 of the 3-cell histogram is the drawn threshold: [..., missing right/left]
     gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), reg_lambda)[:, :, 0, :]
     flat = np.where(splittable[:, :, None], gains, -np.inf).reshape(n_nodes, -1)

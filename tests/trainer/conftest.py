@@ -59,3 +59,20 @@ def regression_data():
     y = np.clip(3.0 * X[:, 0] + 2.0 * np.sin(2 * X[:, 1]) + rng.normal(scale=0.5, size=4000),
                 -10, 10)
     return X, y, np.tile([-4.0, 4.0], (5, 1)), (-10.0, 10.0)
+
+
+def _random_histograms(rng, n_nodes, n_features, n_bins):
+    from dpxgb_dask._core import empty_histograms
+
+    hist = empty_histograms(n_nodes, n_features, n_bins)
+    hist["sum_gradients"] = rng.normal(size=hist.shape)
+    hist["sum_hessians"] = rng.uniform(0.1, 2.0, size=hist.shape)
+    hist["count"] = rng.integers(1, 20, size=hist.shape)
+    return hist
+
+
+@pytest.fixture
+def random_histograms():
+    """``random_histograms(rng, n_nodes, n_features, n_bins)`` -> HISTOGRAM_DTYPE array of
+    normal gradient sums, hessian sums in [0.1, 2) and counts in [1, 20)."""
+    return _random_histograms

@@ -9,7 +9,7 @@ import pytest
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor
 from dpxgb_dask import categories as cat
 from dpxgb_dask import decisions
-from dpxgb_dask._core import category_set_codes, empty_histograms
+from dpxgb_dask._core import category_set_codes
 from dpxgb_dask.model import Booster
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.privacy import NoiseSource
@@ -105,17 +105,9 @@ def test_more_categories_than_max_bin_get_their_own_bins():
 
 
 
-def _histograms(rng, n_nodes, n_features, n_bins):
-    hist = empty_histograms(n_nodes, n_features, n_bins)
-    hist["sum_gradients"] = rng.normal(size=hist.shape)
-    hist["sum_hessians"] = rng.uniform(0.1, 2.0, size=hist.shape)
-    hist["count"] = rng.integers(1, 20, size=hist.shape)
-    return hist
-
-
-def test_one_against_the_rest_gains_match_a_slow_twin():
+def test_one_against_the_rest_gains_match_a_slow_twin(random_histograms):
     rng = np.random.default_rng(0)
-    hist = _histograms(rng, 3, 2, 7)  # bins 0..5, missing bin 6
+    hist = random_histograms(rng, 3, 2, 7)  # bins 0..5, missing bin 6
     categorical = np.array([True, False])
     gains = decisions.split_gains(hist["sum_gradients"], hist["sum_hessians"], 1.0, categorical)
 
@@ -139,9 +131,9 @@ def test_one_against_the_rest_gains_match_a_slow_twin():
     assert mask[0].sum() == 5 and mask[1].sum() == 4
 
 
-def test_child_totals_of_a_category_split():
+def test_child_totals_of_a_category_split(random_histograms):
     rng = np.random.default_rng(1)
-    hist = _histograms(rng, 2, 2, 5)
+    hist = random_histograms(rng, 2, 2, 5)
     splits = decisions.LevelSplits(np.array([0, 1]), np.array([True, True]),
                                    np.array([0, 1], np.int32), np.array([2, 1], np.int32),
                                    np.array([True, False]), np.array([True, False]))
@@ -158,13 +150,14 @@ def test_child_totals_of_a_category_split():
     assert heap[0].tolist() == [2, 1]  # categorical split, numerical split
 
 
-def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories():
+def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
+        random_histograms):
     """With little noise the chosen left set is the best prefix of the categories sorted by
     G/(H + λ), found here by trying every prefix one by one; it can group categories that
     one against the rest cannot."""
     rng = np.random.default_rng(3)
     n_cuts = np.array([5, 5])  # feature 0: 6 categories; feature 1 numerical
-    hist = _histograms(rng, 3, 2, 8)
+    hist = random_histograms(rng, 3, 2, 8)
     hist["sum_gradients"][:, 0, :6] = [4.0, -3.0, 5.0, -4.0, 3.5, 0.1]  # two groups
     hist["sum_gradients"][:, 1] = 0.01
     hist[:, 0, 6] = 0  # no row in a bin beyond the categories (the release drops its noise)

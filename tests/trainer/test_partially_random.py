@@ -20,14 +20,6 @@ SEED = 2**190 + 11
 
 
 
-def _histograms(rng, n_nodes, n_features, n_bins):
-    h = empty_histograms(n_nodes, n_features, n_bins)
-    h["sum_gradients"] = rng.normal(size=h.shape)
-    h["sum_hessians"] = rng.uniform(0, 3, size=h.shape)
-    h["count"] = rng.integers(0, 20, size=h.shape)
-    return h
-
-
 def _naive_collapse(histograms, thresholds, categorical, left_codes=None):
     """Cell by cell: the slow twin of ``decisions.collapse_at_thresholds``."""
     n_nodes, n_features, n_bins = histograms.shape
@@ -51,9 +43,10 @@ def _naive_collapse(histograms, thresholds, categorical, left_codes=None):
 @pytest.mark.parametrize("categorical,left_codes", [
     (None, None), (np.array([False, True, False]), None),
     (np.array([False, True, True]), {(0, 1): [0, 3, 7], (2, 1): [5], (3, 2): [1, 2]})])
-def test_collapsing_at_thresholds_matches_a_cell_by_cell_sum(categorical, left_codes):
+def test_collapsing_at_thresholds_matches_a_cell_by_cell_sum(categorical, left_codes,
+                                                            random_histograms):
     rng = np.random.default_rng(0)
-    h = _histograms(rng, 4, 3, 9)
+    h = random_histograms(rng, 4, 3, 9)
     thresholds = rng.integers(0, 8, size=(4, 3))
     fast = decisions.collapse_at_thresholds(h, thresholds, categorical, left_codes)
     slow = _naive_collapse(h, thresholds, categorical, left_codes)
@@ -71,7 +64,7 @@ def _split(h, ranges, n_cuts, z, structure_seed=1, noise_seed=2, categorical=Non
         NoiseSource(2**200 + noise_seed).stream(purpose="h"), categorical=categorical)
 
 
-def test_thresholds_are_public_uniform_and_within_the_reachable_ranges():
+def test_thresholds_are_public_uniform_and_within_the_reachable_ranges(random_histograms):
     """The thresholds come from the public stream alone (two datasets, the same thresholds),
     lie where the feature can still split, and are uniform there (chi-square)."""
     rng = np.random.default_rng(1)
@@ -81,7 +74,7 @@ def test_thresholds_are_public_uniform_and_within_the_reachable_ranges():
     ranges[1, 0] = [2, 6]
     ranges[2, :2] = [4, 4]  # only feature 2 can split at node 2
     ranges[3] = [1, 1]      # node 3 cannot split at all
-    a, b = _histograms(rng, 5, 3, 10), _histograms(rng, 5, 3, 10)
+    a, b = random_histograms(rng, 5, 3, 10), random_histograms(rng, 5, 3, 10)
     counts = np.zeros(4, dtype=np.int64)
     for seed in range(400):
         sa, *_ = _split(a, ranges, n_cuts, 1e-6, structure_seed=seed)
@@ -105,12 +98,13 @@ def test_thresholds_are_public_uniform_and_within_the_reachable_ranges():
     assert chi2 < 16.3  # 3 degrees of freedom, p = 0.001
 
 
-def test_with_little_noise_the_best_drawn_threshold_wins_and_the_sums_are_the_exact_ones():
+def test_with_little_noise_the_best_drawn_threshold_wins_and_the_sums_are_the_exact_ones(
+        random_histograms):
     rng = np.random.default_rng(2)
     n_cuts = np.array([8, 8, 8, 8])
     ranges = np.zeros((6, 4, 2), dtype=np.int64)
     ranges[:, :, 1] = n_cuts
-    h = _histograms(rng, 6, 4, 10)
+    h = random_histograms(rng, 6, 4, 10)
     splits, mechanism, node_sums, child_sums = _split(h, ranges, n_cuts, 1e-9)
     start, width = decisions.threshold_ranges(ranges, n_cuts)
     thresholds = start + NoiseSource(2**200 + 1).stream(purpose="split").uniform_below(
