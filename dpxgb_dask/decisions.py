@@ -333,7 +333,8 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     n_joint : int
         As in :func:`histogram_mechanism`.
     categorical : ndarray of bool, shape (n_features,), optional
-        One-against-the-rest candidates on these features.
+        Their candidates are the prefixes of their categories sorted by the released
+        G/(H + λ) (:func:`category_order`).
 
     Returns
     -------

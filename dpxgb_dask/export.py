@@ -21,7 +21,8 @@ Differences of representation:
 * A categorical feature is of type "c": XGBoost reads its category codes (the index in
   the public list, e.g. a pandas column of that ``CategoricalDtype`` with
   ``enable_categorical=True``); each of its splits lists its set of categories (which
-  XGBoost sends right: the children are swapped).
+  XGBoost sends right: the children are swapped). A code that is not an integer (only
+  with ``encoded=True`` input) goes right here, where XGBoost truncates it first.
 * A multiclass model (``multi:softprob``, ``tree_info`` giving each tree's class) writes its
   K base margins as XGBoost's vector intercept, which XGBoost reads from version 3.1 on.
 * Our regression predictions are clipped to ``label_bounds``; XGBoost's are not (clip

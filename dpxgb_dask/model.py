@@ -467,9 +467,12 @@ class Booster:
         if "category_set" in data["nodes"]:
             words[...] = np.asarray(data["nodes"]["category_set"], dtype=np.uint64).reshape(
                 n_nodes, CATEGORY_SET_WORDS)
-        else:  # version 1: one category, its code in threshold, goes left
+        elif data["version"] == 1:  # one category, its code in threshold, goes left
             one = np.flatnonzero(booster._nodes["categorical"] == 1)
             words[one] = category_sets([[int(booster._nodes["threshold"][j])] for j in one])
+        elif np.any(booster._nodes["categorical"] == 1):
+            raise ValueError("the model's categorical nodes have no category_set: a version "
+                             f"{data['version']} file stores each one's left categories")
         booster._nodes["category_set"] = words
         booster._nodes = {name: booster._nodes[name] for name in _NODE_FIELDS}  # field order
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)

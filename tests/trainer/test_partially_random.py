@@ -136,6 +136,34 @@ def test_with_little_noise_the_best_drawn_threshold_wins_and_the_sums_are_the_ex
         gradient_histogram_l2_sensitivity(1.0, 0.25, 4), rel=1e-12)
 
 
+def test_categorical_features_release_the_sums_of_their_random_sets(random_histograms):
+    """A categorical feature's cells are its random subset's, its complement's and the
+    missing values': with little noise the children's sums are the exact sums of the
+    recorded split (``child_totals``), and the sets are proper subsets."""
+    from dpxgb_dask._core import category_set_codes
+
+    rng = np.random.default_rng(6)
+    n_cuts = np.array([6, 8, 4])
+    ranges = np.zeros((8, 3, 2), dtype=np.int64)
+    ranges[:, :, 1] = n_cuts
+    h = random_histograms(rng, 8, 3, 10)
+    categorical = np.array([True, False, True])
+    for f in np.flatnonzero(categorical):
+        h[:, f, n_cuts[f] + 1:-1] = 0  # no row beyond the categories
+    h["sum_gradients"][:, 1] = 0.0  # the numerical feature has nothing to split on
+    seen = 0
+    for seed in range(5):
+        splits, _, _, child_sums = _split(h, ranges, n_cuts, 1e-9, structure_seed=seed,
+                                          categorical=categorical)
+        exact = decisions.child_totals(h, splits)
+        np.testing.assert_allclose(child_sums, exact[:, :2], atol=1e-6)
+        for i in np.flatnonzero(splits.categorical):
+            codes = category_set_codes(splits.category_set[i])
+            assert 0 < codes.size < n_cuts[splits.feature[i]] + 1
+            seen += codes.size > 1
+    assert seen > 0  # sets of several categories were tested
+
+
 def test_the_plan_has_one_split_release_per_level_and_no_leaf_release():
     bounds = np.zeros((5, 2)) + [0, 1]
     params = resolve_params("binary:logistic", preset="maddock", epsilon=1.0,
