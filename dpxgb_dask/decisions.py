@@ -358,9 +358,12 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     positive_h = np.maximum(noisy_h, 0.0)
     # a categorical feature's candidates are the prefixes of its categories sorted by their
     # noisy G/(H + λ) (post-processing); a numerical feature's bins keep their order
-    order = category_order(noisy_g, positive_h, n_cuts, reg_lambda, categorical)
-    gains = split_gains(np.take_along_axis(noisy_g, order, axis=2),
-                        np.take_along_axis(positive_h, order, axis=2), reg_lambda)
+    if categorical is None:
+        order, gains = None, split_gains(noisy_g, positive_h, reg_lambda)
+    else:
+        order = category_order(noisy_g, positive_h, n_cuts, reg_lambda, categorical)
+        gains = split_gains(np.take_along_axis(noisy_g, order, axis=2),
+                            np.take_along_axis(positive_h, order, axis=2), reg_lambda)
     mask = candidate_mask(n_cuts, n_bins)
     if categorical is not None:  # prefixes of 1..k_f categories (one category: itself)
         one = np.asarray(categorical, dtype=bool)
@@ -371,8 +374,8 @@ def noisy_histogram_splits(nodes, histograms, n_cuts, reg_lambda, newton, gradie
     choice = np.argmax(flat, axis=1)
     is_split = np.isfinite(flat[np.arange(n_nodes), choice])
     feature, threshold, missing_left = _decode(choice, n_features, n_bins - 1)
-    left_codes = [order[i, f, :t + 1].tolist()
-                  for i, (f, t) in enumerate(zip(feature, threshold))]
+    left_codes = None if order is None else [order[i, f, :t + 1].tolist()
+                                             for i, (f, t) in enumerate(zip(feature, threshold))]
     return (_level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
                           left_codes), mechanism, noisy_g, noisy_h)
 

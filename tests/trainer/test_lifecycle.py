@@ -203,12 +203,14 @@ def _inputs(kind, X, y):
 
 
 @pytest.mark.parametrize("kind", ["numpy", "pandas", "dask_array", "dask_frame",
-                                  "numpy_multiclass", "numpy_filtered"])
+                                  "numpy_multiclass", "numpy_filtered",
+                                  "numpy_categorical_pr", "numpy_tree_sketch"])
 def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_data, kind):
     """The fit finishes after a worker is killed, with the very model (and ledger) of an
     undisturbed fit: the lost partitions are rebuilt and the interrupted round replayed
     (multiclass: the class gradients of the round are recomputed where they were lost;
-    with an individual Rényi filter, every row's divergence so far)."""
+    with an individual Rényi filter, every row's divergence so far; partially random
+    splits on sets of categories; a DP sketch of each tree's rows)."""
     import os
     import signal
 
@@ -223,6 +225,15 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     if kind == "numpy_filtered":
         kind = "numpy"
         params.update(n_estimators=50, filter_rounds=100, accountant="rdp")
+    if kind == "numpy_categorical_pr":  # feature 5 as the codes of 6 public categories
+        kind, X = "numpy", X.copy()
+        X[:, 5] = np.where(np.isnan(X[:, 5]), np.nan, np.floor(np.clip(X[:, 5] + 3, 0, 5.5)))
+        params.update(split_method="partially_random",
+                      categories=[None] * 5 + [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]])
+    if kind == "numpy_tree_sketch":
+        kind = "numpy"
+        params.update(preset="dp-xgboost", split_method="exponential", n_estimators=100,
+                      epsilon=10.0)
     undisturbed = train(params, *_inputs(kind, X, y), client=client)
     thread, outcome = _fit_in_background(params, *_inputs(kind, X, y), client=client,
                                          return_timings=True)
