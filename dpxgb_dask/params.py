@@ -540,12 +540,13 @@ def resolve_params(objective, preset=None, **explicit):
     if unknown:
         raise ValueError(f"unknown parameters {unknown}; allowed: {sorted(known)}")
     values = {"objective": objective}
+    # the fit's total ε (public), which the ε schedules read; None with a per-tree budget
+    epsilon = explicit.get("epsilon")
+    if epsilon is None and explicit.get("dp_epsilon_per_tree") is None:
+        epsilon = TrainParams.epsilon
     if preset is None and objective == "reg:squarederror":
         values.update(DEFAULT_REGRESSION_OVERRIDES)
     if preset is None:
-        epsilon = explicit.get("epsilon")
-        if epsilon is None and explicit.get("dp_epsilon_per_tree") is None:
-            epsilon = TrainParams.epsilon
         values.update(default_schedule_overrides(objective, epsilon))
     if preset is not None:
         _check_choice("preset", preset, PRESETS)
@@ -554,9 +555,6 @@ def resolve_params(objective, preset=None, **explicit):
             values.update(PRESET_REGRESSION_OVERRIDES[preset])
         if objective == "multi:softprob":
             values.update(PRESET_MULTICLASS_OVERRIDES.get(preset, {}))
-        epsilon = explicit.get("epsilon")
-        if epsilon is None and explicit.get("dp_epsilon_per_tree") is None:
-            epsilon = TrainParams.epsilon
         values.update(preset_schedule_overrides(preset, objective, epsilon))
     # NumPy scalars (e.g. from a GridSearchCV grid over np.arange) as Python numbers
     given = {k: (v.item() if isinstance(v, np.generic) else v)

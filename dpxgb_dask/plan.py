@@ -212,14 +212,13 @@ class ReleasePlan:
                 self.releases["split"] = Release(
                     "split", "gaussian", sens,
                     noise_multiplier=math.sqrt(p.max_depth / shares["split"]) / s)
-        if "leaf" not in shares:
-            pass  # partially random splits: the leaves are post-processing of their release
-        elif p.leaf_method == "gaussian":
+        # (partially random splits make no leaf release: their leaves are post-processing)
+        if "leaf" in shares and p.leaf_method == "gaussian":
             self.releases["leaf"] = Release(
                 "leaf", "gaussian", 1.0, noise_multiplier=math.sqrt(1.0 / shares["leaf"]) / s)
-        elif p.leaf_method == "laplace":
+        elif "leaf" in shares and p.leaf_method == "laplace":
             self.releases["leaf"] = Release("leaf", "laplace", 1.0, epsilon=s * shares["leaf"])
-        else:
+        elif "leaf" in shares:
             # NoisyAverage: a noisy gradient sum (Δ = g*) and a noisy row count (Δ = 1),
             # the leaf's ε split (1 - r) / r between them.
             r = p.leaf_noise_ratio
