@@ -50,6 +50,8 @@ Methods
   Abalone ε ∈ {0.05, 0.1, 0.3, 0.5}).
 - ``maddock-pr``: the maddock preset with Maddock et al.'s partially random splits (PR)
   instead of their totally random ones (TR, the preset's: their best).
+- ``dp-ebm``: DP-EBM (interpret's ``DPExplainableBoostingClassifier`` / ``Regressor``, its
+  defaults) with the same public bounds at the same ε and δ = 1e-6, a reference line.
 - ``xgboost``: non-private XGBoost (100 trees, depth 6, η 0.3, hist), a reference line.
 
 Hyperparameter protocol (issue 5, item 3)
@@ -95,6 +97,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import datasets  # noqa: E402
 from accuracy import SEED_BASE, fit_predict  # noqa: E402
+from baselines import dp_ebm  # noqa: E402
 from dpxgb_dask.params import SBDT_SCHEDULE  # noqa: E402
 
 REFERENCE_SUBDIR = "reference"
@@ -102,7 +105,9 @@ DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "results"
 DP_METHODS = ("default", "dp-xgboost", "dpboost", "maddock", "maddock-pr", "s-bdt")
 #: Methods that are a preset with some of its options: (preset, overrides).
 PRESET_VARIANTS = {"maddock-pr": ("maddock", {"split_method": "partially_random"})}
-ALL_METHODS = DP_METHODS + ("xgboost",)
+#: The other DP system, run on the same splits, bounds and (ε, δ = 1e-6): a reference line.
+REFERENCE_DP_METHODS = ("dp-ebm",)
+ALL_METHODS = DP_METHODS + REFERENCE_DP_METHODS + ("xgboost",)
 METHOD_LABELS = {
     "default": "default (no preset)",
     "dp-xgboost": "preset dp-xgboost",
@@ -110,6 +115,7 @@ METHOD_LABELS = {
     "maddock": "preset maddock",
     "maddock-pr": "preset maddock, partially random splits",
     "s-bdt": "preset s-bdt",
+    "dp-ebm": "DP-EBM (interpret, δ = 1e-6)",
     "xgboost": "xgboost (non-private)",
 }
 QUICK_SEEDS = 2
@@ -328,6 +334,11 @@ def run_cell(method, epsilon, seed_index, client=None, data=None):
     for fold, (X, y, X_test, y_test) in enumerate(data.splits(seed_index)):
         if method == "xgboost":
             prediction = nonprivate_prediction(data.spec, X, y, X_test)
+        elif method == "dp-ebm":
+            model = dp_ebm(data.spec.objective, epsilon, data.feature_bounds,
+                           data.label_bounds, random_state=seed_index).fit(X, y)
+            prediction = (model.predict_proba(X_test)[:, 1]
+                          if data.spec.objective == "binary:logistic" else model.predict(X_test))
         else:
             noise_seed = SEED_BASE + 1000 * seed_index + fold
             params = method_params(method, data, epsilon, noise_seed)
@@ -637,7 +648,7 @@ def summary_rows(name, records, anchors):
                 best = pick(candidates, key=lambda a: a.value)
             mean, std, _ = default[eps]
             presets = {m: by_eps[eps][0] for m, by_eps in table.items()
-                       if m not in ("default", "xgboost") and eps in by_eps}
+                       if m in DP_METHODS and m != "default" and eps in by_eps}
             best_preset = None
             if presets:
                 pick = min if metric.lower_is_better else max
