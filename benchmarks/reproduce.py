@@ -46,8 +46,8 @@ Methods
 - ``dp-xgboost``, ``dpboost``, ``maddock``, ``s-bdt``: the presets, i.e. each paper's
   hyperparameters (dpxgb_dask/params.py documents the departures). The s-bdt preset
   takes, at each ε, the configuration of S-BDT's grid behind its published number at the
-  nearest reported ε (``params.SBDT_SCHEDULE``: Adult ε ∈ {0.01, 0.03, 0.1, 0.5},
-  Abalone ε ∈ {0.05, 0.1, 0.3, 0.5}).
+  nearest reported ε (``params.SBDT_SCHEDULE``: Adult ε ∈ {0.01, 0.02, 0.03, 0.1,
+  0.5}, Abalone ε ∈ {0.05, 0.1, 0.2, 0.3, 0.5}).
 - ``maddock-pr``: the maddock preset with Maddock et al.'s partially random splits (PR)
   instead of their totally random ones (TR, the preset's: their best).
 - ``dp-ebm``: DP-EBM (interpret's ``DPExplainableBoostingClassifier`` / ``Regressor``, its
@@ -155,11 +155,11 @@ DATASETS = {
     "adult": DatasetSpec(
         "adult", "UCI Adult", "binary:logistic",
         "train adult.data / test adult.test ('?' rows dropped), fixed split",
-        (0.01, 0.03, 0.1, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (ERROR, AUC)),
+        (0.01, 0.02, 0.03, 0.1, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (ERROR, AUC)),
     "abalone": DatasetSpec(
         "abalone", "UCI Abalone", "reg:squarederror",
         "5-fold CV (one shuffle per seed), RMSE in rings averaged over folds",
-        (0.05, 0.1, 0.3, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (RMSE,), "rings"),
+        (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (RMSE,), "rings"),
     "bank": DatasetSpec(
         "bank", "UCI Bank marketing", "binary:logistic",
         "bank-full.csv, stratified 70/30 split drawn per seed",
@@ -635,7 +635,8 @@ def plot(data, records, anchors, epsilons, path):
 
 
 def summary_rows(name, records, anchors):
-    """Per metric and ε: best published point, our default, the best preset, differences."""
+    """Per metric and ε: best published point, our default, the best preset, and DP-EBM
+    run on the same splits (``(mean, std, n)`` or None)."""
     rows = []
     for metric in DATASETS[name].metrics:
         table = aggregate(records, metric.key)
@@ -653,8 +654,9 @@ def summary_rows(name, records, anchors):
             if presets:
                 pick = min if metric.lower_is_better else max
                 best_preset = pick(presets, key=presets.get)
+            reference = table.get("dp-ebm", {}).get(eps)
             rows.append((metric, eps, best, mean, std, best_preset,
-                         presets.get(best_preset)))
+                         presets.get(best_preset), reference))
     return rows
 
 
@@ -664,7 +666,8 @@ def write_summary(out_dir, anchors_by_dataset):
              "Per dataset, metric and ε: the best published point at that ε (if any), our "
              "default (mean ± std over seeds), the difference default − published (in the "
              "metric's units; for error, percentage points) and whether the default beats it; "
-             "and the best preset of this run. Caveats: DP-XGBoost's ε are nominal (their true "
+             "the best preset of this run; and DP-EBM fitted on the same splits at the same "
+             "ε (a reference line of this run, when it ran). Caveats: DP-XGBoost's ε are nominal (their true "
              "ε is larger) and S-BDT's points are best-of-grid on their test folds with other "
              "splits (see each dataset's page and the protocol in reproduce.py).", ""]
     for name in DATASETS:
@@ -678,8 +681,8 @@ def write_summary(out_dir, anchors_by_dataset):
         lines += [f"## {DATASETS[name].title} ({saved['n_seeds']} seeds"
                   f"{', quick' if saved['quick'] else ''})", "",
                   "| metric | ε | best published | default | default − published | verdict "
-                  "| best preset here |", "|---|---|---|---|---|---|---|"]
-        for metric, eps, best, mean, std, preset, preset_value in summary_rows(
+                  "| best preset here | DP-EBM here |", "|---|---|---|---|---|---|---|---|"]
+        for metric, eps, best, mean, std, preset, preset_value, reference in summary_rows(
                 name, saved["records"], anchors):
             d = metric.decimals
             if best is None:
@@ -694,8 +697,9 @@ def write_summary(out_dir, anchors_by_dataset):
                 else:
                     verdict = "beats" if better else "misses"
             preset_cell = f"{preset} {_fmt(preset_value, d)}" if preset else "–"
+            ebm_cell = _fmt(reference[0], d, reference[1]) if reference else "–"
             lines.append(f"| {metric.label} | {eps:g} | {published} | {_fmt(mean, d, std)} | "
-                         f"{difference} | {verdict} | {preset_cell} |")
+                         f"{difference} | {verdict} | {preset_cell} | {ebm_cell} |")
         lines.append("")
     (out_dir / "summary.md").write_text("\n".join(lines))
 

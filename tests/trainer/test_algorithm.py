@@ -193,7 +193,7 @@ def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
     params = resolve_params("binary:logistic", epsilon=0.01, feature_bounds=bounds,
                             n_estimators=7, subsample=1.0, learning_rate=0.5)
     assert (params.n_estimators, params.subsample, params.learning_rate) == (7, 1.0, 0.5)
-    assert params.max_depth == 4  # the rest of the ε = 0.01 point still applies
+    assert params.max_depth == 5  # the rest of the ε = 0.01 point still applies
     # The presets other than s-bdt keep one setting at every ε, as their papers do.
     for preset in set(PRESETS) - {"s-bdt"}:
         small = resolve_params("binary:logistic", preset=preset, epsilon=0.01,
@@ -221,7 +221,8 @@ def test_the_sbdt_preset_takes_the_papers_row_nearest_in_log_epsilon(objective):
                                     feature_bounds=bounds, **extra)
             for name, value in overrides.items():
                 assert getattr(params, name) == value, (eps, name)
-            seen.add((params.n_estimators, params.subsample, params.gradient_bound))
+            seen.add((params.n_estimators, params.subsample, params.gradient_bound,
+                      params.max_depth))
     assert len(seen) == len(points)  # the rows differ: the test can tell them apart
     params = resolve_params(objective, preset="s-bdt", epsilon=0.01, feature_bounds=bounds,
                             n_estimators=7, subsample=0.5, **extra)
