@@ -12,7 +12,7 @@ method and ε, the published points next to them, the bounds' clipping sanity li
 ``<dataset>.png`` (metric vs ε on a log axis, one line per method with error bars, the
 published points as markers), ``<dataset>.json`` (every per-seed value), and
 ``summary.md`` (per dataset and ε: the best published point and our default, with the
-difference). ``--out-dir`` defaults to benchmarks/results (benchmarks/results/quick with
+difference, the best preset of the run, and DP-EBM on the same splits when it ran). ``--out-dir`` defaults to benchmarks/results (benchmarks/results/quick with
 ``--quick``). The data come from ../shared/data (or ``$DPXGB_DATA``), never copied.
 
 Datasets and protocols

@@ -26,7 +26,7 @@ of the training data; the test data of the reproduction harness are never read:
 
 - Adult: adult.data only (adult.test is not loaded), stratified 80/20 split per
   repetition (``random_state = 100 + rep``). Score: validation AUC.
-- Abalone: repetition ``rep`` takes the training part of outer fold ``rep`` of the
+- Abalone: repetition ``rep`` takes the training part of outer fold ``rep mod 5`` of the
   harness's 5-fold CV for seed 0 and splits it 80/20 (``random_state = 100 + rep``).
   Score: validation RMSE (rings). The selection is pooled over repetitions, so a row used
   for validation here can sit in another outer fold's test part: the Abalone numbers of
@@ -173,8 +173,8 @@ GRIDS = {
         dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=50, max_depth=5, subsample=0.01,
              gradient_bound=0.5, init_score="zero", leaf_bound=2.0),
     ],
-    # ε = 0.02 (S-BDT reports it; the schedule's band puts it on the ε = 0.03 point): that
-    # point, the ε = 0.01 point, and zero starts on samples of 1-5%.
+    # ε = 0.02 (S-BDT reports it; before this round the schedule's band put it on the
+    # ε = 0.03 point): that point, the ε = 0.01 point, and zero starts on samples of 1-5%.
     "adult-eps-0.02": [
         dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, subsample=0.1,
              budget_shares={"sketch": 0.1, "leaf": 0.9, "init": 0.4}),

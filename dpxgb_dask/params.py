@@ -166,7 +166,8 @@ class TrainParams:
     # Gaussian release of (G, H) per tree with Maddock's noise split r = h*²/(g*² + h*²),
     # a DP initial score, and PLD accounting (README "The default"). The field values below
     # are the plain default; without a preset, DEFAULT_SCHEDULE then sets the number and
-    # depth of the trees, the subsampling rate and the leaf regime from ε.
+    # depth of the trees, the subsampling rate, the leaf regime and (binary, ε below about
+    # 0.025) a zero initial score from ε.
     objective: str = "binary:logistic"
     num_class: int | None = None
     n_estimators: int = 100
