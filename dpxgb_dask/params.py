@@ -337,13 +337,15 @@ DEFAULT_SCHEDULE = {
         (10.0, dict(n_estimators=200, max_depth=6, subsample=1.0)),
     ),
     # Small ε: few shallow trees on subsamples, g* 0.1 and a 0.2 initial-score weight below
-    # ε = 0.3; ε >= 1: deeper trees with a random feature per node.
+    # ε = 0.3, S-BDT's leaf noise ratio 0.3 at ε 0.1-0.3; ε >= 1: deeper trees with a
+    # random feature per node.
     "reg:squarederror": (
         (0.05, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.1,
                     budget_shares={"init": 0.2})),
         (0.1, dict(n_estimators=200, max_depth=2, subsample=0.1, gradient_bound=0.1,
-                   budget_shares={"init": 0.2})),
-        (0.3, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3)),
+                   budget_shares={"init": 0.2}, leaf_noise_ratio=0.3)),
+        (0.3, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3,
+                   leaf_noise_ratio=0.3)),
         (0.5, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3)),
         (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
                    feature_selection="random")),
