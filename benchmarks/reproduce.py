@@ -12,8 +12,9 @@ method and ε, the published points next to them, the bounds' clipping sanity li
 ``<dataset>.png`` (metric vs ε on a log axis, one line per method with error bars, the
 published points as markers), ``<dataset>.json`` (every per-seed value), and
 ``summary.md`` (per dataset and ε: the best published point and our default, with the
-difference, the best preset of the run, and DP-EBM on the same splits when it ran). ``--out-dir`` defaults to benchmarks/results (benchmarks/results/quick with
-``--quick``). The data come from ../shared/data (or ``$DPXGB_DATA``), never copied.
+difference, the best preset of the run, and DP-EBM on the same splits when it ran).
+``--out-dir`` defaults to benchmarks/results (benchmarks/results/quick with ``--quick``).
+The data come from ../shared/data (or ``$DPXGB_DATA``), never copied.
 
 Datasets and protocols
 ----------------------
@@ -667,9 +668,10 @@ def write_summary(out_dir, anchors_by_dataset):
              "default (mean ± std over seeds), the difference default − published (in the "
              "metric's units; for error, percentage points) and whether the default beats it; "
              "the best preset of this run; and DP-EBM fitted on the same splits at the same "
-             "ε (a reference line of this run, when it ran). Caveats: DP-XGBoost's ε are nominal (their true "
-             "ε is larger) and S-BDT's points are best-of-grid on their test folds with other "
-             "splits (see each dataset's page and the protocol in reproduce.py).", ""]
+             "ε (a reference line of this run, when it ran). Caveats: DP-XGBoost's ε are "
+             "nominal (their true ε is larger) and S-BDT's points are best-of-grid on their "
+             "test folds with other splits (see each dataset's page and the protocol in "
+             "reproduce.py).", ""]
     for name in DATASETS:
         path = out_dir / f"{name}.json"
         if not path.exists():
