@@ -29,17 +29,24 @@ def _models_equal(a, b, rtol=1e-9):
 def test_each_preset_trains_and_predicts_both_objectives(client, preset, seed,
                                                          classification_data, regression_data):
     X, y, bounds = classification_data
-    params = {"objective": "binary:logistic", "preset": preset, "feature_bounds": bounds,
-              "epsilon": 5.0, "random_state": seed, **SMALL}
-    booster = train(params, X[:3000], y[:3000], client=client)
-    proba = booster.predict(X[3000:])
-    assert booster.n_trees == SMALL["n_estimators"]
-    assert proba.shape == (1000,) and np.all((proba >= 0) & (proba <= 1))
+    # 4 small trees learn in most noise draws but not all: dp-xgboost's per-tree sketch and
+    # Laplace leaves give a test AUC <= 0.6 in 3 of 40 free draws (mean 0.71). Learning is
+    # checked on the mean AUC of 3 keyed draws, so the test fails on a change, never by luck.
+    aucs = []
+    for key in range(3):
+        params = {"objective": "binary:logistic", "preset": preset, "feature_bounds": bounds,
+                  "epsilon": 5.0, "random_state": seed + key, "reproducible_noise": True,
+                  **SMALL}
+        booster = train(params, X[:3000], y[:3000], client=client)
+        proba = booster.predict(X[3000:])
+        assert booster.n_trees == SMALL["n_estimators"]
+        assert proba.shape == (1000,) and np.all((proba >= 0) & (proba <= 1))
+        assert booster.ledger["epsilon"] <= 5.0 * 1.001
+        aucs.append(roc_auc_score(y[3000:], proba))
     if preset != "dpboost":
         # DPBoost's 4 trees of η = 0.1 have leaves far below their Laplace noise: its
         # learning is measured at full size in benchmarks/accuracy.py, not here.
-        assert roc_auc_score(y[3000:], proba) > 0.6
-    assert booster.ledger["epsilon"] <= 5.0 * 1.001
+        assert np.mean(aucs) > 0.6, aucs
 
     Xr, yr, rbounds, lbounds = regression_data
     params = {"objective": "reg:squarederror", "preset": preset, "feature_bounds": rbounds,
