@@ -26,8 +26,9 @@ Every section runs on the same LocalCluster (2 worker processes x 1 thread) in o
 5. Scaling: noisy_histogram (20 trees, depth 6) at each ``--scaling`` row count x 50
    float32, rows generated on the workers (``dask.array.random``, logistic labels).
 
-All dpxgb fits use public feature bounds ±8 (±8 holds the synthetic features a priori),
-ε = 1 and 64 bins. The tables are printed and written to ``--output``, under the command
+All dpxgb fits use public feature bounds ±8 (±8 holds the synthetic features a priori)
+and ε = 1; all but the default use 64 bins (the default keeps its schedule's candidates,
+255 uniform cuts at ε = 1). The tables are printed and written to ``--output``, under the command
 line that produced them (rewritten after every section).
 """
 import argparse
@@ -200,22 +201,22 @@ def check_placement(client, X):
 # -- Fits ------------------------------------------------------------------------------------
 
 def dp_params(method, n_features=None, bounds=None, trees=TREES, depth=DEPTH):
-    """A dpxgb fit's parameters; "default" keeps its ε schedule (no trees or depth given)."""
+    """A dpxgb fit's parameters; "default" keeps its ε schedule (no trees, depth or bins
+    given)."""
     if bounds is None:
         bounds = np.tile([-8.0, 8.0], (n_features, 1))
-    params = {"feature_bounds": bounds, "epsilon": EPSILON, "max_bin": MAX_BIN,
-              **METHOD_PARAMS[method]}
+    params = {"feature_bounds": bounds, "epsilon": EPSILON, **METHOD_PARAMS[method]}
     if method != "default":
-        params.update(n_estimators=trees, max_depth=depth)
+        params.update(n_estimators=trees, max_depth=depth, max_bin=MAX_BIN)
     return params
 
 
 def default_schedule():
-    """The default's trees at ε = EPSILON, as text (e.g. "400 trees, depth 6")."""
+    """The default's trees at ε = EPSILON, as text (e.g. "400 trees, depth 6, 255 bins")."""
     from dpxgb_dask.params import resolve_params
 
     p = resolve_params("binary:logistic", epsilon=EPSILON)
-    return f"{p.n_estimators} trees, depth {p.max_depth}"
+    return f"{p.n_estimators} trees, depth {p.max_depth}, {p.max_bin} bins"
 
 
 def fit_dpxgb(client, params, X, y):
@@ -458,7 +459,8 @@ def main():
     report = Report(args.output, f"Produced by: `{command}`\n\n"
                     f"distributed {distributed.__version__}, xgboost {xgboost.__version__}, "
                     f"{os.cpu_count()} cores; one LocalCluster of 2 worker processes x 1 "
-                    f"thread; dpxgb: ε = {EPSILON}, {MAX_BIN} bins, public bounds.")
+                    f"thread; dpxgb: ε = {EPSILON}, {MAX_BIN} bins (the default: its schedule's), "
+                    "public bounds.")
     t_start = time.perf_counter()
     with LocalCluster(**CLUSTER) as cluster, Client(cluster) as client:
         client.register_plugin(PeakRSS(), name=SAMPLER_NAME)

@@ -166,8 +166,9 @@ class TrainParams:
     # Gaussian release of (G, H) per tree with Maddock's noise split r = h*²/(g*² + h*²),
     # a DP initial score, and PLD accounting (README "The default"). The field values below
     # are the plain default; without a preset, DEFAULT_SCHEDULE then sets the number and
-    # depth of the trees, the subsampling rate, the leaf regime and (binary, ε below about
-    # 0.025) a zero initial score from ε.
+    # depth of the trees, the subsampling rate, the leaf regime, (binary, ε below about
+    # 0.025) a zero initial score and (binary, ε above about 0.7) 255 uniform candidates
+    # from ε.
     objective: str = "binary:logistic"
     num_class: int | None = None
     n_estimators: int = 100
@@ -318,9 +319,10 @@ DEFAULT_SCHEDULE = {
     # ε 0.03-0.1: S-BDT's small-ε leaves (η 0.1, λ 10, g* 0.3, h* 0.1, r 0.04), 400
     # depth-4 trees on Poisson subsamples (γ 0.1), and 8x the DP initial score's weight
     # (0.4 against 0.1 sketch + 0.9 leaves); ε 0.01-0.02: 50-100 depth-5 trees on samples
-    # of 1-2% from a zero score, clipped at g* 0.5 (as S-BDT's best rows); ε 0.5-1: S-BDT's
-    # leaves on all rows, η 0.2 at ε = 1; ε >= 4: the plain default's (η 0.3, λ 1, g* 1,
-    # h* 1/4, r 1/17). Each point is the pooled winner of `tune_default.py --select`.
+    # of 1-2% from a zero score, clipped at g* 0.5 (as S-BDT's best rows); ε >= 0.5: S-BDT's
+    # leaves on all rows, from ε = 1 on 400 depth-6 trees with η 0.2 and 255 equal-width
+    # candidates over the public bounds (no sketch: its 10% goes to the leaves). Each point
+    # is the pooled winner of `tune_default.py --select`.
     "binary:logistic": (
         (0.01, dict(_SBDT_LEAVES, n_estimators=50, max_depth=5, subsample=0.01,
                     gradient_bound=0.5, init_score="zero")),
@@ -332,21 +334,25 @@ DEFAULT_SCHEDULE = {
                    budget_shares={"init": 0.4})),
         (0.5, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=1.0)),
         (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
-                   learning_rate=0.2)),
-        (4.0, dict(n_estimators=200, max_depth=4, subsample=1.0)),
-        (10.0, dict(n_estimators=200, max_depth=6, subsample=1.0)),
+                   learning_rate=0.2, max_bin=255, split_candidates="uniform")),
+        (4.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
+                   learning_rate=0.2, max_bin=255, split_candidates="uniform")),
+        (10.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
+                    learning_rate=0.2, max_bin=255, split_candidates="uniform")),
     ),
     # Small ε: few shallow trees on subsamples, g* 0.1 and a 0.2 initial-score weight below
-    # ε = 0.3, S-BDT's leaf noise ratio 0.3 at ε 0.1-0.3; ε >= 1: deeper trees with a
-    # random feature per node.
+    # ε = 0.3, S-BDT's leaf noise ratio 0.3 at ε 0.1-0.5, λ 40 at ε = 0.1 and η 0.2 at
+    # ε = 0.5 (S-BDT's λ 15 and η 0.1 elsewhere); ε >= 1: deeper trees with a random
+    # feature per node.
     "reg:squarederror": (
         (0.05, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.1,
                     budget_shares={"init": 0.2})),
         (0.1, dict(n_estimators=200, max_depth=2, subsample=0.1, gradient_bound=0.1,
-                   budget_shares={"init": 0.2}, leaf_noise_ratio=0.3)),
+                   budget_shares={"init": 0.2}, leaf_noise_ratio=0.3, reg_lambda=40.0)),
         (0.3, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3,
                    leaf_noise_ratio=0.3)),
-        (0.5, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3)),
+        (0.5, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3,
+                   leaf_noise_ratio=0.3, learning_rate=0.2)),
         (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
                    feature_selection="random")),
         (4.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,

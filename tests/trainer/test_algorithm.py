@@ -240,17 +240,23 @@ def test_budget_shares_override_only_the_releases_they_name():
     from dpxgb_dask.plan import release_shares
 
     bounds = np.zeros((3, 2)) + [0, 1]
-    # Default at ε = 1: sketch 0.1, leaf 0.9, init 0.05 (normalised).
-    plain = release_shares(resolve_params("binary:logistic", feature_bounds=bounds), 3)
+    ih = dict(feature_bounds=bounds, split_candidates="iterative_hessian")
+    # Default at ε = 1 with iterative-Hessian candidates: sketch 0.1, leaf 0.9, init 0.05
+    # (normalised).
+    plain = release_shares(resolve_params("binary:logistic", **ih), 3)
     assert plain == pytest.approx({"sketch": 0.1 / 1.05, "leaf": 0.9 / 1.05, "init": 0.05 / 1.05})
-    shares = release_shares(resolve_params("binary:logistic", feature_bounds=bounds,
-                                           budget_shares={"init": 0.4}), 3)
+    shares = release_shares(resolve_params("binary:logistic", budget_shares={"init": 0.4},
+                                           **ih), 3)
     assert shares == pytest.approx({"sketch": 0.1 / 1.4, "leaf": 0.9 / 1.4, "init": 0.4 / 1.4})
-    # A share for a release the method does not make is ignored.
-    shares = release_shares(resolve_params("binary:logistic", feature_bounds=bounds,
-                                           init_score="zero", budget_shares={"init": 0.4}), 3)
+    # A share for a release the method does not make is ignored: the initial score's here,
+    # and the sketch's with the schedule's uniform candidates at ε = 1.
+    shares = release_shares(resolve_params("binary:logistic", init_score="zero",
+                                           budget_shares={"init": 0.4}, **ih), 3)
     assert shares == pytest.approx({"sketch": 0.1, "leaf": 0.9})
     assert sum(shares.values()) == pytest.approx(1.0)
+    shares = release_shares(resolve_params("binary:logistic", feature_bounds=bounds,
+                                           budget_shares={"sketch": 0.5}), 3)
+    assert shares == pytest.approx({"leaf": 0.9 / 0.95, "init": 0.05 / 0.95})
 
 
 @pytest.mark.parametrize("split_method", ["random", "noisy_histogram", "partially_random"])
