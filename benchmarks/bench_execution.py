@@ -28,8 +28,8 @@ Every section runs on the same LocalCluster (2 worker processes x 1 thread) in o
 
 All dpxgb fits use public feature bounds ±8 (±8 holds the synthetic features a priori)
 and ε = 1; all but the default use 64 bins (the default keeps its schedule's candidates,
-255 uniform cuts at ε = 1). The tables are printed and written to ``--output``, under the command
-line that produced them (rewritten after every section).
+255 uniform cuts at ε = 1). The tables are printed and written to ``--output``, under the
+command line that produced them (rewritten after every section).
 """
 import argparse
 from concurrent.futures import ProcessPoolExecutor

@@ -41,8 +41,9 @@ def test_the_continued_fit_starts_from_the_models_margins(objective):
     obj = Objective(objective, model.label_bounds)
     start = to_training_units(model, obj)
     state = load_partition(X, y, obj, 0)
-    state.prepare(Prepare(model.feature_bounds, list(model.cuts), 64, start.base_score,
-                          {0: 0}, init_model=start))
+    # the missing values' bin is max_bin (no categorical features), as the coordinator's
+    state.prepare(Prepare(model.feature_bounds, list(model.cuts), model.params["max_bin"],
+                          start.base_score, {0: 0}, init_model=start))
     offset, scale = obj.label_offset_scale
     np.testing.assert_allclose(state.margins, (model.predict_margin(X) - offset) / scale,
                                rtol=1e-12, atol=1e-12)
