@@ -20,6 +20,7 @@ Usage::
     python benchmarks/tune_default.py --dataset abalone --grid abalone-confirm --reps 40
     python benchmarks/tune_default.py --dataset adult --grid adult-bins --reps 30
     python benchmarks/tune_default.py --dataset abalone --grid abalone-shrinkage --reps 40
+    python benchmarks/tune_default.py --dataset adult --grid adult-lambda --reps 30
     python benchmarks/tune_default.py --dataset adult --select     # pooled winners per ε
 
 Every candidate configuration (:data:`GRIDS`: overrides on top of the library's plain
@@ -86,6 +87,7 @@ EPSILONS = {
     "abalone-confirm": (0.05, 0.5),
     "adult-bins": (0.5, 1.0, 4.0, 10.0),
     "abalone-shrinkage": (0.1, 0.3, 0.5),
+    "adult-lambda": (1.0, 4.0, 10.0),
 }
 
 
@@ -230,6 +232,14 @@ GRIDS = {
         for cfg in (dict(_ABALONE_200_G01, leaf_noise_ratio=0.3),
                     dict(_ABALONE_100_G03, leaf_noise_ratio=0.3), _ABALONE_100_G03)
         for reg_lambda in (5.0, 15.0, 40.0) for learning_rate in (0.05, 0.1, 0.2)],
+    # Issue 15, after adult-bins: the ε = 1 point's λ 10 at ε 4 and 10, where the plain
+    # leaves were kept because λ 10 underfit a user's few trees on a small table. λ 10,
+    # 2.5 and 1 are the point's λ carried to ε 1, 4 and 10 by
+    # params.noise_following_lambda (λ ∝ the leaf noise multiplier, about sqrt(T)/ε).
+    "adult-lambda": [
+        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0,
+             learning_rate=0.2, max_bin=255, split_candidates="uniform", reg_lambda=reg_lambda)
+        for reg_lambda in (10.0, 2.5, 1.0)],
     # Ablations of the final default: each candidate changes ONE thing on top of the
     # schedule (these, unlike the rounds above, follow params.DEFAULT_SCHEDULE; candidate
     # 0 is the default itself).
@@ -276,7 +286,7 @@ GRID_DATASET = {"adult": "adult", "abalone": "abalone", "adult-small-eps": "adul
                 "adult-gradient-bound": "adult", "adult-eps-0.02": "adult",
                 "abalone-small-eps-ablation": "abalone", "abalone-leaf-noise": "abalone",
                 "abalone-confirm": "abalone", "adult-bins": "adult",
-                "abalone-shrinkage": "abalone"}
+                "abalone-shrinkage": "abalone", "adult-lambda": "adult"}
 
 _DATA = {}
 

@@ -44,7 +44,9 @@ class TrainParams:
     learning_rate : float
         Shrinkage applied to every leaf value.
     reg_lambda : float
-        L2 regularisation λ of leaf values and gains.
+        L2 regularisation λ of leaf values and gains. Not given, the binary default
+        carries its schedule point's λ to the fit's ε and number of trees
+        (:func:`noise_following_lambda`).
     subsample : float in (0, 1]
         Poisson subsampling rate γ: each row joins each tree independently with this
         probability (privacy amplification by subsampling).
@@ -167,8 +169,8 @@ class TrainParams:
     # a DP initial score, and PLD accounting (README "The default"). The field values below
     # are the plain default; without a preset, DEFAULT_SCHEDULE then sets the number and
     # depth of the trees, the subsampling rate, the leaf regime, (binary, ε below about
-    # 0.025) a zero initial score and (binary, ε about 0.7-2) 255 uniform candidates
-    # from ε.
+    # 0.025) a zero initial score and (binary, ε from about 0.7) 255 uniform candidates
+    # from ε, and (binary) λ from ε and the number of trees.
     objective: str = "binary:logistic"
     num_class: int | None = None
     n_estimators: int = 100
@@ -319,14 +321,13 @@ DEFAULT_SCHEDULE = {
     # ε 0.03-0.1: S-BDT's small-ε leaves (η 0.1, λ 10, g* 0.3, h* 0.1, r 0.04), 400
     # depth-4 trees on Poisson subsamples (γ 0.1), and 8x the DP initial score's weight
     # (0.4 against 0.1 sketch + 0.9 leaves); ε 0.01-0.02: 50-100 depth-5 trees on samples
-    # of 1-2% from a zero score, clipped at g* 0.5 (as S-BDT's best rows); ε 0.5-1: S-BDT's
-    # leaves on all rows, at ε = 1 with η 0.2 and 255 equal-width candidates over the
-    # public bounds (no sketch: its 10% goes to the leaves); ε >= 4: the plain default's
-    # (η 0.3, λ 1, g* 1, h* 1/4, r 1/17). Each point is the pooled winner of
-    # `tune_default.py --select`, except at ε 4 and 10: there the ε = 1 point won by
-    # 0.003 validation AUC, but its cautious leaves on a user's few trees underfit small
-    # tables (scikit-learn's check_classifiers_train, 20 trees on 200 rows at ε = 8:
-    # training accuracy 0.50-0.91 against 0.94-0.97), so the plain leaves stay there.
+    # of 1-2% from a zero score, clipped at g* 0.5 (as S-BDT's best rows); ε >= 0.5:
+    # S-BDT's leaves on all rows, from ε ≈ 0.7 with η 0.2 and 255 equal-width candidates
+    # over the public bounds (no sketch: its 10% goes to the leaves). Each point is the
+    # pooled winner of `tune_default.py --select`. The binary points' λ follows the leaf
+    # noise away from the point's own ε and tree count (:func:`noise_following_lambda`):
+    # the ε = 1 point thus also serves ε 4 and 10 (λ 2.5 and 1), where it won, and keeps
+    # a user's few trees on a small table from underfitting.
     "binary:logistic": (
         (0.01, dict(_SBDT_LEAVES, n_estimators=50, max_depth=5, subsample=0.01,
                     gradient_bound=0.5, init_score="zero")),
@@ -339,8 +340,6 @@ DEFAULT_SCHEDULE = {
         (0.5, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=1.0)),
         (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
                    learning_rate=0.2, max_bin=255, split_candidates="uniform")),
-        (4.0, dict(n_estimators=200, max_depth=4, subsample=1.0)),
-        (10.0, dict(n_estimators=200, max_depth=6, subsample=1.0)),
     ),
     # Small ε: few shallow trees on subsamples, g* 0.1 and a 0.2 initial-score weight below
     # ε = 0.3, S-BDT's leaf noise ratio 0.3 at ε 0.1-0.5, λ 40 at ε = 0.1 and η 0.2 at
@@ -373,17 +372,65 @@ DEFAULT_SCHEDULE = {
 }
 
 
-def _nearest_point(points, epsilon):
-    """Overrides of the point of ``points`` (``(ε, overrides)`` pairs) nearest to ``epsilon``.
+def _nearest(points, epsilon):
+    """The ``(ε, overrides)`` pair of ``points`` nearest to ``epsilon``.
 
-    Nearest in log ε, ties to the smaller ε; ``{}`` for a missing or invalid ``epsilon``
+    Nearest in log ε, ties to the smaller ε; None for a missing or invalid ``epsilon``
     (``validate`` reports a bad one by name).
     """
     if epsilon is None or isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
             or not math.isfinite(epsilon) or epsilon <= 0:
-        return {}
+        return None
     distance = [abs(math.log(epsilon / at)) for at, _ in points]
-    return dict(points[int(np.argmin(distance))][1])
+    return points[int(np.argmin(distance))]
+
+
+def _nearest_point(points, epsilon):
+    """Overrides of the point of ``points`` nearest to ``epsilon`` (:func:`_nearest`), or ``{}``."""
+    point = _nearest(points, epsilon)
+    return {} if point is None else dict(point[1])
+
+
+#: The smallest λ :func:`noise_following_lambda` gives (XGBoost's default λ).
+MIN_CARRIED_LAMBDA = 1.0
+
+
+def noise_following_lambda(point_lambda, point_epsilon, point_trees, epsilon, n_estimators):
+    """λ of a schedule point carried to a fit's total ε and tree count (public).
+
+    λ shrinks every leaf value -G̃/(H̃ + λ) towards 0 against the Gaussian noise on its
+    released (G, H), whose scale is the noise multiplier z of one tree's leaf release. T
+    such releases composing to ε have zCDP ρ = T/(2z²) with ε ≈ sqrt(2ρ ln(1/δ)), so z
+    grows about as sqrt(T)/ε, and a λ chosen at the point's (ε_p, T_p) is carried along:
+
+        λ = max(1, λ_p · (ε_p / ε) · sqrt(T / T_p)).
+
+    The floor is XGBoost's default λ: no smaller λ was scored, and with greedy splits
+    (``noisy_histogram``), where λ also sits in the gains' noisy denominators, λ 0.05 at
+    ε = 50 lost 0.02 test AUC against λ 1 (``tests/trainer/test_algorithm.py``'s
+    large-ε learning check). Measured on validation splits of adult.data
+    (``benchmarks/tune_default.py --grid adult-lambda``): at ε 4 and 10 the ε = 1 point
+    with λ 2.5 and 1 beats both its fixed λ 10 and the plain-leaf points used before; with
+    20 trees of depth 3 on 200 rows at ε = 8 (scikit-learn's ``check_classifiers_train``),
+    λ 10 left training accuracy at 0.50-0.92 and λ 1 gives 0.92-0.96.
+
+    Parameters
+    ----------
+    point_lambda, point_epsilon : float
+        The point's λ and the ε it was selected at.
+    point_trees : int
+        The point's number of trees.
+    epsilon : float
+        The fit's total ε (> 0).
+    n_estimators : int
+        The fit's number of trees (> 0).
+
+    Returns
+    -------
+    float
+    """
+    carried = point_lambda * (point_epsilon / epsilon) * math.sqrt(n_estimators / point_trees)
+    return float(max(MIN_CARRIED_LAMBDA, carried))
 
 
 def default_schedule_overrides(objective, epsilon):
@@ -581,6 +628,14 @@ def resolve_params(objective, preset=None, **explicit):
     if "dp_epsilon_per_tree" in given and "epsilon" not in given:
         given["epsilon"] = None
     values.update(given)
+    if preset is None and objective == "binary:logistic" and "reg_lambda" not in given:
+        point = _nearest(DEFAULT_SCHEDULE[objective], epsilon)
+        trees = values.get("n_estimators", TrainParams.n_estimators)
+        if point is not None and isinstance(trees, numbers.Integral) \
+                and not isinstance(trees, bool) and trees > 0:
+            at, overrides = point
+            values["reg_lambda"] = noise_following_lambda(
+                overrides["reg_lambda"], at, overrides["n_estimators"], epsilon, int(trees))
     params = TrainParams(**values)
     validate(params)
     if params.dp_epsilon_per_tree is not None and params.epsilon is not None \

@@ -178,6 +178,11 @@ def test_the_default_takes_the_schedule_point_nearest_in_log_epsilon(objective):
             assert default_schedule_overrides(objective, eps) == overrides
             params = resolve_params(objective, epsilon=eps, feature_bounds=bounds, **extra)
             for name, value in overrides.items():
+                if objective == "binary:logistic" and name == "reg_lambda":
+                    # carried from the point's ε to the fit's (next test)
+                    value = max(1.0, value * at / eps)
+                    assert params.reg_lambda == pytest.approx(value), eps
+                    continue
                 assert getattr(params, name) == value, (eps, name)
     # Beyond the ends the end points hold; without a total ε there is no schedule.
     assert default_schedule_overrides(objective, points[0][0] / 100) == points[0][1]
@@ -186,6 +191,41 @@ def test_the_default_takes_the_schedule_point_nearest_in_log_epsilon(objective):
     # The default ε (1) takes the ε = 1 point.
     params = resolve_params(objective, feature_bounds=bounds, **extra)
     assert params.n_estimators == default_schedule_overrides(objective, 1.0)["n_estimators"]
+
+
+def test_the_binary_default_carries_its_lambda_with_the_leaf_noise():
+    """λ = max(1, λ_p·ε_p/ε·sqrt(T/T_p)): the ε = 1 point (λ 10, 400 trees) serves ε 4 and
+    10 with a smaller λ, and a user's few trees get a smaller one still; an explicit λ,
+    the presets and the other objectives keep theirs."""
+    from dpxgb_dask.params import noise_following_lambda
+
+    bounds = np.zeros((3, 2)) + [0, 1]
+
+    def lam(**given):
+        return resolve_params("binary:logistic", feature_bounds=bounds, **given).reg_lambda
+
+    assert lam() == lam(epsilon=1.0) == 10.0
+    assert lam(epsilon=4.0) == pytest.approx(2.5)
+    assert lam(epsilon=10.0) == pytest.approx(1.0)
+    assert lam(epsilon=1.0, n_estimators=100) == pytest.approx(5.0)
+    assert lam(epsilon=1.0, n_estimators=1600) == pytest.approx(20.0)
+    # never below XGBoost's default λ
+    assert lam(epsilon=8.0, n_estimators=20) == lam(epsilon=50.0) == 1.0
+    # ε 4 and 10 grow the ε = 1 point's trees.
+    large = resolve_params("binary:logistic", epsilon=10.0, feature_bounds=bounds)
+    assert (large.n_estimators, large.max_depth, large.max_bin, large.learning_rate) == \
+        (400, 6, 255, 0.2)
+    assert noise_following_lambda(10.0, 1.0, 400, 1.0, 400) == 10.0
+    assert lam(epsilon=4.0, reg_lambda=7.0) == 7.0
+    sbdt = resolve_params("binary:logistic", preset="s-bdt", epsilon=4.0, feature_bounds=bounds)
+    assert sbdt.reg_lambda == 5.0
+    for eps in (0.2, 1.0, 4.0):
+        reg = resolve_params("reg:squarederror", epsilon=eps, feature_bounds=bounds,
+                             label_bounds=(0.0, 1.0))
+        assert reg.reg_lambda == 15.0
+    # A bad tree count is reported by validation, not by the λ formula.
+    with pytest.raises(ValueError, match="n_estimators"):
+        lam(epsilon=4.0, n_estimators=0)
 
 
 def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
