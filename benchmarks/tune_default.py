@@ -21,6 +21,7 @@ Usage::
     python benchmarks/tune_default.py --dataset adult --grid adult-bins --reps 30
     python benchmarks/tune_default.py --dataset abalone --grid abalone-shrinkage --reps 40
     python benchmarks/tune_default.py --dataset adult --grid adult-lambda --reps 30
+    python benchmarks/tune_default.py --dataset adult --grid adult-trees-ablation --reps 10
     python benchmarks/tune_default.py --dataset adult --select     # pooled winners per ε
 
 Every candidate configuration (:data:`GRIDS`: overrides on top of the library's plain
@@ -88,6 +89,7 @@ EPSILONS = {
     "adult-bins": (0.5, 1.0, 4.0, 10.0),
     "abalone-shrinkage": (0.1, 0.3, 0.5),
     "adult-lambda": (1.0, 4.0, 10.0),
+    "adult-trees-ablation": (0.1, 0.5, 1.0, 4.0),
 }
 
 
@@ -243,6 +245,12 @@ GRIDS = {
     # Ablations of the final default: each candidate changes ONE thing on top of the
     # schedule (these, unlike the rounds above, follow params.DEFAULT_SCHEDULE; candidate
     # 0 is the default itself).
+    # Issue 15: a user's own tree count on the final default, whose η then follows it
+    # (params.tree_count_learning_rate), against the points' own η 0.1 (ε < 0.7) and
+    # 0.2 (ε >= 0.7) kept.
+    "adult-trees-ablation": [{}] + [
+        dict({"n_estimators": trees}, **({} if rate is None else {"learning_rate": rate}))
+        for trees in (20, 100) for rate in (None, 0.1, 0.2)],
     "adult-ablation": [{}, {"accountant": "rdp"}, {"split_candidates": "uniform"},
                        {"init_score": "zero"}, {"newton": False},
                        {"feature_selection": "random"}],
@@ -286,7 +294,8 @@ GRID_DATASET = {"adult": "adult", "abalone": "abalone", "adult-small-eps": "adul
                 "adult-gradient-bound": "adult", "adult-eps-0.02": "adult",
                 "abalone-small-eps-ablation": "abalone", "abalone-leaf-noise": "abalone",
                 "abalone-confirm": "abalone", "adult-bins": "adult",
-                "abalone-shrinkage": "abalone", "adult-lambda": "adult"}
+                "abalone-shrinkage": "abalone", "adult-lambda": "adult",
+                "adult-trees-ablation": "adult"}
 
 _DATA = {}
 

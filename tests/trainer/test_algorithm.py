@@ -193,10 +193,11 @@ def test_the_default_takes_the_schedule_point_nearest_in_log_epsilon(objective):
     assert params.n_estimators == default_schedule_overrides(objective, 1.0)["n_estimators"]
 
 
-def test_the_binary_default_carries_its_lambda_with_the_leaf_noise():
-    """λ = max(1, λ_p·ε_p/ε·sqrt(T/T_p)): the ε = 1 point (λ 10, 400 trees) serves ε 4 and
-    10 with a smaller λ, and a user's few trees get a smaller one still; an explicit λ,
-    the presets and the other objectives keep theirs."""
+def test_the_binary_default_carries_its_lambda_and_eta_to_the_fit():
+    """λ = max(1, λ_p·ε_p/ε·sqrt(T/T_p)) and η = min(1, η_p·T_p/T): the ε = 1 point (λ 10,
+    η 0.2, 400 trees) serves ε 4 and 10 with a smaller λ, and a user's few trees get a
+    smaller λ and a larger η; an explicit λ or η, the presets and the other objectives
+    keep theirs."""
     from dpxgb_dask.params import noise_following_lambda
 
     bounds = np.zeros((3, 2)) + [0, 1]
@@ -223,6 +224,16 @@ def test_the_binary_default_carries_its_lambda_with_the_leaf_noise():
         reg = resolve_params("reg:squarederror", epsilon=eps, feature_bounds=bounds,
                              label_bounds=(0.0, 1.0))
         assert reg.reg_lambda == 15.0
+    # η keeps the ensemble's total step T·η of the point, up to a full Newton step.
+    def eta(**given):
+        return resolve_params("binary:logistic", feature_bounds=bounds, **given).learning_rate
+
+    assert eta() == eta(epsilon=4.0) == 0.2
+    assert eta(n_estimators=100) == pytest.approx(0.8)
+    assert eta(n_estimators=800) == pytest.approx(0.1)
+    assert eta(n_estimators=20) == eta(epsilon=0.1, n_estimators=20) == 1.0
+    assert eta(epsilon=0.1, n_estimators=100) == pytest.approx(0.4)
+    assert eta(n_estimators=100, learning_rate=0.05) == 0.05
     # A bad tree count is reported by validation, not by the λ formula.
     with pytest.raises(ValueError, match="n_estimators"):
         lam(epsilon=4.0, n_estimators=0)
