@@ -154,7 +154,7 @@ def test_regression_predictions_stay_within_the_public_label_bounds(seed, regres
     params = resolve_params("reg:squarederror", feature_bounds=bounds, label_bounds=(-3.0, 3.0),
                             epsilon=0.05, random_state=seed,
                             reproducible_noise=True, n_estimators=20, max_depth=4,
-                            learning_rate=1.0, leaf_bound=2.0)
+                            learning_rate=1.0, leaf_bound=2.0, reg_lambda=1.0)
     booster, _ = _fit(params, X, np.clip(y, -3.0, 3.0))
     pred = booster.predict(X)
     assert pred.min() >= -3.0 and pred.max() <= 3.0
