@@ -87,7 +87,8 @@ def main():
              f"test error % / AUC, mean ± std ({time.perf_counter() - t0:.0f} s)", "",
              "Command: `python benchmarks/small_tables.py " + " ".join(sys.argv[1:]) + "`", "",
              header, "|" + "---|" * (len(args.epsilons) + 2)]
-    lines += [f"| {n} | " + " | ".join(cells) + f" | {xgb_cell} |" for n, cells, xgb_cell in rows_out]
+    lines += [f"| {n} | " + " | ".join(cells) + f" | {xgb_cell} |"
+              for n, cells, xgb_cell in rows_out]
     table = "\n".join(lines) + "\n"
     print(table)
     if args.out:

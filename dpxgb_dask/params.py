@@ -326,13 +326,13 @@ DEFAULT_SCHEDULE = {
     # equal-width candidates (64 and 255: no sketch); ε >= 0.5: S-BDT's leaves on all
     # rows, from ε ≈ 0.7 with η 0.2 and 255 equal-width candidates over the public bounds
     # (no sketch: its 10% goes to the leaves). Each point is the pooled winner of
-    # `tune_default.py --select` (validation AUC), except at ε 0.03: the winner there (λ
-    # 50, leaves within ±0.5, from adult-tiny) led by 0.006 AUC but its validation error
-    # was 23.5% against 19.5% (adult-small-eps-confirm). The binary points' λ follows the leaf
-    # noise away from the point's own ε and tree count (:func:`noise_following_lambda`):
-    # the ε = 1 point thus also serves ε 4 and 10 (λ 2.5 and 1), where it won. Their η
-    # follows a tree count the user gives (:func:`tree_count_learning_rate`), so that a
-    # user's few trees do not underfit.
+    # `tune_default.py --select` (validation AUC), except at ε 0.03: the winner there
+    # (λ 50, leaves within ±0.5, from adult-tiny) led by 0.006 AUC but its validation
+    # error was 23.5% against 19.5% (adult-small-eps-confirm). The binary points' λ
+    # follows the leaf noise away from the point's own ε and tree count
+    # (:func:`noise_following_lambda`): the ε = 1 point thus also serves ε 4 and 10
+    # (λ 2.5 and 1), where it won. Their η follows a tree count the user gives
+    # (:func:`tree_count_learning_rate`), so that a user's few trees do not underfit.
     "binary:logistic": (
         (0.01, dict(_SBDT_LEAVES, n_estimators=50, max_depth=5, subsample=0.01,
                     gradient_bound=0.5, init_score="zero", split_candidates="uniform")),
@@ -393,7 +393,8 @@ def _nearest(points, epsilon):
 
 
 def _nearest_point(points, epsilon):
-    """Overrides of the point of ``points`` nearest to ``epsilon`` (:func:`_nearest`), or ``{}``."""
+    """Overrides of the point of ``points`` nearest to ``epsilon`` (:func:`_nearest`);
+    ``{}`` without a valid ``epsilon``."""
     point = _nearest(points, epsilon)
     return {} if point is None else dict(point[1])
 

@@ -194,10 +194,10 @@ def test_the_default_takes_the_schedule_point_nearest_in_log_epsilon(objective):
 
 
 def test_the_binary_default_carries_its_lambda_and_eta_to_the_fit():
-    """λ = max(1, λ_p·ε_p/ε·sqrt(T/T_p)) and η = min(1, η_p·T_p/T): the ε = 1 point (λ 10,
-    η 0.2, 400 trees) serves ε 4 and 10 with a smaller λ, and a user's few trees get a
-    smaller λ and a larger η; an explicit λ or η, the presets and the other objectives
-    keep theirs."""
+    """λ = max(1, λ_p·ε_p/ε·sqrt(T/T_p)) and η = min(1, η_p·T_p/T): the ε = 1 point
+    (λ 10, η 0.2, 400 trees) serves ε 4 and 10 with a smaller λ, and a user's few trees
+    get a smaller λ and a larger η; an explicit λ or η, the presets and the other
+    objectives keep theirs."""
     from dpxgb_dask.params import noise_following_lambda
 
     bounds = np.zeros((3, 2)) + [0, 1]
