@@ -170,8 +170,8 @@ class TrainParams:
     # a DP initial score, and PLD accounting (README "The default"). The field values below
     # are the plain default; without a preset, DEFAULT_SCHEDULE then sets the number and
     # depth of the trees, the subsampling rate, the leaf regime, (binary, ε below about
-    # 0.025) a zero initial score and (binary, ε from about 0.7) 255 uniform candidates
-    # from ε, and (binary) λ from ε and the number of trees and η from the number of trees.
+    # 0.025) a zero initial score and (some points) equal-width candidates from ε, and
+    # (binary) λ from ε and the number of trees and η from the number of trees.
     objective: str = "binary:logistic"
     num_class: int | None = None
     n_estimators: int = 100
