@@ -45,6 +45,19 @@ def fit_predict(params, X, y, X_test, client, n_partitions=2):
     return booster.predict(X_test), booster
 
 
+def error_and_auc(y_true, proba):
+    """Test error (%, threshold 0.5) and AUC of predicted probabilities."""
+    proba = np.asarray(proba, dtype=float)
+    return 100.0 * float(((proba > 0.5) != y_true).mean()), float(roc_auc_score(y_true, proba))
+
+
+def error_auc_cell(scores):
+    """A table cell "error±std / AUC±std" from (error %, AUC) pairs, one per seed."""
+    scores = np.asarray(scores, dtype=float)
+    mean, std = scores.mean(axis=0), scores.std(axis=0)
+    return f"{mean[0]:.1f}±{std[0]:.1f} / {mean[1]:.3f}±{std[1]:.3f}"
+
+
 def method_params(method, epsilon, n_estimators, bounds, seed):
     params = {"objective": "binary:logistic", "epsilon": epsilon, "feature_bounds": bounds,
               "n_estimators": n_estimators, "random_state": seed,
@@ -97,14 +110,12 @@ def main():
     for method in args.methods:
         cells = []
         for eps in args.epsilons:
-            errors, aucs = [], []
+            scores = []
             for s in range(args.seeds):
                 params = method_params(method, eps, args.n_estimators, bounds, SEED_BASE + s)
                 proba, _ = fit_predict(params, X, y, X_test, client)
-                errors.append(100.0 * float(((proba > 0.5) != y_test).mean()))
-                aucs.append(float(roc_auc_score(y_test, proba)))
-            cells.append(f"{np.mean(errors):.1f}±{np.std(errors):.1f} / "
-                         f"{np.mean(aucs):.3f}±{np.std(aucs):.3f}")
+                scores.append(error_and_auc(y_test, proba))
+            cells.append(error_auc_cell(scores))
         line = f"| {method} | " + " | ".join(cells) + " |"
         lines.append(line)
         print(line, flush=True)

@@ -19,12 +19,11 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import SEED_BASE, fit_predict, nonprivate_xgboost  # noqa: E402
+from accuracy import (SEED_BASE, error_and_auc, error_auc_cell, fit_predict,  # noqa: E402
+                      nonprivate_xgboost)
 from datasets import data_dir, load_adult  # noqa: E402
 
 
@@ -35,19 +34,6 @@ def subsample(X, y, rows, seed):
     X_small, _, y_small, _ = train_test_split(X, y, train_size=rows, stratify=y,
                                               random_state=seed)
     return X_small, y_small
-
-
-def error_and_auc(y_true, proba):
-    proba = np.asarray(proba, dtype=float)
-    return 100.0 * float(((proba > 0.5) != y_true).mean()), float(roc_auc_score(y_true, proba))
-
-
-def cell(values):
-    values = np.asarray(values)
-    if len(values) == 1:
-        return f"{values[0, 0]:.1f} / {values[0, 1]:.3f}"
-    mean, std = values.mean(axis=0), values.std(axis=0)
-    return f"{mean[0]:.1f}±{std[0]:.1f} / {mean[1]:.3f}±{std[1]:.3f}"
 
 
 def main():
@@ -80,7 +66,8 @@ def main():
             print(f"rows {len(y_small)}, seed {seed}: {time.perf_counter() - t0:.0f} s",
                   flush=True)
         xgb = [(100.0 * e, a) for e, a in xgb]
-        rows_out.append((len(y_small), [cell(scores[eps]) for eps in args.epsilons], cell(xgb)))
+        rows_out.append((len(y_small), [error_auc_cell(scores[eps]) for eps in args.epsilons],
+                         error_auc_cell(xgb)))
     header = ("| training rows | " + " | ".join(f"default ε={eps:g}" for eps in args.epsilons)
               + " | XGBoost (non-private) |")
     lines = [f"Adult subsamples, test on adult.test ({len(y_test)} rows), {args.seeds} seed(s); "

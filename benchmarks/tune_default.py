@@ -120,6 +120,17 @@ PLAIN_LEAVES = {"learning_rate": 0.3, "reg_lambda": 1.0, "gradient_bound": 1.0,
 _SBDT_LEAVES_FOR_TUNING = {"learning_rate": 0.1, "reg_lambda": 10.0, "gradient_bound": 0.3,
                            "hessian_bound": 0.1, "leaf_noise_ratio": 0.04}
 
+#: Adult's configurations that several rounds score (spelled out, for the reason above):
+#: 50 or 100 depth-5 trees on samples of 1-2% from a zero score (the ε 0.01 and 0.02
+#: points), 400 depth-4 trees on samples of 10% (ε 0.03-0.1) and 400 depth-6 trees on
+#: every row (ε >= 0.5), all with S-BDT's small-ε leaves.
+_ADULT_50_ZERO = dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=50, max_depth=5, subsample=0.01,
+                      gradient_bound=0.5, init_score="zero")
+_ADULT_100_ZERO = dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=100, max_depth=5,
+                       subsample=0.02, gradient_bound=0.5, init_score="zero")
+_ADULT_400_D4 = dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, subsample=0.1)
+_ADULT_400_D6 = dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0)
+
 #: Abalone's small-ε configurations that several issue-15 rounds score (spelled out, not
 #: read from params.DEFAULT_SCHEDULE, for the reason above).
 _ABALONE_100_G01 = {"n_estimators": 100, "max_depth": 2, "subsample": 0.1,
@@ -127,6 +138,12 @@ _ABALONE_100_G01 = {"n_estimators": 100, "max_depth": 2, "subsample": 0.1,
 _ABALONE_200_G01 = dict(_ABALONE_100_G01, n_estimators=200)
 _ABALONE_100_G03 = {"n_estimators": 100, "max_depth": 2, "subsample": 0.1,
                     "gradient_bound": 0.3}
+#: The scheduled points built on them (λ and η spelled out: the schedule sets both).
+_ABALONE_100_G01_POINT = dict(_ABALONE_100_G01, reg_lambda=15.0, learning_rate=0.1)
+_ABALONE_200_G01_POINT = dict(_ABALONE_200_G01, leaf_noise_ratio=0.3, reg_lambda=40.0,
+                              learning_rate=0.1)
+_ABALONE_100_G03_POINT = dict(_ABALONE_100_G03, leaf_noise_ratio=0.3, reg_lambda=15.0,
+                              learning_rate=0.1)
 
 #: Candidates per objective: the trees' count and depth, Poisson subsampling, and two leaf
 #: regimes (the plain default's, and S-BDT's small-ε one: η 0.1, λ 10, g* 0.3, h* 0.1,
@@ -196,37 +213,29 @@ GRIDS = {
     # the clip cuts). Candidates: the old winner, and zero starts at γ 0.05 (200 depth-5
     # trees) and γ 0.01 (50 depth-5).
     "adult-tiny-init": [
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, subsample=0.1,
-             budget_shares={"init": 0.2}, leaf_bound=0.5),
+        dict(_ADULT_400_D4, budget_shares={"init": 0.2}, leaf_bound=0.5),
         dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=200, max_depth=5, subsample=0.05,
              gradient_bound=0.5, init_score="zero", leaf_bound=0.5),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=50, max_depth=5, subsample=0.01,
-             gradient_bound=0.5, init_score="zero", leaf_bound=2.0),
+        dict(_ADULT_50_ZERO, leaf_bound=2.0),
     ],
     # ε = 0.02 (S-BDT reports it; before this round the schedule's band put it on the
     # ε = 0.03 point): that point, the ε = 0.01 point, and zero starts on samples of 1-5%.
     "adult-eps-0.02": [
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, subsample=0.1,
-             budget_shares={"sketch": 0.1, "leaf": 0.9, "init": 0.4}),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=50, max_depth=5, subsample=0.01,
-             gradient_bound=0.5, init_score="zero"),
+        dict(_ADULT_400_D4, budget_shares={"sketch": 0.1, "leaf": 0.9, "init": 0.4}),
+        _ADULT_50_ZERO,
         dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=5, subsample=0.05,
              gradient_bound=0.5, init_score="zero"),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=100, max_depth=5, subsample=0.02,
-             gradient_bound=0.5, init_score="zero"),
+        _ADULT_100_ZERO,
         dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=100, max_depth=6, subsample=0.01,
              gradient_bound=0.5, init_score="zero"),
     ],
     # At ε = 1 the scheduled point against a larger gradient bound (S-BDT's ε = 0.5 row
     # clips at 0.8) and a larger learning rate.
     "adult-gradient-bound": [
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0,
-             gradient_bound=0.5),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0,
-             gradient_bound=0.8),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0,
-             learning_rate=0.2),
+        _ADULT_400_D6,
+        dict(_ADULT_400_D6, gradient_bound=0.5),
+        dict(_ADULT_400_D6, gradient_bound=0.8),
+        dict(_ADULT_400_D6, learning_rate=0.2),
     ],
     # Issue 15, Adult ε = 1 error. Exploration on these validation splits (not saved):
     # at ε = 1000 the ε = 10 point reached 14.45% error with 64 iterative-Hessian
@@ -234,8 +243,7 @@ GRIDS = {
     # ε = 1, 15.08% -> 14.78-14.82% with 255 (20 repetitions). So: the number and the kind
     # of split candidates on the ε = 1 point's trees, at ε 0.5-10.
     "adult-bins": [
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0,
-             learning_rate=0.2, max_bin=max_bin, split_candidates=candidates)
+        dict(_ADULT_400_D6, learning_rate=0.2, max_bin=max_bin, split_candidates=candidates)
         for candidates in ("iterative_hessian", "uniform") for max_bin in (64, 128, 255)],
     # Issue 15, Abalone ε 0.1-0.5 (0.003-0.013 rings behind S-BDT): λ and η, which no
     # round had varied (S-BDT's λ 15 and η 0.1), on the three scheduled points there.
@@ -249,12 +257,9 @@ GRIDS = {
     # 2.5 and 1 are the point's λ carried to ε 1, 4 and 10 by
     # params.noise_following_lambda (λ ∝ the leaf noise multiplier, about sqrt(T)/ε).
     "adult-lambda": [
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0,
-             learning_rate=0.2, max_bin=255, split_candidates="uniform", reg_lambda=reg_lambda)
+        dict(_ADULT_400_D6, learning_rate=0.2, max_bin=255, split_candidates="uniform",
+             reg_lambda=reg_lambda)
         for reg_lambda in (10.0, 2.5, 1.0)],
-    # Ablations of the final default: each candidate changes ONE thing on top of the
-    # schedule (these, unlike the rounds above, follow params.DEFAULT_SCHEDULE; candidate
-    # 0 is the default itself).
     # Issue 15, Adult ε 0.01-0.1: the scheduled small-ε points with equal-width candidates
     # over the public bounds (no sketch: its share goes to the leaves and the initial
     # score), which won at ε = 1 (adult-bins) and led at ε = 0.01 in adult-ablation,
@@ -262,12 +267,9 @@ GRIDS = {
     "adult-small-eps-candidates": [
         dict(cfg, **candidates)
         for cfg in (
-            dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=50, max_depth=5, subsample=0.01,
-                 gradient_bound=0.5, init_score="zero"),
-            dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=100, max_depth=5, subsample=0.02,
-                 gradient_bound=0.5, init_score="zero"),
-            dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, subsample=0.1,
-                 budget_shares={"init": 0.4}))
+            _ADULT_50_ZERO,
+            _ADULT_100_ZERO,
+            dict(_ADULT_400_D4, budget_shares={"init": 0.4}))
         for candidates in ({}, {"split_candidates": "uniform"},
                            {"split_candidates": "uniform", "max_bin": 255})],
     # Issue 15: after adult-small-eps-candidates the pooled winners at ε 0.01-0.03 led by
@@ -275,18 +277,12 @@ GRIDS = {
     # incumbent had fallen from 0.857 on 6 fits to below 0.853 on 22. Every one of them
     # and the incumbents, 40 more repetitions; the pooled selection decides with them.
     "adult-small-eps-confirm": [
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=50, max_depth=5, subsample=0.01,
-             gradient_bound=0.5, init_score="zero"),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=50, max_depth=5, subsample=0.01,
-             gradient_bound=0.5, init_score="zero", split_candidates="uniform"),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=100, max_depth=5, subsample=0.02,
-             gradient_bound=0.5, init_score="zero"),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=100, max_depth=5, subsample=0.02,
-             gradient_bound=0.5, init_score="zero", split_candidates="uniform", max_bin=255),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, subsample=0.1,
-             budget_shares={"init": 0.4}),
-        dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, subsample=0.1,
-             budget_shares={"init": 0.2}, leaf_bound=0.5, reg_lambda=50.0),
+        _ADULT_50_ZERO,
+        dict(_ADULT_50_ZERO, split_candidates="uniform"),
+        _ADULT_100_ZERO,
+        dict(_ADULT_100_ZERO, split_candidates="uniform", max_bin=255),
+        dict(_ADULT_400_D4, budget_shares={"init": 0.4}),
+        dict(_ADULT_400_D4, budget_shares={"init": 0.2}, leaf_bound=0.5, reg_lambda=50.0),
     ],
     # Issue 15, Abalone ε 0.05-0.5 (0.3 and 0.5 still 0.008 and 0.0005 rings behind
     # S-BDT): the four scheduled small-ε points with equal-width candidates over the
@@ -295,35 +291,35 @@ GRIDS = {
     "abalone-candidates": [
         dict(cfg, **candidates)
         for cfg in (
-            dict(_ABALONE_100_G01, reg_lambda=15.0, learning_rate=0.1),
-            dict(_ABALONE_200_G01, leaf_noise_ratio=0.3, reg_lambda=40.0, learning_rate=0.1),
-            dict(_ABALONE_100_G03, leaf_noise_ratio=0.3, reg_lambda=15.0, learning_rate=0.1),
-            dict(_ABALONE_100_G03, leaf_noise_ratio=0.3, reg_lambda=15.0, learning_rate=0.2))
+            _ABALONE_100_G01_POINT,
+            _ABALONE_200_G01_POINT,
+            _ABALONE_100_G03_POINT,
+            dict(_ABALONE_100_G03_POINT, learning_rate=0.2))
         for candidates in ({}, {"split_candidates": "uniform"},
                            {"split_candidates": "uniform", "max_bin": 255})],
     # Issue 15: after abalone-candidates the pooled winners moved at ε 0.05-0.3, at
     # ε = 0.1 to an abalone-init configuration scored 5 times. It, the new winners and
     # the incumbents, 40 more repetitions; the pooled selection decides with them.
     "abalone-candidates-confirm": [
-        dict(_ABALONE_100_G01, reg_lambda=15.0, learning_rate=0.1),
-        dict(_ABALONE_200_G01, leaf_noise_ratio=0.3, reg_lambda=40.0, learning_rate=0.1),
+        _ABALONE_100_G01_POINT,
+        _ABALONE_200_G01_POINT,
         dict(_ABALONE_100_G01, budget_shares={"init": 0.4}, reg_lambda=15.0,
              learning_rate=0.1),
-        dict(_ABALONE_100_G03, leaf_noise_ratio=0.3, reg_lambda=15.0, learning_rate=0.1),
-        dict(_ABALONE_100_G03, leaf_noise_ratio=0.3, reg_lambda=15.0, learning_rate=0.1,
-             split_candidates="uniform"),
-        dict(_ABALONE_100_G03, leaf_noise_ratio=0.3, reg_lambda=15.0, learning_rate=0.1,
-             split_candidates="uniform", max_bin=255)],
+        _ABALONE_100_G03_POINT,
+        dict(_ABALONE_100_G03_POINT, split_candidates="uniform"),
+        dict(_ABALONE_100_G03_POINT, split_candidates="uniform", max_bin=255)],
     # Issue 15: the pooled winner at ε = 0.05 after the round above (the ε = 0.1 point
     # on equal-width candidates) had 40 fits from abalone-candidates only, and the harness
     # then measured it 0.054 rings worse than the incumbent on its test folds (the
     # trigger was a test result, as for abalone-confirm). It, the incumbent and the ε = 0.1
     # point, 40 more repetitions at ε = 0.05; the pooled selection decides with them.
     "abalone-eps-0.05-confirm": [
-        dict(_ABALONE_100_G01, reg_lambda=15.0, learning_rate=0.1),
-        dict(_ABALONE_200_G01, leaf_noise_ratio=0.3, reg_lambda=40.0, learning_rate=0.1),
-        dict(_ABALONE_200_G01, leaf_noise_ratio=0.3, reg_lambda=40.0, learning_rate=0.1,
-             split_candidates="uniform")],
+        _ABALONE_100_G01_POINT,
+        _ABALONE_200_G01_POINT,
+        dict(_ABALONE_200_G01_POINT, split_candidates="uniform")],
+    # Ablations of the final default: each candidate changes ONE thing on top of the
+    # schedule (these, unlike the rounds above, follow params.DEFAULT_SCHEDULE; candidate
+    # 0 is the default itself).
     # Issue 15: a user's own tree count on the final default, whose η then follows it
     # (params.tree_count_learning_rate), against the points' own η 0.1 (ε < 0.7) and
     # 0.2 (ε >= 0.7) kept.
