@@ -1,5 +1,7 @@
-"""Build the Cython extensions: the kernels in ``_core/`` as ``dpxgb_dask._core.<name>``, and
-the exact noise samplers ``dpxgb_dask/privacy/_samplers.pyx`` as ``dpxgb_dask.privacy._samplers``.
+"""Build the Cython extensions: the kernels ``dpxgb_dask/_core/<name>.pyx`` as
+``dpxgb_dask._core.<name>``, and the exact noise samplers ``dpxgb_dask/privacy/_samplers.pyx``
+as ``dpxgb_dask.privacy._samplers``. Each source sits in the package it is compiled into, so
+its cimports are relative (``from .common cimport ...``).
 
 Environment variables
 ---------------------
@@ -24,7 +26,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 HERE = Path(__file__).resolve().parent
-CORE_DIR = "_core"
+CORE_DIR = os.path.join("dpxgb_dask", "_core")
 PRIVACY_DIR = os.path.join("dpxgb_dask", "privacy")
 
 
@@ -78,7 +80,7 @@ def _extensions():
             Extension(
                 f"dpxgb_dask._core.{name}",
                 [pyx],
-                include_dirs=[np.get_include(), CORE_DIR],
+                include_dirs=[np.get_include()],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 extra_compile_args=compile_args,
                 extra_link_args=link_args,
@@ -110,7 +112,6 @@ def _extensions():
     return cythonize(
         extensions,
         compiler_directives=directives,
-        include_path=[CORE_DIR],
         build_dir=os.path.join("build", f"cython-{mode}"),
     )
 

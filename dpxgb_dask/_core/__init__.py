@@ -1,4 +1,4 @@
-"""Compiled kernels (built from the top-level ``_core/`` Cython sources).
+"""Compiled kernels (Cython sources beside this file: ``<name>.pyx``, with ``common.pxd``).
 
 The kernels know nothing of Dask or of differential privacy: they compute exact
 quantities on NumPy arrays. Each has a naive twin in :mod:`dpxgb_dask._core.naive`
@@ -8,7 +8,7 @@ callers of the kernels share.
 import numpy as np
 
 try:
-    from . import common as _common  # noqa: F401  (compiled: fails in an unbuilt source tree)
+    from .common import HISTOGRAM_DTYPE  # (compiled: fails in an unbuilt source tree)
 except ImportError as exc:  # pragma: no cover - only outside an installed build
     raise ImportError(
         "dpxgb_dask's compiled kernels are missing: this is the uncompiled source tree "
@@ -85,6 +85,4 @@ def category_set_codes(words):
 
 def empty_histograms(n_slots, n_features, n_bins):
     """Zeroed histograms, shape (n_slots, n_features, n_bins), dtype ``HISTOGRAM_DTYPE``."""
-    from .common import HISTOGRAM_DTYPE
-
     return np.zeros((n_slots, n_features, n_bins), dtype=HISTOGRAM_DTYPE)

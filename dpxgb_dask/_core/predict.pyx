@@ -13,7 +13,7 @@ goes right) or its bin (binned; a category's bin is its code) is in the node's l
 cimport cython
 from cython.parallel import prange
 
-from common cimport (X_DTYPE_C, X_BINNED_DTYPE_C, Y_DTYPE_C, INDEX_DTYPE_C, CATEGORY_WORD_C,
+from .common cimport (X_DTYPE_C, X_BINNED_DTYPE_C, Y_DTYPE_C, INDEX_DTYPE_C, CATEGORY_WORD_C,
                     in_category_set)
 
 

@@ -15,7 +15,7 @@ from cython.parallel import prange
 
 import numpy as np
 
-from common cimport (X_BINNED_DTYPE_C, INDEX_DTYPE_C, G_H_DTYPE_C, Y_DTYPE_C, CATEGORY_WORD_C,
+from .common cimport (X_BINNED_DTYPE_C, INDEX_DTYPE_C, G_H_DTYPE_C, Y_DTYPE_C, CATEGORY_WORD_C,
                     in_category_set)
 
 

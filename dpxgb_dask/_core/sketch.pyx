@@ -63,7 +63,7 @@ from libc.stdlib cimport malloc, free
 
 import numpy as np
 
-from common cimport X_DTYPE_C, Y_DTYPE_C
+from .common cimport X_DTYPE_C, Y_DTYPE_C
 
 #: One summary entry. ``value``: a point; ``rmin``/``rmax``: lower bound of the weight strictly
 #: below ``value`` / upper bound of the weight at or below it; ``wmin``: lower bound of the

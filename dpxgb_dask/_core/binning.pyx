@@ -14,7 +14,7 @@ import numpy as np
 
 from .common import X_BINNED_DTYPE, X_DTYPE
 
-from common cimport X_DTYPE_C, X_BINNED_DTYPE_C
+from .common cimport X_DTYPE_C, X_BINNED_DTYPE_C
 
 ctypedef Py_ssize_t cnp_intp_t
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .common import HISTOGRAM_DTYPE
 
-from common cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, INDEX_DTYPE_C, hist_struct
+from .common cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, INDEX_DTYPE_C, hist_struct
 
 
 def build_root_histogram(
