@@ -20,11 +20,8 @@ import numpy as np
 
 from ._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
 from ._core.sketch import make_summary, query_cuts
-from .privacy.mechanisms import (
-    ExponentialMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
-)
+from .privacy.exponential import ExponentialMechanism
+from .privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from .privacy.sensitivity import gradient_histogram_l2_sensitivity, leaf_balanced_sigmas
 
 

@@ -1,15 +1,8 @@
 """Privacy accountants over a :class:`~dpxgb_dask.privacy.ledger.Ledger`: basic, RDP and PLD.
 
-All accountants read the ledger the same way (:func:`composition_terms`):
-
-* an event on the full data is one term;
-* the events on one Poisson subsample (same ``subsample`` id, rate γ) form one term: they
-  are composed first and the subsampling amplification is applied to the composite. The
-  subsample ids are indexed over the whole ledger, and one subsample must lie in one place
-  (all its events free, or all in one part of one disjoint group): amplifying pieces of one
-  sample separately would under-count, so anything else raises ``ValueError``;
-* a ``disjoint_group`` forms one term whose parts compose in parallel;
-* the terms compose sequentially; identical terms are counted, not repeated.
+All accountants read the ledger the same way: as the sequentially composed terms of
+:func:`~dpxgb_dask.privacy.composition.composition_terms` (subsamples amplified as a
+whole, disjoint groups in parallel, identical terms counted).
 
 ``get_epsilon(ledger, delta)`` returns an ε such that training is (ε, δ)-DP under
 add/remove of one row. Every accountant's answer is a valid upper bound, so the smallest
@@ -88,6 +81,7 @@ exponential    ε                          ``ZCDpEvent(ε²/8)``         ε-DP w
   with the same conversion as every order; it reports the smallest ε.
 """
 
+
 from __future__ import annotations
 
 import abc
@@ -99,161 +93,15 @@ import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant as _rdp_lib
 
-from .ledger import Ledger
+from .composition import (Parallel, Sampled, Single, amplified_epsilon, as_ledger,
+                          check_filters, composition_terms, distinct_terms,
+                          effective_multiplier, part_profile, pure_sum)
 from .validation import check_delta, check_epsilon
 
-__all__ = [
-    "Accountant",
-    "BasicAccountant",
-    "BestOfAccountant",
-    "PLDAccountant",
-    "RDPAccountant",
-    "amplified_epsilon",
-    "composition_terms",
-    "get_accountant",
-    "privacy_report",
-]
+__all__ = ["Accountant", "BasicAccountant", "BestOfAccountant", "PLDAccountant", "RDPAccountant",
+           "get_accountant", "privacy_report"]
 
 _ADD_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-
-Single = collections.namedtuple("Single", "event")
-Sampled = collections.namedtuple("Sampled", "rate events")
-Parallel = collections.namedtuple("Parallel", "parts")
-
-
-def amplified_epsilon(epsilon, sampling_rate):
-    """Pure ε of an ε-DP mechanism run on a Poisson subsample: log(1 + γ(e^ε - 1)).
-
-    DP-XGBoost §4.4 (after Balle, Barthe & Gaboardi 2018); exact for add/remove of one row.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε >= 0 of the mechanism on its input.
-    sampling_rate : float
-        γ in (0, 1].
-
-    Returns
-    -------
-    float
-    """
-    if epsilon == 0.0:
-        return 0.0
-    return math.log1p(sampling_rate * math.expm1(epsilon))
-
-
-def _sequential_terms(events):
-    terms = []
-    samples = collections.OrderedDict()
-    for event in events:
-        if event.subsample is None:
-            terms.append(Single(event))
-        else:
-            samples.setdefault(event.subsample, []).append(event)
-    for sid, members in samples.items():
-        rates = {e.sampling_rate for e in members}
-        if len(rates) != 1:
-            raise ValueError(f"events of subsample {sid!r} disagree on sampling_rate: {sorted(rates)}")
-        terms.append(Sampled(rates.pop(), tuple(members)))
-    return terms
-
-
-def _check_subsample_places(events):
-    """Index subsample -> places over the whole ledger; refuse a subsample in several places."""
-    places = collections.OrderedDict()
-    for e in events:
-        if e.subsample is not None:
-            places.setdefault(e.subsample, collections.OrderedDict())[(e.disjoint_group, e.disjoint_part)] = None
-    for sid, where in places.items():
-        if len(where) == 1:
-            continue
-        groups = sorted({g for g, _ in where if g is not None})
-        if (None, None) in where:
-            what = f"free events and events of disjoint_group {groups}"
-        elif len(groups) > 1:
-            what = f"several disjoint groups {groups}"
-        else:
-            what = f"several parts {sorted(p for _, p in where)} of disjoint_group {groups[0]!r}"
-        raise ValueError(
-            f"subsample {sid!r} spans {what}: the releases on one Poisson subsample are amplified "
-            "together, so they must all be free events or all lie in one part of one disjoint group; "
-            "give releases on different samples different subsample ids"
-        )
-
-
-def composition_terms(ledger):
-    """Split a ledger into sequentially composed terms.
-
-    Parameters
-    ----------
-    ledger : Ledger or iterable of PrivacyEvent
-
-    Returns
-    -------
-    list of Single, Sampled or Parallel
-        ``Single(event)``: a release on the full data. ``Sampled(rate, events)``: the
-        releases sharing one Poisson subsample. ``Parallel(parts)``: a disjoint group,
-        each part a list of terms.
-
-    Raises
-    ------
-    ValueError
-        If the events of one subsample disagree on ``sampling_rate``, or one subsample id
-        spans free and grouped events, several disjoint groups, or several parts of one
-        group. All releases on one Poisson sample must be amplified together (Balle,
-        Barthe & Gaboardi 2018 amplify the composite mechanism run on the sample), which is
-        impossible if they are split between places that compose differently.
-    """
-    events = [e for e in ledger if not e.is_filter]  # no releases (see the module docstring)
-    _check_subsample_places(events)
-    free = [e for e in events if e.disjoint_group is None]
-    terms = _sequential_terms(free)
-    groups = collections.OrderedDict()
-    for e in events:
-        if e.disjoint_group is not None:
-            groups.setdefault(e.disjoint_group, collections.OrderedDict()).setdefault(e.disjoint_part, []).append(e)
-    for parts in groups.values():
-        terms.append(Parallel(tuple(tuple(_sequential_terms(p)) for p in parts.values())))
-    return terms
-
-
-def _term_profile(term):
-    if isinstance(term, Single):
-        return ("single", term.event.profile)
-    if isinstance(term, Sampled):
-        return ("sampled", term.rate, tuple(sorted(e.profile for e in term.events)))
-    return ("parallel", tuple(sorted(_part_profile(p) for p in term.parts)))
-
-
-def _part_profile(part):
-    return tuple(sorted(collections.Counter(_term_profile(t) for t in part).items()))
-
-
-def _distinct_terms(terms):
-    """[(term, multiplicity)] with identical terms merged, in first-seen order."""
-    seen = collections.OrderedDict()
-    for term in terms:
-        key = _term_profile(term)
-        if key in seen:
-            seen[key][1] += 1
-        else:
-            seen[key] = [term, 1]
-    return [(t, m) for t, m in seen.values()]
-
-
-def _effective_multiplier(events):
-    """z of the composition of Gaussian events: 1/z² = Σ count/z_i²."""
-    return 1.0 / math.sqrt(sum(e.count / e.noise_multiplier**2 for e in events))
-
-
-def _pure_sum(events):
-    return sum(e.count * e.epsilon for e in events)
-
-
-def _as_ledger(ledger):
-    if isinstance(ledger, Ledger):
-        return ledger
-    return Ledger(ledger)
 
 
 class Accountant(abc.ABC):
@@ -293,7 +141,7 @@ class Accountant(abc.ABC):
         float
         """
         epsilon = check_epsilon(epsilon)
-        ledger = _as_ledger(ledger)
+        ledger = as_ledger(ledger)
         if self.get_epsilon(ledger, 0.0) <= epsilon:
             return 0.0
         lo, hi = 0.0, 1.0
@@ -331,13 +179,13 @@ class BasicAccountant(Accountant):
         if isinstance(term, Sampled):
             pure = [e for e in term.events if e.is_pure]
             gauss = [e for e in term.events if not e.is_pure]
-            eps = _pure_sum(pure)
+            eps = pure_sum(pure)
             if gauss:
                 # (ε, δ) on the sample becomes (log(1+γ(e^ε-1)), γδ): spend δ_unit/γ before amplification
                 inner_delta = min(delta_unit / term.rate, 0.5)
                 if inner_delta <= 0:
                     return math.inf
-                eps += dp_accounting.get_epsilon_gaussian(_effective_multiplier(gauss), inner_delta)
+                eps += dp_accounting.get_epsilon_gaussian(effective_multiplier(gauss), inner_delta)
             return amplified_epsilon(eps, term.rate)
         return max(sum(self._term(t, delta_unit) for t in part) for part in term.parts)
 
@@ -349,7 +197,7 @@ class BasicAccountant(Accountant):
         group), so the δ spent in total is at most ``delta``.
         """
         delta = check_delta(delta)
-        terms = _distinct_terms(composition_terms(_as_ledger(ledger)))
+        terms = distinct_terms(composition_terms(as_ledger(ledger)))
         n_gauss = sum(m * _gaussian_shares(t) for t, m in terms)
         delta_unit = delta / n_gauss if n_gauss else 0.0
         return float(sum(m * self._term(t, delta_unit) for t, m in terms))
@@ -367,27 +215,6 @@ def _gaussian_shares(term):
     if isinstance(term, Sampled):
         return 1 if any(not e.is_pure for e in term.events) else 0
     return max(sum(_gaussian_shares(t) for t in part) for part in term.parts)
-
-
-def _check_filters(events, filters):
-    """Refuse a ledger whose filters the RDP accountant could misread: two entries of one
-    name (each budget would seem to cover the other's releases), or a Poisson subsample
-    whose releases lie under different filters or partly under none (amplifying the parts
-    separately would under-count, as in :func:`composition_terms`)."""
-    names = [f.individual_filter for f in filters]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"individual filters {repeated} have several renyi_filter entries: "
-                         "give each filter one entry (one fit's releases)")
-    under = collections.defaultdict(set)
-    for e in events:
-        if e.subsample is not None and not e.is_filter:
-            under[e.subsample].add(e.individual_filter if e.individual_filter in names else None)
-    split = sorted(s for s, where in under.items() if len(where) > 1)
-    if split:
-        raise ValueError(f"subsample {split[0]!r} has releases under different individual "
-                         "filters (or partly under none): the releases on one Poisson sample "
-                         "are amplified together, so they must all pass the same filter")
 
 
 def _repeat(event, count):
@@ -438,7 +265,7 @@ class RDPAccountant(Accountant):
     @staticmethod
     def _amplified_event(term):
         """ε'-DP description of a pure-ε subsample: ε'²/2-zCDP (Bun & Steinke 2016, Prop. 3.3)."""
-        eps = amplified_epsilon(_pure_sum(term.events), term.rate)
+        eps = amplified_epsilon(pure_sum(term.events), term.rate)
         return dp_accounting.ZCDpEvent(rho=eps * eps / 2.0)
 
     def _term_event(self, term, amplify):
@@ -453,7 +280,7 @@ class RDPAccountant(Accountant):
                 return self._amplified_event(term)
             return dp_accounting.ComposedDpEvent(members)
         parts = [dp_accounting.ComposedDpEvent([self._term_event(t, amplify) for t in part]) for part in term.parts]
-        if len({_part_profile(p) for p in term.parts}) == 1:
+        if len({part_profile(p) for p in term.parts}) == 1:
             return parts[0]
         return dp_accounting.ComposedDpEvent(parts)
 
@@ -469,13 +296,13 @@ class RDPAccountant(Accountant):
             # minimum; composition adds curves order by order (Mironov 2017, Prop. 1)
             return np.minimum(plain, self._curve(self._amplified_event(term)))
         parts = [sum((self._term_curve(t) for t in part), np.zeros(len(self.orders))) for part in term.parts]
-        if len({_part_profile(p) for p in term.parts}) == 1:
+        if len({part_profile(p) for p in term.parts}) == 1:
             return parts[0]
         return sum(parts, np.zeros(len(self.orders)))
 
     def _total_curve(self, ledger):
         total = np.zeros(len(self.orders))
-        for term, mult in _distinct_terms(composition_terms(_as_ledger(ledger))):
+        for term, mult in distinct_terms(composition_terms(as_ledger(ledger))):
             total += mult * self._term_curve(term)
         return total
 
@@ -485,11 +312,11 @@ class RDPAccountant(Accountant):
         its budget (Rényi divergence does not decrease with the order, van Erven &
         Harremoës 2014, Theorem 3), or by their worst-case curve if smaller; every other
         release is charged its worst-case curve."""
-        events = list(_as_ledger(ledger))
+        events = list(as_ledger(ledger))
         filters = [e for e in events if e.is_filter]
         if not filters:
             return []
-        _check_filters(events, filters)
+        check_filters(events, filters)
         points = []
         for order in sorted({f.rdp_order for f in filters}):
             at_order = RDPAccountant(orders=(order,))
@@ -512,7 +339,7 @@ class RDPAccountant(Accountant):
         delta = check_delta(delta)
         if delta == 0.0:
             return math.inf
-        ledger = _as_ledger(ledger)
+        ledger = as_ledger(ledger)
         eps = float(_rdp_lib.compute_epsilon(np.array(self.orders), self._total_curve(ledger), delta)[0])
         for order, rdp in self._filter_points(ledger):
             eps = min(eps, float(_rdp_lib.compute_epsilon(np.array([order]), np.array([rdp]), delta)[0]))
@@ -522,7 +349,7 @@ class RDPAccountant(Accountant):
         """δ at ε from the composed RDP curve (``dp_accounting``'s ``compute_delta``), or
         from an individual filter's order and budget when smaller."""
         epsilon = check_epsilon(epsilon)
-        ledger = _as_ledger(ledger)
+        ledger = as_ledger(ledger)
         curve = self._total_curve(ledger)
         delta = float(_rdp_lib.compute_delta(np.array(self.orders), curve, epsilon)[0])
         for order, rdp in self._filter_points(ledger):
@@ -607,7 +434,7 @@ class PLDAccountant(Accountant):
             events = term.events
             if all(e.mechanism == "gaussian" for e in events):
                 return pld_lib.from_gaussian_mechanism(
-                    standard_deviation=_effective_multiplier(events),
+                    standard_deviation=effective_multiplier(events),
                     value_discretization_interval=vdi,
                     sampling_prob=term.rate,
                     neighboring_relation=_ADD_REMOVE,
@@ -617,10 +444,10 @@ class PLDAccountant(Accountant):
                     1.0 / events[0].epsilon, value_discretization_interval=vdi, sampling_prob=term.rate
                 )
             if amplify and _is_pure_choice(term):
-                return self._pure_pld(amplified_epsilon(_pure_sum(events), term.rate))
+                return self._pure_pld(amplified_epsilon(pure_sum(events), term.rate))
             return self._compose([self._event_pld(e) for e in events])
         parts = [self._compose([self._term_pld(t, amplify) for t in part]) for part in term.parts]
-        if len({_part_profile(p) for p in term.parts}) == 1:
+        if len({part_profile(p) for p in term.parts}) == 1:
             return parts[0]
         return self._compose(parts)
 
@@ -631,7 +458,7 @@ class PLDAccountant(Accountant):
         subsample of pure-ε releases (see the module docstring). Deciding on the composed
         totals, not term by term, keeps ε monotone in every noise parameter.
         """
-        terms = _distinct_terms(composition_terms(_as_ledger(ledger)))
+        terms = distinct_terms(composition_terms(as_ledger(ledger)))
         if not terms:
             return [pld_lib.identity(value_discretization_interval=self.value_discretization_interval)]
         choices = (False, True) if any(_has_pure_choice(t) for t, _ in terms) else (False,)
@@ -703,12 +530,12 @@ class BestOfAccountant(Accountant):
 
     def get_epsilon(self, ledger, delta):
         """Minimum of the accountants' ε."""
-        ledger = _as_ledger(ledger)
+        ledger = as_ledger(ledger)
         return min(a.get_epsilon(ledger, delta) for a in self.accountants)
 
     def get_delta(self, ledger, epsilon):
         """Minimum of the accountants' δ."""
-        ledger = _as_ledger(ledger)
+        ledger = as_ledger(ledger)
         return min(a.get_delta(ledger, epsilon) for a in self.accountants)
 
     def __repr__(self):
@@ -753,7 +580,7 @@ def privacy_report(ledger, delta):
         ``{"delta": δ, "basic": ε, "rdp": ε, "pld": ε, "best": min, "n_events": n}``.
     """
     delta = check_delta(delta)
-    ledger = _as_ledger(ledger)
+    ledger = as_ledger(ledger)
     out = {"delta": delta, "n_events": len(ledger)}
     for name in ("basic", "rdp", "pld"):
         out[name] = get_accountant(name).get_epsilon(ledger, delta)

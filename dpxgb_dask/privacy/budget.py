@@ -43,7 +43,7 @@ from .accountants import get_accountant
 from .ledger import Ledger, PrivacyEvent
 from .validation import BudgetError, check_delta, check_epsilon
 
-__all__ = ["BudgetStore", "PrivacyBudget", "fit_events"]
+__all__ = ["BudgetStore", "PrivacyBudget", "check_within", "fit_events"]
 
 _FORMAT = "dpxgb-budgets"
 _VERSION = 1
@@ -60,6 +60,42 @@ def _check_name(name):
         raise ValueError(f"budget must be a non-empty printable str of at most {_MAX_NAME} "
                          f"characters (the budget's name), got {name!r}")
     return name
+
+
+def check_within(events, epsilon, delta, accountant):
+    """The ε that ``events`` spend together, or :class:`BudgetError` if it exceeds
+    ``epsilon`` (compared exactly: a budget is never overdrawn by a rounding margin).
+
+    Check before a release touches data, record after it: a caller checks its planned
+    events with those already spent.
+
+    Parameters
+    ----------
+    events : sequence of PrivacyEvent
+    epsilon : float
+        The budget's total ε (> 0).
+    delta : float
+        δ at which ``events`` are accounted.
+    accountant : Accountant
+
+    Returns
+    -------
+    float
+        ε of ``events`` under ``accountant`` at ``delta`` (0 for no events).
+
+    Raises
+    ------
+    BudgetError
+        Naming the ε reached and the budget.
+    """
+    epsilon = check_epsilon(epsilon, "epsilon")
+    events = list(events)
+    spent = float(accountant.get_epsilon(Ledger(events), delta)) if events else 0.0
+    if spent > epsilon:
+        raise BudgetError(f"{len(events)} releases would bring the privacy loss to "
+                          f"epsilon={spent:.6g} at delta={delta:g} ({accountant!r}), above "
+                          f"the budget epsilon={epsilon:g}")
+    return spent
 
 
 def fit_events(events, fit_id):
@@ -185,9 +221,8 @@ class PrivacyBudget:
             raise ValueError(f"fit {fit_id} is already charged to budget {self.name!r}")
         planned = fit_events(events, fit_id)
         try:
-            total = Ledger(self._events(), accountant=get_accountant(self.accountant),
-                           budget_epsilon=self.epsilon,
-                           budget_delta=self.delta).check_all(planned)
+            total = check_within(self._events() + planned, self.epsilon, self.delta,
+                                 get_accountant(self.accountant))
         except BudgetError:
             total = self._epsilon_of(self._events() + planned)
             spent_before = self.spent()

@@ -1,5 +1,8 @@
 """The privacy ledger: one event per DP release, serialisable, with explicit composition.
 
+A ledger holds events only: the accountants (``accountants.py``) compose them, and a
+budget across fits (``budget.py``) checks planned events against its total.
+
 Neighbouring relation: datasets differ by adding or removing one row.
 
 Each :class:`PrivacyEvent` describes one release: where it happened (tree, depth, purpose),
@@ -55,7 +58,7 @@ import json
 import numbers
 from typing import Optional
 
-from .validation import BudgetError, check_delta, check_epsilon, check_positive, check_sampling_rate
+from .validation import check_epsilon, check_positive, check_sampling_rate
 
 __all__ = ["MECHANISMS", "PARALLEL_AXES", "Ledger", "PrivacyEvent"]
 
@@ -74,6 +77,10 @@ _FORMAT = "dpxgb_dask.privacy.ledger"
 #: allows several events with the same key (every record counts); version 1 is still read.
 _VERSION = 2
 _READABLE_VERSIONS = (1, 2)
+#: Fields of the format from when a ledger could carry a budget (budgets are now checked by
+#: ``budget.py``): written with these values so that files keep their bytes and earlier
+#: readers still read them; ignored when read.
+_UNUSED_BUDGET_FIELDS = {"budget_epsilon": None, "budget_delta": 0.0}
 
 
 def _opt_int(value, name, minimum=0):
@@ -294,18 +301,12 @@ class PrivacyEvent:
 
 
 class Ledger:
-    """Append-only record of DP releases, with an optional budget enforced before each release.
+    """Append-only record of DP releases.
 
     Parameters
     ----------
     events : iterable of PrivacyEvent, optional
         Initial events.
-    budget_epsilon : float or None
-        If given, :meth:`check` and :meth:`record` raise :class:`BudgetError` when the
-        accounted ε at ``budget_delta`` would exceed it.
-    budget_delta : float, default 0.0
-    accountant : Accountant or None
-        Accountant for the budget check; default: the best of basic composition and RDP.
 
     Examples
     --------
@@ -316,19 +317,13 @@ class Ledger:
     True
     """
 
-    def __init__(self, events=(), *, budget_epsilon=None, budget_delta=0.0, accountant=None):
+    def __init__(self, events=()):
         self._events = []
         self._by_key = {}  # key -> list of events with that key
-        self.budget_epsilon = None if budget_epsilon is None else check_epsilon(budget_epsilon, "budget_epsilon")
-        self.budget_delta = check_delta(budget_delta, "budget_delta")
-        self._accountant = accountant
         events = list(events)
         for event in events:
             if not isinstance(event, PrivacyEvent):
                 raise TypeError(f"events must be PrivacyEvent objects, got {type(event).__name__}")
-        if self.budget_epsilon is not None and events:
-            Ledger(accountant=self._accountant, budget_epsilon=self.budget_epsilon,
-                   budget_delta=self.budget_delta).check_all(events)
         for event in events:
             self._append(event)
 
@@ -347,7 +342,7 @@ class Ledger:
         return self._events[index]
 
     def __repr__(self):
-        return f"Ledger(n_events={len(self._events)}, budget_epsilon={self.budget_epsilon!r})"
+        return f"Ledger(n_events={len(self._events)})"
 
     @staticmethod
     def make_event(purpose, mechanism, sensitivity, *, epsilon=None, noise_multiplier=None, sigma=None,
@@ -409,8 +404,6 @@ class Ledger:
         ------
         ValueError
             ``replay=True`` but no identical event with the same stream is recorded.
-        BudgetError
-            The release would exceed ``budget_epsilon``; nothing is recorded.
 
         Notes
         -----
@@ -429,7 +422,6 @@ class Ledger:
             raise ValueError(f"replay must be a bool, got {replay!r}")
         if replay:
             return self._replayed(event)
-        self.check(event)
         self._append(event)
         return event
 
@@ -453,79 +445,6 @@ class Ledger:
             "recorded without replay=True"
         )
 
-    def accountant(self):
-        """The accountant used for the budget check."""
-        if self._accountant is None:
-            from .accountants import BasicAccountant, BestOfAccountant, RDPAccountant
-
-            self._accountant = BestOfAccountant(BasicAccountant(), RDPAccountant())
-        return self._accountant
-
-    def check(self, event=None, *, replay=False, **fields):
-        """Raise :class:`BudgetError` if recording ``event`` would exceed the budget.
-
-        Call it *before* computing a release (check before touching data, record after).
-
-        Parameters
-        ----------
-        event : PrivacyEvent, optional
-            The planned release; alternatively pass :meth:`record`'s arguments as keywords.
-        replay : bool, default False
-            Check a replay (see :meth:`record`): it adds nothing, so the ledger is checked as
-            it is; ValueError if it is not a valid replay.
-
-        Returns
-        -------
-        float or None
-            The ε the ledger would reach (None when no budget is set).
-
-        Raises
-        ------
-        BudgetError
-            If that ε exceeds ``budget_epsilon`` (compared exactly, without tolerance).
-        """
-        if event is None:
-            event = self.make_event(**fields)
-        if replay:
-            self._replayed(event)
-            return self.check_all(())
-        return self.check_all((event,))
-
-    def check_all(self, events):
-        """Raise :class:`BudgetError` if recording all of ``events`` would exceed the budget.
-
-        Parameters
-        ----------
-        events : sequence of PrivacyEvent
-            Planned releases (e.g. every release of a fit, checked before it starts).
-
-        Returns
-        -------
-        float or None
-            The ε the ledger would reach at ``budget_delta`` under :meth:`accountant`
-            (None when no budget is set).
-
-        Raises
-        ------
-        BudgetError
-            If that ε exceeds ``budget_epsilon`` (compared exactly, without tolerance).
-        """
-        events = tuple(events)
-        if self.budget_epsilon is None:
-            return None
-        candidate = Ledger(self._events + list(events)) if events else self
-        spent = self.accountant().get_epsilon(candidate, self.budget_delta)
-        if spent > self.budget_epsilon:
-            what = (f"release {events[0].purpose!r} (tree={events[0].tree}, "
-                    f"depth={events[0].depth})" if len(events) == 1
-                    else f"{len(events)} releases")
-            raise BudgetError(
-                f"{what} would bring the privacy loss to epsilon={spent:.6g} at "
-                f"delta={self.budget_delta:g} ({self.accountant()!r}), above the budget "
-                f"epsilon={self.budget_epsilon:g}"
-            )
-        return spent
-
     def table(self):
         """Tabular view: one dict per event with derived ``noise_scale`` (for a CLI report)."""
         rows = []
@@ -542,8 +461,7 @@ class Ledger:
             "format": _FORMAT,
             "version": _VERSION,
             "neighbouring": "add_or_remove_one",
-            "budget_epsilon": self.budget_epsilon,
-            "budget_delta": self.budget_delta,
+            **_UNUSED_BUDGET_FIELDS,
             "events": [e.to_dict() for e in self._events],
         }
 
@@ -562,11 +480,7 @@ class Ledger:
             )
         if data.get("neighbouring") != "add_or_remove_one":
             raise ValueError("only the add_or_remove_one neighbouring relation is supported")
-        events = [PrivacyEvent.from_dict(e) for e in data.get("events", [])]
-        ledger = cls(budget_epsilon=data.get("budget_epsilon"), budget_delta=data.get("budget_delta", 0.0))
-        for event in events:
-            ledger._append(event)
-        return ledger
+        return cls(PrivacyEvent.from_dict(e) for e in data.get("events", []))
 
     @classmethod
     def from_json(cls, text):

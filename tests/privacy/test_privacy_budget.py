@@ -6,7 +6,8 @@ import pytest
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.plan import make_plan
 from dpxgb_dask.privacy.accountants import get_accountant
-from dpxgb_dask.privacy.budget import BudgetStore, PrivacyBudget, fit_events
+from dpxgb_dask.privacy.accountants import BasicAccountant
+from dpxgb_dask.privacy.budget import BudgetStore, PrivacyBudget, check_within, fit_events
 from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.privacy.validation import BudgetError
 
@@ -16,6 +17,35 @@ def _planned(epsilon, **params):
     p = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=[[0, 1]] * 10,
                        n_estimators=30, max_depth=4, **params)
     return list(make_plan(p, 10).ledger().events)
+
+
+def _leaf(epsilon, tree=None, mechanism="laplace"):
+    if mechanism == "gaussian":
+        return Ledger.make_event("leaf", "gaussian", 1.0, noise_multiplier=epsilon, tree=tree)
+    return Ledger.make_event("leaf", "laplace", 1.0, epsilon=epsilon, tree=tree)
+
+
+def test_check_within_refuses_what_goes_past_the_total_and_returns_the_spend():
+    spent = [_leaf(0.25, tree=t) for t in range(4)]
+    assert check_within(spent, 1.0, 0.0, BasicAccountant()) == pytest.approx(1.0)
+    with pytest.raises(BudgetError, match="above the budget"):
+        check_within(spent + [_leaf(0.01, tree=4)], 1.0, 0.0, BasicAccountant())
+    assert check_within([], 1.0, 0.0, BasicAccountant()) == 0.0
+
+
+def test_check_within_is_exact():
+    # the check used to accept a relative overshoot of 1e-9
+    with pytest.raises(BudgetError):
+        check_within([_leaf(1.0 + 5e-10)], 1.0, 0.0, BasicAccountant())
+    assert check_within([_leaf(1.0)], 1.0, 0.0, BasicAccountant()) == 1.0
+
+
+def test_check_within_accounts_gaussian_releases_at_delta():
+    accountant = get_accountant("best")
+    assert check_within([_leaf(3.0, mechanism="gaussian")], 2.0, 1e-6, accountant) < 2.0
+    with pytest.raises(BudgetError):
+        check_within([_leaf(3.0, mechanism="gaussian"), _leaf(0.5, mechanism="gaussian")],
+                     2.0, 1e-6, accountant)
 
 
 def test_ten_fits_at_epsilon_one_spend_what_their_composition_spends():
