@@ -31,7 +31,7 @@ def main():
     from sklearn.datasets import make_classification
 
     from dpxgb_dask import DPXGBClassifier
-    from dpxgb_dask.dashboard import page_link
+    from dpxgb_dask.cluster.dashboard import page_link
 
     X, y = make_classification(n_samples=50_000, n_features=20, n_informative=10,
                                random_state=0)

@@ -18,7 +18,7 @@ coordinator as on a cluster; ``--cluster`` trains on a LocalCluster of 2 workers
 DP-EBM (``interpret``'s ``DPExplainableBoostingClassifier``) is fitted when installed; it
 trains binary tasks only, and the table says what it raised.
 
-``--select`` chose the default's multiclass schedule (``params.DEFAULT_SCHEDULE``) on the
+``--select`` chose the default's multiclass schedule (``params.defaults.DEFAULT_SCHEDULE``) on the
 training rows only: a stratified 70/30 split of digits' 1,257 training rows (seed 1), 3
 seeds per candidate; the test rows are never read. Each ε takes the candidate with the best
 mean validation accuracy.

@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datasets import data_dir, load_abalone, load_adult  # noqa: E402
 from tables import Report  # noqa: E402
 
-from dpxgb_dask.params import SBDT_SCHEDULE, resolve_params  # noqa: E402
+from dpxgb_dask.params import resolve_params  # noqa: E402
+from dpxgb_dask.params.presets import SBDT_SCHEDULE  # noqa: E402
 from dpxgb_dask.training import train_in_process  # noqa: E402
 
 #: A seed of > 128 bits per repetition (shorter seeds would warn that noise is guessable).

@@ -45,9 +45,9 @@ Methods
 -------
 - ``default``: no preset (the package's default; its regression variant for regression).
 - ``dp-xgboost``, ``dpboost``, ``maddock``, ``s-bdt``: the presets, i.e. each paper's
-  hyperparameters (dpxgb_dask/params.py documents the departures). The s-bdt preset
+  hyperparameters (dpxgb_dask/params/presets.py documents the departures). The s-bdt preset
   takes, at each ε, the configuration of S-BDT's grid behind its published number at the
-  nearest reported ε (``params.SBDT_SCHEDULE``: Adult ε ∈ {0.01, 0.02, 0.03, 0.1,
+  nearest reported ε (``params.presets.SBDT_SCHEDULE``: Adult ε ∈ {0.01, 0.02, 0.03, 0.1,
   0.5}, Abalone ε ∈ {0.05, 0.1, 0.2, 0.3, 0.5}).
 - ``maddock-pr``: the maddock preset with Maddock et al.'s partially random splits (PR)
   instead of their totally random ones (TR, the preset's: their best).
@@ -66,7 +66,7 @@ cost each carries:
   the S-BDT published points (and our ``s-bdt`` line at those ε) therefore carry a
   best-of-k selection that is neither held out nor accounted in ε (k stated in the
   tables' notes).
-- The default's ε schedule (params.DEFAULT_SCHEDULE) was selected by tune_default.py
+- The default's ε schedule (params.defaults.DEFAULT_SCHEDULE) was selected by tune_default.py
   on training data only. On Adult the selection used validation splits of adult.data,
   and adult.test was never read. On Abalone it used validation splits of the outer
   training folds, pooled over folds, so those rows overlap other folds' test parts.
@@ -99,7 +99,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import datasets  # noqa: E402
 from accuracy import SEED_BASE, fit_predict  # noqa: E402
 from baselines import dp_ebm  # noqa: E402
-from dpxgb_dask.params import SBDT_SCHEDULE  # noqa: E402
+from dpxgb_dask.params.presets import SBDT_SCHEDULE  # noqa: E402
 
 REFERENCE_SUBDIR = "reference"
 DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "results"
@@ -578,7 +578,7 @@ def markdown_report(data, records, anchors, non_private, epsilons, n_seeds, seco
         reported = ", ".join(f"{at:g}" for at, _ in SBDT_SCHEDULE[spec.objective])
         notes.append("¹ the s-bdt preset takes, at each ε, S-BDT's configuration behind its "
                      f"published number at the nearest ε of {{{reported}}} "
-                     "(params.SBDT_SCHEDULE).")
+                     "(params.presets.SBDT_SCHEDULE).")
     if any(a.source == SARUS_SOURCE for a in anchors):
         notes.append("DP-XGBoost's ε are nominal: their runs charged ε_tree·T·γ, whose true "
                      "ε (basic composition with amplification) is larger, about 1.1, 5.9, 23.5 "

@@ -47,7 +47,7 @@ of the training data; the test data of the reproduction harness are never read:
 DP noise is keyed by :data:`TUNE_SEED_BASE`, disjoint from the harness's seeds. The
 script prints, per ε, each candidate's mean ± std over repetitions and the winner, and
 writes them to ``benchmarks/results/tuning/<grid>.md`` and ``.json``. The winners are
-written into ``dpxgb_dask.params.DEFAULT_SCHEDULE`` by hand (with the grid size); this
+written into ``dpxgb_dask.params.defaults.DEFAULT_SCHEDULE`` by hand (with the grid size); this
 script does not edit the library.
 
 The privacy cost of the selection itself is not accounted in ε (see Papernot & Steinke,
@@ -112,7 +112,7 @@ def _grid(base, axes):
 
 
 #: The plain default's classification leaves, spelled out: candidates must not depend on
-#: the schedule that this script's results feed (params.DEFAULT_SCHEDULE).
+#: the schedule that this script's results feed (params.defaults.DEFAULT_SCHEDULE).
 PLAIN_LEAVES = {"learning_rate": 0.3, "reg_lambda": 1.0, "gradient_bound": 1.0,
                 "hessian_bound": 0.25, "leaf_noise_ratio": 1.0 / 17.0}
 
@@ -132,7 +132,7 @@ _ADULT_400_D4 = dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=4, sub
 _ADULT_400_D6 = dict(_SBDT_LEAVES_FOR_TUNING, n_estimators=400, max_depth=6, subsample=1.0)
 
 #: Abalone's small-ε configurations that several issue-15 rounds score (spelled out, not
-#: read from params.DEFAULT_SCHEDULE, for the reason above).
+#: read from params.defaults.DEFAULT_SCHEDULE, for the reason above).
 _ABALONE_100_G01 = {"n_estimators": 100, "max_depth": 2, "subsample": 0.1,
                     "gradient_bound": 0.1, "budget_shares": {"init": 0.2}}
 _ABALONE_200_G01 = dict(_ABALONE_100_G01, n_estimators=200)
@@ -255,7 +255,7 @@ GRIDS = {
     # Issue 15, after adult-bins: the ε = 1 point's λ 10 at ε 4 and 10, where the plain
     # leaves were kept because λ 10 underfit a user's few trees on a small table. λ 10,
     # 2.5 and 1 are the point's λ carried to ε 1, 4 and 10 by
-    # params.noise_following_lambda (λ ∝ the leaf noise multiplier, about sqrt(T)/ε).
+    # params.defaults.noise_following_lambda (λ ∝ the leaf noise multiplier, about sqrt(T)/ε).
     "adult-lambda": [
         dict(_ADULT_400_D6, learning_rate=0.2, max_bin=255, split_candidates="uniform",
              reg_lambda=reg_lambda)
@@ -318,10 +318,10 @@ GRIDS = {
         _ABALONE_200_G01_POINT,
         dict(_ABALONE_200_G01_POINT, split_candidates="uniform")],
     # Ablations of the final default: each candidate changes ONE thing on top of the
-    # schedule (these, unlike the rounds above, follow params.DEFAULT_SCHEDULE; candidate
+    # schedule (these, unlike the rounds above, follow params.defaults.DEFAULT_SCHEDULE; candidate
     # 0 is the default itself).
     # Issue 15: a user's own tree count on the final default, whose η then follows it
-    # (params.tree_count_learning_rate), against the points' own η 0.1 (ε < 0.7) and
+    # (params.defaults.tree_count_learning_rate), against the points' own η 0.1 (ε < 0.7) and
     # 0.2 (ε >= 0.7) kept.
     "adult-trees-ablation": [{}] + [
         dict({"n_estimators": trees}, **({} if rate is None else {"learning_rate": rate}))
@@ -383,8 +383,8 @@ def schedule_off(objective):
     The selection rounds score candidates on top of the plain default, so that re-running
     them gives the same numbers whatever the schedule they fed has become.
     """
-    from dpxgb_dask.params import (
-        DEFAULT_REGRESSION_OVERRIDES, DEFAULT_SCHEDULE, TrainParams)
+    from dpxgb_dask.params import TrainParams
+    from dpxgb_dask.params.defaults import DEFAULT_REGRESSION_OVERRIDES, DEFAULT_SCHEDULE
 
     plain = {f: getattr(TrainParams, f) for _, point in DEFAULT_SCHEDULE[objective]
              for f in point}
@@ -449,7 +449,7 @@ def effective_config(objective, grid_name, candidate):
 def canonical_config(objective, config):
     """Every resolved parameter of ``config`` (a candidate of a selection round), with the
     budget shares normalised: equal for two candidates that fit the same model."""
-    from dpxgb_dask.plan import release_shares
+    from dpxgb_dask.boosting.plan import release_shares
     from dpxgb_dask.params import resolve_params
 
     extra = {"label_bounds": (-1.0, 1.0)} if objective == "reg:squarederror" else {}

@@ -2,9 +2,9 @@
 
 Public API: :class:`DPXGBClassifier`, :class:`DPXGBRegressor` (scikit-learn estimators),
 :func:`train` (``train(params, X, y, client=None) -> Booster``), :class:`Booster`,
-:func:`load_model`, the privacy budgets across fits (:func:`create_budget`,
-:func:`budget_status`, :func:`list_budgets`), and the typed warnings and errors of
-:mod:`dpxgb_dask.privacy`.
+:func:`load_model`, :func:`plot_importance`, the privacy budgets across fits
+(:func:`create_budget`, :func:`budget_status`, :func:`list_budgets`), and the typed
+warnings and errors of :mod:`dpxgb_dask.privacy`.
 """
 from ._lazy import lazy_exports
 
@@ -20,8 +20,9 @@ __version__ = "0.1.0.dev0"
 #: and the kernels), not scikit-learn, pandas and the accountants, which took 1.5 s on
 #: each fresh worker.
 _EXPORTS = {
-    "Booster": ".model",
-    "load_model": ".model",
+    "Booster": ".model.booster",
+    "load_model": ".model.booster",
+    "plot_importance": ".model.plotting",
     "DPXGBClassifier": ".sklearn",
     "DPXGBRegressor": ".sklearn",
     "train": ".training",
@@ -42,6 +43,7 @@ __all__ = [
     "create_budget",
     "list_budgets",
     "load_model",
+    "plot_importance",
     "train",
 ]
 

@@ -1,7 +1,8 @@
 """Privacy budgets across fits, from the user's process: create one on the scheduler, read
 what its fits have spent.
 
-A budget lives on the scheduler (``plugin.DPXGBSchedulerPlugin``), in the file of Dask's
+A budget lives on the scheduler (:class:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin`),
+in the file of Dask's
 config key ``dpxgb.budget-file`` (default ``~/.dpxgb/budgets.json`` where the scheduler
 runs), so it survives a scheduler restart. Its accounting is
 :class:`~dpxgb_dask.privacy.budget.PrivacyBudget`. A fit names it with ``budget=``: it is
@@ -15,18 +16,9 @@ Examples
 >>> budget_status("adult")["spent"]                            # doctest: +SKIP
 1.0
 """
-from .training import _client_or_embedded
-from .worker import unpack_reply
+from .cluster.client import ask_budgets
 
 __all__ = ["budget_status", "create_budget", "list_budgets"]
-
-
-def _ask(client, **message):
-    from .plugin import PLUGIN_NAME, DPXGBSchedulerPlugin
-
-    with _client_or_embedded(client) as c:
-        c.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
-        return unpack_reply(c.sync(c.scheduler.dpxgb_budget, **message))
 
 
 def create_budget(name, epsilon, delta=1e-6, accountant="pld", client=None):
@@ -43,16 +35,17 @@ def create_budget(name, epsilon, delta=1e-6, accountant="pld", client=None):
         δ at which the total is accounted, in [0, 1).
     accountant : {"pld", "rdp", "basic", "best"}, default "pld"
         Composes the releases of all its fits.
-    client : distributed.Client, optional
-        Default: the current default client, else an embedded LocalCluster (whose
-        scheduler, in this process, keeps the budget in this machine's budget file).
+    client : distributed.Client or str, optional
+        A client, or a scheduler's address. Default: the current default client, else an
+        embedded LocalCluster (whose scheduler, in this process, keeps the budget in this
+        machine's budget file).
 
     Returns
     -------
     dict
         The budget's status (:func:`budget_status`).
     """
-    return _ask(client, action="create", name=name, epsilon=epsilon, delta=delta,
+    return ask_budgets(client, action="create", name=name, epsilon=epsilon, delta=delta,
                 accountant=accountant)
 
 
@@ -67,9 +60,9 @@ def budget_status(name, client=None):
         ``spent`` is ε of all the fits' releases composed by the budget's accountant at
         its δ; a running fit counts with all its planned releases ("reserved").
     """
-    return _ask(client, action="status", name=name)
+    return ask_budgets(client, action="status", name=name)
 
 
 def list_budgets(client=None):
     """The status of every budget on the scheduler, by name (list of dict)."""
-    return _ask(client, action="list")
+    return ask_budgets(client, action="list")

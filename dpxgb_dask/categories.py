@@ -10,7 +10,11 @@ a missing value, or one outside the list, is missing (NaN), so that nothing depe
 which private values occur. Code ``c`` falls in bin ``c`` (cut points ``k + 0.5``), and a
 split on the feature sends a set of categories left and the rest right (``decisions``).
 """
+import warnings
+
 import numpy as np
+
+from .privacy.validation import PrivacyLeakWarning
 
 #: Most categories of one feature: its bins must lie below the missing bin (<= 255).
 MAX_CATEGORIES = 255
@@ -55,6 +59,21 @@ def resolve(categories, X, feature_names, n_features):
         Naming ``categories``: unknown columns, a wrong length, fewer than 2 or repeated
         categories, more than 255.
     """
+    resolved, from_dtype = _declared(categories, X, feature_names, n_features)
+    if from_dtype:
+        names = feature_names or list(range(n_features))
+        warnings.warn(f"the category lists of columns {[names[f] for f in sorted(from_dtype)]} "
+                      "come from their pandas category dtype and are published with the "
+                      "model: they are public only if the dtype was built from a public "
+                      "list (pd.CategoricalDtype(list)); astype('category') or categorize() "
+                      "reads them off the values present. Give categories= to say so.",
+                      PrivacyLeakWarning, stacklevel=3)
+    return _checked(resolved, X, feature_names)
+
+
+def _declared(categories, X, feature_names, n_features):
+    """Each feature's list as given, else its pandas ``category`` dtype's; and the features
+    whose lists come from a dtype (listed with a ``PrivacyLeakWarning``)."""
     resolved = [None] * n_features
     from_dtype = set()
     if is_frame(X):
@@ -81,18 +100,12 @@ def resolve(categories, X, feature_names, n_features):
                              f"entry (a list or None) per feature ({n_features})")
         from_dtype = {f for f in from_dtype if categories[f] is None}
         resolved = [c if c is not None else resolved[f] for f, c in enumerate(categories)]
-    if from_dtype:
-        import warnings
+    return resolved, from_dtype
 
-        from .privacy.validation import PrivacyLeakWarning
 
-        names = feature_names or list(range(n_features))
-        warnings.warn(f"the category lists of columns {[names[f] for f in sorted(from_dtype)]} "
-                      "come from their pandas category dtype and are published with the "
-                      "model: they are public only if the dtype was built from a public "
-                      "list (pd.CategoricalDtype(list)); astype('category') or categorize() "
-                      "reads them off the values present. Give categories= to say so.",
-                      PrivacyLeakWarning, stacklevel=3)
+def _checked(resolved, X, feature_names):
+    """The lists checked (public facts only: the lists and the columns' dtypes); None when
+    no feature is categorical."""
     numeric_columns = set()
     if is_frame(X):
         from pandas.api.types import is_numeric_dtype

@@ -8,11 +8,14 @@
                     its fits spent (``create``, ``show``, ``list``).
 """
 import argparse
-from contextlib import contextmanager
 import json
 import sys
 
 import numpy as np
+
+# The package's public names load on first use: a command imports the cluster, the
+# estimators or the accountants only when it needs them (``dpxgb predict`` needs neither).
+import dpxgb_dask
 
 
 def _read_table(path):
@@ -39,24 +42,11 @@ def _read_bounds(path, columns):
     return np.array([spec[c] for c in columns], dtype=float)
 
 
-@contextmanager
-def _client(address):
-    """A client of the scheduler at ``address`` (closed on exit), or None: an embedded
-    cluster."""
-    if address is None:
-        yield None
-        return
-    from distributed import Client
-
-    with Client(address) as client:
-        yield client
-
-
-def _print_report(ledger_info, out=None):
-    from .plan import model_privacy_report
-
+def _print_report(booster, out=None):
+    """A model's privacy report (:meth:`~dpxgb_dask.model.booster.Booster.privacy_report`)
+    as a table of its releases and their totals."""
     out = out or sys.stdout
-    report = model_privacy_report(ledger_info)
+    report = booster.privacy_report()
     rows = report["events"]
     columns = ["purpose", "mechanism", "tree", "depth", "sensitivity", "epsilon",
                "noise_multiplier", "sampling_rate", "parallel_over", "n_parallel", "count"]
@@ -121,8 +111,6 @@ def cmd_demo(args):
     from sklearn.datasets import make_classification
     from sklearn.metrics import roc_auc_score
 
-    from .training import train
-
     X, y = make_classification(n_samples=args.rows, n_features=20, n_informative=10,
                                random_state=args.data_seed)
     split = int(0.8 * args.rows)
@@ -133,9 +121,8 @@ def cmd_demo(args):
               "preset": args.preset, "random_state": args.seed,
               "reproducible_noise": args.reproducible_noise or None,
               "budget": args.budget}
-    with _client(args.scheduler) as client:
-        booster = train({k: v for k, v in params.items() if v is not None}, X[:split],
-                        y[:split], client=client, verbose=not args.quiet)
+    booster = dpxgb_dask.train({k: v for k, v in params.items() if v is not None}, X[:split],
+                               y[:split], client=args.scheduler, verbose=not args.quiet)
     proba = booster.predict(X[split:])
     accuracy = float(((proba > 0.5) == y[split:]).mean())
     auc = float(roc_auc_score(y[split:], proba))
@@ -149,8 +136,6 @@ def cmd_demo(args):
 
 
 def cmd_train(args):
-    from .training import train
-
     table = _read_table(args.data)
     if args.label not in table.columns:
         raise SystemExit(f"dpxgb: --label {args.label!r} is not a column of {args.data}")
@@ -181,14 +166,11 @@ def cmd_train(args):
     key = _read_key(args.key_file)  # before the fit: a bad key file must not waste it
     continued = None
     if args.xgb_model is not None:
-        from .model import load_model
-
         # with --key-file, the model continued must carry a signature under that key too:
         # the continued model is signed with it and vouches for both parts
-        continued = load_model(args.xgb_model, key=key)
-    with _client(args.scheduler) as client:
-        booster = train(params, X, y, client=client, verbose=not args.quiet,
-                        xgb_model=continued)
+        continued = dpxgb_dask.load_model(args.xgb_model, key=key)
+    booster = dpxgb_dask.train(params, X, y, client=args.scheduler, verbose=not args.quiet,
+                               xgb_model=continued)
     booster.save_model(args.out, key=key)
     info = booster.ledger
     print(f"wrote {args.out}: {booster.n_trees} trees; epsilon spent = {info['epsilon']:.6g} "
@@ -200,9 +182,7 @@ def cmd_train(args):
 def cmd_predict(args):
     import pandas as pd
 
-    from .model import load_model
-
-    booster = load_model(args.model, key=_read_key(args.key_file))
+    booster = dpxgb_dask.load_model(args.model, key=_read_key(args.key_file))
     table = _read_table(args.data)
     columns = booster.feature_names or list(table.columns)
     preds = booster.predict(table[columns] if booster.feature_names else table,
@@ -219,17 +199,13 @@ def cmd_predict(args):
 
 
 def cmd_report(args):
-    from .model import load_model
-
-    _print_report(load_model(args.model, key=_read_key(args.key_file)).ledger)
+    _print_report(dpxgb_dask.load_model(args.model, key=_read_key(args.key_file)))
     return 0
 
 
 def cmd_budget(args):
     if args.file is not None:  # the scheduler's file, read where it lies
-        from .privacy.budget import BudgetStore
-
-        store = BudgetStore(args.file)  # (locked while read or written: safe while the
+        store = dpxgb_dask.privacy.BudgetStore(args.file)  # (locked while read or written: safe while the
         if args.action == "create":      # scheduler runs)
             if not args.name or args.epsilon is None:
                 raise SystemExit("dpxgb: budget create needs the budget's NAME and --epsilon")
@@ -237,20 +213,17 @@ def cmd_budget(args):
         else:
             statuses = [store.status(args.name)] if args.name else store.statuses()
     else:
-        from .budgets import budget_status, create_budget, list_budgets
-
         if args.action in ("create", "show") and not args.name:
             raise SystemExit(f"dpxgb: budget {args.action} needs the budget's NAME")
-        with _client(args.scheduler) as client:
-            if args.action == "create":
-                if args.epsilon is None:
-                    raise SystemExit("dpxgb: budget create needs --epsilon")
-                statuses = [create_budget(args.name, args.epsilon, args.delta,
-                                          args.accountant, client=client)]
-            elif args.name:
-                statuses = [budget_status(args.name, client=client)]
-            else:
-                statuses = list_budgets(client=client)
+        if args.action == "create":
+            if args.epsilon is None:
+                raise SystemExit("dpxgb: budget create needs --epsilon")
+            statuses = [dpxgb_dask.create_budget(args.name, args.epsilon, args.delta,
+                                                 args.accountant, client=args.scheduler)]
+        elif args.name:
+            statuses = [dpxgb_dask.budget_status(args.name, client=args.scheduler)]
+        else:
+            statuses = dpxgb_dask.list_budgets(client=args.scheduler)
     if args.json:
         json.dump(statuses if args.action == "list" else statuses[0], sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -23,8 +23,9 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import categories
+from .inputs import check_numeric_dtypes
 from .objective import softmax
-from .plan import model_privacy_report
 from .privacy.validation import PrivacyLeakWarning
 from .training import train
 
@@ -65,7 +66,8 @@ class _DPXGBModel(BaseEstimator):
         Name of a privacy budget across fits on the scheduler (``create_budget``): the
         fit is refused, before it reads a row, if it would exceed it, and charged with its
         releases when it ends. ``privacy_report()["budget"]`` says what it spent.
-    client : distributed.Client, optional
+    client : distributed.Client or str, optional
+        A client, or a scheduler's address (``train``'s ``client``).
     categories : dict or list, optional
         Public category lists of the categorical features, ``{column: [categories]}`` or
         one entry (a list, or None) per feature; pandas ``category`` columns take their
@@ -139,8 +141,6 @@ class _DPXGBModel(BaseEstimator):
         """The public category lists of X's features (None without categorical ones):
         ``categories``, else a continued model's, and pandas category dtypes (``train``
         says where they came from: no warning here)."""
-        from . import categories
-
         given = self.categories
         if given is None and xgb_model is not None:
             model = xgb_model.booster_ if isinstance(xgb_model, BaseEstimator) else xgb_model
@@ -160,17 +160,13 @@ class _DPXGBModel(BaseEstimator):
         checked on their codes, and handed on as their values (``train`` encodes them)."""
         if _is_dask(X) or _is_dask(y):
             return X, y
-        from . import categories
-
         resolved = self._categories_of(X, xgb_model)
         if categories.is_frame(X):
-            from .data import _check_numeric_dtypes
-
             # (names the columns that need categories=, where float conversion would not)
-            _check_numeric_dtypes([d for d, c in zip(X.dtypes, resolved or [None] * X.shape[1])
-                                   if c is None],
-                                  [n for n, c in zip(X.columns, resolved or [None] * X.shape[1])
-                                   if c is None])
+            check_numeric_dtypes([d for d, c in zip(X.dtypes, resolved or [None] * X.shape[1])
+                                  if c is None],
+                                 [n for n, c in zip(X.columns, resolved or [None] * X.shape[1])
+                                  if c is None])
         if resolved is not None:
             _, y_checked = self._check_fit_input(categories.encode(X, resolved), y, y_numeric)
             return X, y_checked
@@ -220,8 +216,6 @@ class _DPXGBModel(BaseEstimator):
         if _is_dask(X):
             return X
         if self.booster_.categories is not None:
-            from . import categories
-
             if hasattr(X, "columns") and self.booster_.feature_names is not None:
                 missing = [c for c in self.booster_.feature_names
                            if c not in {str(k) for k in X.columns}]
@@ -276,10 +270,10 @@ class _DPXGBModel(BaseEstimator):
         dict
             ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant",
             "epsilon", "neighbouring_relation", "not_dp", "is_dp", "budget",
-            "events": [dict, ...]}`` (``plan.model_privacy_report``)
+            "events": [dict, ...]}`` (:func:`~dpxgb_dask.model.certificate.model_privacy_report`)
         """
         check_is_fitted(self, "booster_")
-        return model_privacy_report(self.booster_.ledger)
+        return self.booster_.privacy_report()
 
     def _margin(self, X):
         return self._predict_booster(self._validate_predict_input(X), output_margin=True)

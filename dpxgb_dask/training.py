@@ -1,248 +1,37 @@
-"""Client-side entry point: ``train(params, X, y, client=None) -> Booster``.
+"""The client-side entry point: ``train(params, X, y, client=None) -> Booster``.
 
-The user's process validates the inputs, computes the release plan (public parameters
-only, in a thread while the rows load), loads the row partitions into the fit's states on
-the workers (``data.py``), and asks the scheduler to run the coordinator (the
-``dpxgb_fit`` handler of ``plugin.DPXGBSchedulerPlugin``): the loop over trees and depths, and every exact aggregate,
-stay inside the cluster. The user's process receives progress events (public values) and
-the final model (DP releases and public values only).
+The user's process validates the inputs and resolves the parameters against them, computes
+the release plan (public parameters only, in a thread while the rows load), and has the
+cluster run the fit (:func:`~dpxgb_dask.cluster.client.run_fit`): the rows are loaded into
+the fit's states on the workers, and the coordinator runs inside the scheduler. The loop
+over trees and depths, and every exact aggregate, stay inside the cluster; the user's
+process receives progress events (public values) and the final model (DP releases and
+public values only), which it checks like a model file.
 
 A fit leaves nothing behind: its states live in the workers' ``dpxgb`` plugin (registered
 once per cluster), never under a key, dataset or event; the coordinator drops them when
 the fit ends or fails, and stops within a second when its client leaves the scheduler.
 """
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FuturesTimeout
-from contextlib import contextmanager
-import logging
 import os
-import pickle
-import time
-import uuid
 import warnings
 
 import numpy as np
 
-from . import data
-from .backends import DaskBackend
-from .coordinator import Coordinator
-from .model import Booster
 from . import categories
+from .boosting.coordinator import Coordinator
+from .boosting.partition import load_partition
+from .boosting.plan import make_plan
+from .boosting.protocol import LocalBackend
+from .cluster.client import client_or_embedded, run_fit
+from .inputs import describe_features
+from .model.booster import Booster
+from .model.certificate import check_privacy_claims
 from .objective import Objective
 from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
-from .plan import check_privacy_claims, make_plan
-from .privacy.validation import (BudgetError, NoBudgetWarning, PrivacyLeakWarning,
-                                 warn_if_large_epsilon)
-from .progress import ProgressDisplay
-from .worker import KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, unpack_reply
-
-logger = logging.getLogger("dpxgb_dask")
-
-#: How often the coordinator checks that its client is still connected.
-CLIENT_CHECK_SECONDS = 0.5
-
-
-class ClientLeftError(RuntimeError):
-    """The client of a fit left the scheduler: the fit stopped and dropped its state."""
-
-
-class SchedulerLostError(ConnectionError):
-    """The scheduler went away during a fit (the fit ended)."""
-
-
-@contextmanager
-def _client_or_embedded(client, n_workers=2, threads_per_worker=1):
-    """Yield ``client``, the current default client, or a fresh embedded LocalCluster's."""
-    if client is not None:
-        yield client
-        return
-    from distributed import Client, LocalCluster, default_client
-
-    try:
-        current = default_client()
-    except ValueError:  # no default client: an embedded cluster
-        current = None
-    if current is not None:
-        # (not inside the try: an error of the caller's block must not start a cluster)
-        yield current
-        return
-    with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                      processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as embedded:
-        yield embedded
-
-
-def _send_to_client(scheduler, client_id, topic, event):
-    """Deliver a progress event straight to one client's event handler for ``topic``,
-    without the scheduler's event log (which would keep it after the fit)."""
-    comm = scheduler.client_comms.get(client_id)
-    if comm is not None:
-        comm.send({"op": "event", "topic": topic, "event": (time.time(), event)})
-
-
-async def coordinate(dask_scheduler, fit_id, capability, placement, sources, params, plan,
-                     n_features, feature_names, client_id, topic, with_timings,
-                     init_model=None):
-    """Run one fit's coordinator inside the scheduler process (the ``dpxgb_fit`` handler of
-    ``plugin.DPXGBSchedulerPlugin``).
-
-    The fit runs as a task watched every ``CLIENT_CHECK_SECONDS``: if its client leaves
-    the scheduler, the task is cancelled. Whatever happens, every worker drops the fit.
-
-    Returns
-    -------
-    dict
-        ``{"model": Booster.to_dict()}``: public and DP values only; plus ``"timings"``
-        only when asked (wall-clock times grow with the rows of each node: a coarse side
-        channel, which is why they are not sent by default).
-    """
-    from .plugin import BUDGET_REQUIRED, budget_required
-
-    backend = DaskBackend(dask_scheduler, fit_id, capability, placement, sources)
-    plugin = dask_scheduler.plugins.get(PLUGIN_NAME)
-    board = getattr(plugin, "board", None)
-    running = getattr(plugin, "running", {})
-    budgeted = False
-    try:
-        if params.budget is not None:
-            # Checked and reserved before the first release: a refused fit spends nothing.
-            await plugin.run_budget("reserve", params.budget, fit_id, plan.ledger().events)
-            budgeted = True
-        elif budget_required():
-            raise BudgetError(BUDGET_REQUIRED)
-    except BaseException:
-        await backend.close()
-        raise
-    running[fit_id] = client_id
-    ended = "failed", None
-    progress = coordinator = None
-    budget_status = settle_error = None
-    try:
-        progress = None if board is None else board.start(fit_id, client_id)
-
-        def publish(event):
-            if progress is not None:
-                progress.update(event)
-            if topic is not None:
-                _send_to_client(dask_scheduler, client_id, topic, event)
-
-        coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish,
-                                  init_model)
-        fit = asyncio.ensure_future(coordinator.fit())
-        last_touch = time.monotonic()
-        while not fit.done():
-            await asyncio.wait([fit], timeout=CLIENT_CHECK_SECONDS)
-            if fit.done():
-                break
-            if client_id not in dask_scheduler.clients:
-                fit.cancel()
-                raise ClientLeftError(f"the client of fit {fit_id} left the scheduler; "
-                                      "the fit stopped and its state was dropped")
-            if time.monotonic() - last_touch >= KEEPALIVE_SECONDS:
-                # A slow worker must not let the others' leases expire.
-                asyncio.ensure_future(backend.touch())
-                last_touch = time.monotonic()
-        booster = fit.result()
-        ended = "finished", None
-    except ClientLeftError as exc:
-        ended = "stopped", str(exc)
-        raise
-    except BaseException as exc:
-        ended = "failed", type(exc).__name__
-        raise
-    finally:
-        running.pop(fit_id, None)
-        if progress is not None:
-            if coordinator is not None:  # releases of a fit that stopped between events
-                progress.update({"releases": coordinator.unpublished_releases()})
-            board.end(fit_id, *ended)
-        await backend.close()
-        if budgeted:  # charged with the releases made, however the fit ended
-            try:
-                budget_status = await plugin.run_budget(
-                    "settle", params.budget, fit_id,
-                    () if coordinator is None else coordinator.ledger.events, ended[0])
-            except Exception as exc:  # the fit's own error, if any, goes on
-                settle_error = exc
-                logger.error("fit %s: its budget %r could not be charged (%s); its "
-                             "reservation stays charged in full", fit_id, params.budget, exc)
-    if settle_error is not None:
-        raise settle_error
-    model = booster.to_dict()
-    if budget_status is not None:
-        model["ledger"]["budget"] = budget_record(budget_status, fit_id)
-    result = {"model": model, "warnings": coordinator.warnings}
-    if with_timings:
-        result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
-                                 worker_seconds=backend.worker_seconds,
-                                 recoveries=backend.recoveries)
-    return result
-
-
-def budget_record(status, fit_id):
-    """What a model says of its budget across fits (public): the budget's terms, the ε of
-    this fit's releases under the budget's accountant and δ, and the budget's total
-    after it (``PrivacyBudget.status``)."""
-    this_fit = next(f for f in status["fits"] if f["fit"] == fit_id)
-    return {"name": status["name"], "epsilon": status["epsilon"], "delta": status["delta"],
-            "accountant": status["accountant"], "spent": status["spent"],
-            "remaining": status["remaining"], "n_fits": status["n_fits"],
-            "this_fit": this_fit["epsilon"]}
-
-
-@contextmanager
-def _progress(client, verbose, n_trees):
-    """The topic the coordinator sends progress to (None when not ``verbose``), shown by a
-    :class:`~dpxgb_dask.progress.ProgressDisplay` (a widget in a notebook, else text).
-
-    The handler is set on the client only (``Client._event_handlers``): subscribing through
-    the scheduler would leave a topic there after the fit.
-    """
-    if not verbose:
-        yield None
-        return
-    topic = f"dpxgb-progress-{uuid.uuid4().hex}"
-    display = ProgressDisplay(n_trees)
-    client._event_handlers[topic] = display
-    try:
-        yield topic
-    except BaseException as exc:
-        display.close(error=exc)
-        raise
-    else:
-        # The events and the reply travel on different comms: let "done" arrive.
-        display.wait_done(timeout=KEEPALIVE_SECONDS)
-        display.close()
-    finally:
-        client._event_handlers.pop(topic, None)
-
-
-def _touch_fit(client, fit_id, capability, placement):
-    """Renew the fit's lease on the workers that hold its partitions."""
-    async def touch():
-        try:
-            await asyncio.wait_for(client.scheduler.broadcast(
-                msg={"op": "dpxgb_call", "fit": fit_id, "capability": capability,
-                     "action": "touch"}, workers=list(placement), on_error="ignore"),
-                KEEPALIVE_SECONDS)
-        except asyncio.TimeoutError:
-            pass  # a worker that left: the coordinator will say so
-
-    client.sync(touch)
-
-
-def _drop_fit(client, fit_id):
-    """Ask every worker to drop the fit (after a failure before the coordinator ran)."""
-    async def drop():
-        try:
-            await asyncio.wait_for(client.scheduler.broadcast(
-                msg={"op": "dpxgb_call", "fit": fit_id, "action": "drop"}, on_error="ignore"),
-                5 * KEEPALIVE_SECONDS)
-        except asyncio.TimeoutError:
-            pass  # unreachable workers: their leases expire
-
-    client.sync(drop)
+from .privacy.validation import NoBudgetWarning, PrivacyLeakWarning, warn_if_large_epsilon
 
 
 def check_bounds_policy(params, n_features):
@@ -374,7 +163,8 @@ def _same_bounds(given, bounds, rows):
 
 def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None):
     """Train without a cluster: the same coordinator over partition states in this process
-    (``backends.LocalBackend``), for tests and benchmarks on small data.
+    (:class:`~dpxgb_dask.boosting.protocol.LocalBackend`), for tests and benchmarks on small
+    data.
 
     Parameters
     ----------
@@ -387,7 +177,7 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
     n_partitions : int
         Row chunks, as a cluster would hold them.
     publish : callable, optional
-        Receives the coordinator's progress events (``progress.py``).
+        Receives the coordinator's progress events (:mod:`~dpxgb_dask.progress`).
     xgb_model : Booster, optional
         A model to continue (``params`` from :func:`continuation_params`).
 
@@ -397,14 +187,11 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
     coordinator : Coordinator
         With its ledger and timings.
     """
-    from .backends import LocalBackend
-    from . import ops
-
     params, X = with_categories(params, X)  # raw category values -> codes
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     objective = Objective.of(params)
     chunks = np.array_split(np.arange(len(y)), n_partitions)
-    states = [ops.load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
+    states = [load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
     coordinator = Coordinator(params, make_plan(params, X.shape[1]), LocalBackend(states),
                               X.shape[1], publish=publish, init_model=xgb_model)
     booster = asyncio.run(coordinator.fit())
@@ -442,15 +229,17 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     ----------
     params : dict or TrainParams
         ``objective`` ("binary:logistic", "reg:squarederror", or "multi:softprob" with
-        ``num_class``), optional ``preset`` and any field of :class:`dpxgb_dask.params.TrainParams` (e.g. ``epsilon``,
-        ``feature_bounds``, ``n_estimators``).
+        ``num_class``), optional ``preset`` and any field of
+        :class:`~dpxgb_dask.params.TrainParams` (e.g. ``epsilon``, ``feature_bounds``,
+        ``n_estimators``).
     X : ndarray, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame
         Shape (n_rows, n_features), numeric; NaN marks missing values.
     y : array-like or dask collection, shape (n_rows,)
         Labels: 0/1, real values within ``label_bounds``, or class indices 0..K-1.
-    client : distributed.Client, optional
-        Default: the current default client, else an embedded LocalCluster (2 workers)
-        that this call starts and closes.
+    client : distributed.Client or str, optional
+        A client, or the address of a scheduler to connect to for this call. Default: the
+        current default client, else an embedded LocalCluster (2 workers) that this call
+        starts and closes.
     verbose : bool
         Show a progress bar of the coordinator's events.
     n_partitions : int, optional
@@ -468,6 +257,40 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     -------
     Booster
         (and a dict of timings when ``return_timings``)
+    """
+    p, X, init_model = _fit_params(params, X, xgb_model)
+    feature_names, n_features = describe_features(X)
+    if init_model is not None:
+        p = continuation_params(p, init_model, feature_names, n_features)
+    p = check_bounds_policy(p, n_features)
+    if p.epsilon is not None:
+        warn_if_large_epsilon(p.epsilon, stacklevel=3)
+    if p.budget is None:
+        _say_no_budget_once()
+    with ThreadPoolExecutor(1) as pool, client_or_embedded(client) as c:
+        planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
+        result = run_fit(c, p, planning, X, y, Objective.of(p), n_features, feature_names,
+                         verbose, n_partitions, return_timings, init_model)
+    # What the scheduler returns is checked like a model file (a scheduler running another
+    # accounting, or tampered with, would be caught here).
+    check_privacy_claims(result["model"]["ledger"], result["model"]["params"])
+    booster = Booster.from_dict(result["model"])
+    emit_warnings(result.get("warnings", ()), stacklevel=3)
+    if p.epsilon is None:
+        # dp_epsilon_per_tree: the total is known only now.
+        warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
+    if return_timings:
+        return booster, result["timings"]
+    return booster
+
+
+def _fit_params(params, X, xgb_model):
+    """The fit's resolved parameters with its public category lists, X with its categorical
+    features encoded, and the model it continues (checked; None for a fresh fit).
+
+    Returns
+    -------
+    (TrainParams, X, Booster or None)
     """
     if isinstance(params, TrainParams):
         p = params
@@ -490,70 +313,4 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         if p.categories is None and init_model.categories is not None:
             p = replace(p, categories=init_model.categories)  # the model's public lists
     p, X = with_categories(p, X)
-    feature_names, n_features = data.describe_features(X)
-    if init_model is not None:
-        p = continuation_params(p, init_model, feature_names, n_features)
-    p = check_bounds_policy(p, n_features)
-    if p.epsilon is not None:
-        warn_if_large_epsilon(p.epsilon, stacklevel=3)
-
-    from .plugin import DPXGBSchedulerPlugin, DPXGBWorkerPlugin
-
-    objective = Objective.of(p)
-    if p.budget is None:
-        _say_no_budget_once()
-    with ThreadPoolExecutor(1) as pool, _client_or_embedded(client) as c:
-        planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
-        c.register_plugin(DPXGBWorkerPlugin(), name=PLUGIN_NAME)
-        c.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
-        fit_id = uuid.uuid4().hex
-        capability = os.urandom(32)
-        # Before any row is read: a fit the budget refuses loads nothing. (The coordinator
-        # checks again, and reserves atomically, before its first release.)
-        if p.budget is not None:
-            events = [e.to_dict() for e in planning.result().ledger().events]
-            unpack_reply(c.sync(c.scheduler.dpxgb_budget, action="check", name=p.budget,
-                                fit_id=fit_id, events=events))
-        elif unpack_reply(c.sync(c.scheduler.dpxgb_budget, action="required")):
-            from .plugin import BUDGET_REQUIRED
-
-            raise BudgetError(BUDGET_REQUIRED)
-        coordinated = False
-        try:
-            placement, sources = data.load_partitions(c, X, y, objective, fit_id, capability,
-                                                      n_partitions, p.n_threads)
-            while True:  # keep the loaded partitions alive while the plan is calibrated
-                try:
-                    plan = planning.result(timeout=KEEPALIVE_SECONDS)
-                    break
-                except FuturesTimeout:
-                    _touch_fit(c, fit_id, capability, placement)
-            with _progress(c, verbose, plan.n_rounds * plan.trees_per_round) as topic:
-                coordinated = True
-                request = dict(fit_id=fit_id, capability=capability, placement=placement,
-                               sources=sources, params=p, plan=plan, n_features=n_features,
-                               feature_names=feature_names, client_id=c.id, topic=topic,
-                               with_timings=return_timings, init_model=init_model)
-                try:
-                    reply = c.sync(c.scheduler.dpxgb_fit,
-                                   payload=pickle.dumps(request, protocol=5))
-                except OSError as exc:  # CommClosedError is an OSError
-                    raise SchedulerLostError(
-                        f"the connection to the scheduler {c.scheduler.address} was lost "
-                        f"during the fit ({type(exc).__name__}); the fit ended, and its "
-                        f"workers drop its state within {LEASE_SECONDS:g} s") from exc
-                result = unpack_reply(reply)
-        finally:
-            if not coordinated:
-                _drop_fit(c, fit_id)
-    # What the scheduler returns is checked like a model file (a scheduler running another
-    # accounting, or tampered with, would be caught here).
-    check_privacy_claims(result["model"]["ledger"], result["model"]["params"])
-    booster = Booster.from_dict(result["model"])
-    emit_warnings(result.get("warnings", ()), stacklevel=3)
-    if p.epsilon is None:
-        # dp_epsilon_per_tree: the total is known only now.
-        warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
-    if return_timings:
-        return booster, result["timings"]
-    return booster
+    return p, X, init_model

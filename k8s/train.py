@@ -35,7 +35,7 @@ def main(argv=None):
     from distributed import Client
 
     from dpxgb_dask import DPXGBClassifier
-    from dpxgb_dask.dashboard import page_link
+    from dpxgb_dask.cluster.dashboard import page_link
 
     table = pd.read_csv(args.data)
     X, y = table.drop(columns=[args.label]), table[args.label]

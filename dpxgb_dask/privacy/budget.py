@@ -43,7 +43,7 @@ from .accountants import get_accountant
 from .ledger import Ledger, PrivacyEvent
 from .validation import BudgetError, check_delta, check_epsilon
 
-__all__ = ["BudgetStore", "PrivacyBudget", "check_within", "fit_events"]
+__all__ = ["BudgetStore", "PrivacyBudget", "budget_record", "check_within", "fit_events"]
 
 _FORMAT = "dpxgb-budgets"
 _VERSION = 1
@@ -414,3 +414,27 @@ class BudgetStore:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+
+def budget_record(status, fit_id):
+    """What a model says of its budget across fits (public): the budget's terms, the ε of
+    this fit's releases under the budget's accountant and δ, and the budget's total after
+    it.
+
+    Parameters
+    ----------
+    status : dict
+        :meth:`PrivacyBudget.status` after the fit was charged.
+    fit_id : str
+
+    Returns
+    -------
+    dict
+        ``{"name", "epsilon", "delta", "accountant", "spent", "remaining", "n_fits",
+        "this_fit"}``.
+    """
+    this_fit = next(f for f in status["fits"] if f["fit"] == fit_id)
+    return {"name": status["name"], "epsilon": status["epsilon"], "delta": status["delta"],
+            "accountant": status["accountant"], "spent": status["spent"],
+            "remaining": status["remaining"], "n_fits": status["n_fits"],
+            "this_fit": this_fit["epsilon"]}

@@ -234,6 +234,27 @@ def _all_heads(n_flips, stream):
     return True
 
 
+def _choice_inputs(distance, valid, numerator, log2_denominator):
+    """:func:`exponential_choice_base2`'s arguments checked: (distance as int64, valid as
+    bool of its shape, numerator, q)."""
+    d = np.asarray(distance)
+    if d.ndim != 2 or not np.issubdtype(d.dtype, np.integer):
+        raise ValueError(f"distance must be a 2-D integer array, got shape {d.shape} and dtype {d.dtype}")
+    d = d.astype(np.int64)
+    valid = np.ones(d.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    if valid.shape != d.shape:
+        raise ValueError(f"valid must have the shape of distance {d.shape}, got {valid.shape}")
+    if np.any(d[valid] < 0):
+        raise ValueError("distance must be >= 0 for every valid candidate")
+    num = int(numerator)
+    q = int(log2_denominator)
+    if num < 0 or num >= 1 << 62:
+        raise ValueError(f"numerator must be an integer in [0, 2**62), got {numerator!r}")
+    if not 0 <= q <= 56:
+        raise ValueError(f"log2_denominator must be an integer in [0, 56], got {log2_denominator!r}")
+    return d, valid, num, q
+
+
 def exponential_choice_base2(distance, numerator, log2_denominator, stream, valid=None, *, head_bits=None):
     """Exact draws of one index per row with P(j) ∝ 2^(-λ·distance[j]), λ = numerator / 2**q.
 
@@ -262,21 +283,7 @@ def exponential_choice_base2(distance, numerator, log2_denominator, stream, vali
     ndarray of int64, shape (n_rows,)
         Chosen column per row, -1 for rows without a valid candidate.
     """
-    d = np.asarray(distance)
-    if d.ndim != 2 or not np.issubdtype(d.dtype, np.integer):
-        raise ValueError(f"distance must be a 2-D integer array, got shape {d.shape} and dtype {d.dtype}")
-    d = d.astype(np.int64)
-    valid = np.ones(d.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
-    if valid.shape != d.shape:
-        raise ValueError(f"valid must have the shape of distance {d.shape}, got {valid.shape}")
-    if np.any(d[valid] < 0):
-        raise ValueError("distance must be >= 0 for every valid candidate")
-    num = int(numerator)
-    q = int(log2_denominator)
-    if num < 0 or num >= 1 << 62:
-        raise ValueError(f"numerator must be an integer in [0, 2**62), got {numerator!r}")
-    if not 0 <= q <= 56:
-        raise ValueError(f"log2_denominator must be an integer in [0, 56], got {log2_denominator!r}")
+    d, valid, num, q = _choice_inputs(distance, valid, numerator, log2_denominator)
     n_rows, n_cand = d.shape
     choice = np.full(n_rows, -1, dtype=np.int64)
     if n_rows == 0 or n_cand == 0:

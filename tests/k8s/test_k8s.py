@@ -88,7 +88,7 @@ def test_daskcluster_validates():
     cluster = _load("daskcluster.yaml")
     assert _daskcluster_errors(cluster) == []
     scheduler = cluster["spec"]["scheduler"]["spec"]["containers"][0]
-    assert "dpxgb_dask.plugin" in scheduler["args"]  # the dashboard page from the start
+    assert "dpxgb_dask.cluster.preload" in scheduler["args"]  # the dashboard page from the start
 
 
 def _set(obj, path, value):
@@ -219,7 +219,7 @@ def test_values_make_valid_pods():
     pods = _chart_pods(_load("values.yaml"))
     for pod in pods.values():
         assert _kubernetes_errors(pod) == []
-    assert "dpxgb_dask.plugin" in pods["scheduler"]["spec"]["containers"][0]["args"]
+    assert "dpxgb_dask.cluster.preload" in pods["scheduler"]["spec"]["containers"][0]["args"]
     worker = pods["worker"]["spec"]["containers"][0]["args"]
     assert worker[worker.index("--nthreads") + 1] == "2"
 

@@ -76,3 +76,31 @@ def random_histograms():
     """``random_histograms(rng, n_nodes, n_features, n_bins)`` -> HISTOGRAM_DTYPE array of
     normal gradient sums, hessian sums in [0.1, 2) and counts in [1, 20)."""
     return _random_histograms
+
+
+@pytest.fixture
+def release_plan():
+    """``release_plan(n_features, objective="binary:logistic", **params)`` -> the calibrated
+    ReleasePlan of those parameters (bounds [0, 1] per feature unless given)."""
+    from dpxgb_dask.boosting.plan import make_plan
+    from dpxgb_dask.params import resolve_params
+
+    def make(n_features, objective="binary:logistic", **params):
+        params.setdefault("feature_bounds", [[0.0, 1.0]] * n_features)
+        return make_plan(resolve_params(objective, **params), n_features)
+
+    return make
+
+
+@pytest.fixture
+def fit_streams():
+    """``fit_streams(noise_seed, structure_seed=None)`` -> FitStreams keyed by those seeds
+    (> 128 bits: no guessable-seed warning), the structure by the noise seed by default."""
+    from dpxgb_dask.boosting.streams import FitStreams
+    from dpxgb_dask.privacy import NoiseSource
+
+    def make(noise_seed, structure_seed=None):
+        structure_seed = noise_seed if structure_seed is None else structure_seed
+        return FitStreams(NoiseSource(2**200 + noise_seed), NoiseSource(2**200 + structure_seed))
+
+    return make

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from dpxgb_dask import decisions
-from dpxgb_dask.decisions import hessian_refined_cuts, uniform_cuts
+from dpxgb_dask.boosting import gains, tree
+from dpxgb_dask.boosting.candidates import hessian_refined_cuts, uniform_cuts
+from dpxgb_dask.boosting.splits import ExponentialSplits, RandomSplits
 from dpxgb_dask.params import PRESETS, resolve_params, with_overrides
-from dpxgb_dask.plan import ReleasePlan, calibrate_budget_scale
+from dpxgb_dask.boosting.plan import ReleasePlan, calibrate_budget_scale
 from dpxgb_dask.training import train_in_process
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.sensitivity import leaf_value_sensitivity
@@ -53,26 +54,25 @@ def test_learns_at_large_epsilon(seed, classification_data, split_method):
     assert roc_auc_score(y[3000:], booster.predict(X[3000:])) > 0.85
 
 
-def test_random_splits_respect_reachable_ranges():
-    from dpxgb_dask.privacy.randomness import NoiseSource
-
-    rng = NoiseSource(2**200).stream(purpose="test")
+def test_random_splits_respect_reachable_ranges(release_plan, fit_streams):
+    streams = fit_streams(0)
+    method = RandomSplits(release_plan(3, feature_selection="random"), streams)
     n_cuts = np.array([5, 1, 0])
     ranges = np.zeros((4, 3, 2), dtype=np.int64)
     ranges[:, :, 1] = n_cuts
     ranges[3, 0] = [2, 2]  # feature 0 exhausted at node 3
     ranges[3, 1] = [1, 1]
     nodes = np.arange(4)
-    for _ in range(50):
-        splits = decisions.random_splits(nodes, ranges, n_cuts, "random", 0, rng)
+    for depth in range(50):
+        splits = method.draw(0, depth, nodes, ranges, n_cuts)
         assert not splits.is_split[3]
         for i in range(3):
             f, t = splits.feature[i], splits.bin_threshold[i]
             assert f in (0, 1) and ranges[i, f, 0] <= t < ranges[i, f, 1]
-        children = decisions.child_ranges(ranges[:3], splits)
+        children = tree.child_ranges(ranges[:3], splits)
         assert children.shape == (6, 3, 2)
-    cyclic = decisions.random_splits(nodes[:3], ranges[:3], n_cuts, "cyclic", 4, rng)
-    assert np.all(cyclic.feature == 1)  # tree 4 -> feature 4 mod 3
+    cyclic = RandomSplits(release_plan(3, feature_selection="cyclic"), streams)
+    assert np.all(cyclic.draw(4, 0, nodes[:3], ranges[:3], n_cuts).feature == 1)  # 4 mod 3
 
 
 def test_leaf_value_sensitivity_holds_and_is_tight_by_brute_force():
@@ -85,23 +85,25 @@ def test_leaf_value_sensitivity_holds_and_is_tight_by_brute_force():
             for pos in (0, n):  # the change is linear in G: extremes are all one sign
                 G = pos * 1.0 - (n - pos) * 1.0
                 for g in (-1.0, 1.0):
-                    v0 = decisions._ratio(-G, max(n, n_min) + lam)
-                    v1 = decisions._ratio(-(G + g), max(n + 1, n_min) + lam)
+                    v0 = gains.safe_ratio(-G, max(n, n_min) + lam)
+                    v1 = gains.safe_ratio(-(G + g), max(n + 1, n_min) + lam)
                     worst = max(worst, abs(v1 - v0))
         assert worst <= bound + 1e-12, (n_min, lam, worst, bound)
         assert worst >= 0.999 * bound, (n_min, lam, worst, bound)
 
 
-def test_exponential_splits_pick_the_best_split_at_huge_epsilon():
+def test_exponential_splits_pick_the_best_split_at_huge_epsilon(release_plan, fit_streams):
     from dpxgb_dask._core import empty_histograms
-    from dpxgb_dask.privacy.randomness import NoiseSource
 
+    plan = release_plan(2, preset="dp-xgboost", dp_epsilon_per_tree=3e6, reg_lambda=0.1)
+    assert plan.releases["split"].epsilon > 1e5
     hist = empty_histograms(1, 2, 5)
     hist["count"] = 10
     hist["sum_gradients"][0, 1, :2] = -5.0   # feature 1 separates bins 0-1 from 2-3
     hist["sum_gradients"][0, 1, 2:4] = 5.0
-    splits, _ = decisions.exponential_splits(np.array([0]), hist, np.array([3, 3]), 0.1, False,
-                                             3.0, 1e6, NoiseSource(2**200).stream(purpose="t"))
+    choice = ExponentialSplits(plan, fit_streams(0)).choose(0, 0, np.array([0]), hist,
+                                                            np.array([3, 3]), None)
+    splits = choice.splits
     assert splits.feature[0] == 1 and splits.bin_threshold[0] == 1
 
 
@@ -135,7 +137,7 @@ def test_zero_lambda_never_yields_nan_or_a_data_dependent_error(seed):
 
 
 def test_dp_bounds_fall_back_for_an_unresolvable_feature(seed):
-    from dpxgb_dask.coordinator import DPBoundsWarning
+    from dpxgb_dask.boosting.candidates import DPBoundsWarning
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(3000, 3))
@@ -164,7 +166,7 @@ def test_regression_predictions_stay_within_the_public_label_bounds(seed, regres
 
 @pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror", "multi:softprob"])
 def test_the_default_takes_the_schedule_point_nearest_in_log_epsilon(objective):
-    from dpxgb_dask.params import DEFAULT_SCHEDULE, default_schedule_overrides
+    from dpxgb_dask.params.defaults import DEFAULT_SCHEDULE, default_schedule_overrides
 
     points = DEFAULT_SCHEDULE[objective]
     extra = {"reg:squarederror": {"label_bounds": (0.0, 1.0)},
@@ -198,7 +200,7 @@ def test_the_binary_default_carries_its_lambda_and_eta_to_the_fit():
     (λ 10, η 0.2, 400 trees) serves ε 4 and 10 with a smaller λ, and a user's few trees
     get a smaller λ and a larger η; an explicit λ or η, the presets and the other
     objectives keep theirs."""
-    from dpxgb_dask.params import noise_following_lambda
+    from dpxgb_dask.params.defaults import noise_following_lambda
 
     bounds = np.zeros((3, 2)) + [0, 1]
 
@@ -258,7 +260,7 @@ def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
 def test_the_sbdt_preset_takes_the_papers_row_nearest_in_log_epsilon(objective):
     """S-BDT's runs pick one configuration per ε: the preset takes the authors' best row
     at the nearest reported ε, explicit parameters win, and multiclass keeps the base."""
-    from dpxgb_dask.params import PRESET_PARAMS, SBDT_SCHEDULE
+    from dpxgb_dask.params.presets import PRESET_PARAMS, SBDT_SCHEDULE
 
     bounds = np.zeros((3, 2)) + [0, 1]
     extra = {"label_bounds": (0.0, 1.0)} if objective == "reg:squarederror" else {}
@@ -288,7 +290,7 @@ def test_the_sbdt_preset_takes_the_papers_row_nearest_in_log_epsilon(objective):
 
 
 def test_budget_shares_override_only_the_releases_they_name():
-    from dpxgb_dask.plan import release_shares
+    from dpxgb_dask.boosting.plan import release_shares
 
     bounds = np.zeros((3, 2)) + [0, 1]
     ih = dict(feature_bounds=bounds, split_candidates="iterative_hessian")
@@ -315,7 +317,7 @@ def test_equal_noise_gives_every_query_the_same_noise_multiplier(split_method):
     """Maddock et al.'s allocation: a sketch refresh is F queries (one hessian histogram per
     feature), a level of histogram splits F queries, a tree's leaves one; each query's
     noise, in units of its own sensitivity, is the same."""
-    from dpxgb_dask.plan import make_plan
+    from dpxgb_dask.boosting.plan import make_plan
 
     n_features = 7
     bounds = np.zeros((n_features, 2)) + [0, 1]

@@ -15,7 +15,7 @@ from sklearn.exceptions import NotFittedError
 
 from dpxgb_dask import (BudgetError, DPXGBClassifier, DPXGBRegressor, create_budget,
                         load_model, train)
-from dpxgb_dask.plan import PrivacyClaimError
+from dpxgb_dask.model.certificate import PrivacyClaimError
 
 N_ROWS, N_FEATURES = 600, 3
 _RNG = np.random.default_rng(7)
@@ -419,7 +419,7 @@ def _cluster_state(cluster, client):
     scheduler = cluster.scheduler
 
     def held():
-        from dpxgb_dask import worker
+        from dpxgb_dask.cluster import worker
 
         return sum(len(fits) for fits in worker._REGISTRY.values())
 
@@ -438,7 +438,9 @@ def _cluster_state(cluster, client):
 def clean_cluster(cluster, client):
     """Registers the plugins once (as the first fit of a cluster does), then checks that
     the case leaves the cluster as it found it."""
-    from dpxgb_dask.plugin import PLUGIN_NAME, DPXGBSchedulerPlugin, DPXGBWorkerPlugin
+    from dpxgb_dask.cluster.scheduler import DPXGBSchedulerPlugin
+    from dpxgb_dask.cluster.wire import PLUGIN_NAME
+    from dpxgb_dask.cluster.worker import DPXGBWorkerPlugin
 
     client.register_plugin(DPXGBWorkerPlugin(), name=PLUGIN_NAME)
     client.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)

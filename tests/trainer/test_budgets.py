@@ -8,7 +8,6 @@ import dask
 import numpy as np
 import pytest
 
-import dpxgb_dask
 from dpxgb_dask import BudgetError, NoBudgetWarning, budget_status, create_budget, train
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.budget import fit_events
@@ -26,7 +25,7 @@ def budget_file(tmp_path):
 
 def _worker_fits(client):
     def held():
-        from dpxgb_dask import worker
+        from dpxgb_dask.cluster import worker
 
         return sum(len(fits) for fits in worker._REGISTRY.values())
 
@@ -45,10 +44,10 @@ def test_fits_are_charged_and_a_fit_past_the_budget_is_refused_before_reading_a_
     params = {"feature_bounds": bounds, "budget": "adult", **SMALL}
     first = train({**params, "epsilon": 0.8}, X, y, client=client)
 
-    from dpxgb_dask import data
+    from dpxgb_dask.cluster import client as cluster_client
 
     loads = []
-    monkeypatch.setattr(data, "load_partitions",
+    monkeypatch.setattr(cluster_client, "load_partitions",
                         lambda *a, **k: loads.append(1) or pytest.fail("rows loaded"))
     with pytest.raises(BudgetError, match=r"budget 'adult' refuses this fit.*Nothing was spent"):
         train({**params, "epsilon": 0.8}, X, y, client=client)
@@ -66,7 +65,7 @@ def test_fits_are_charged_and_a_fit_past_the_budget_is_refused_before_reading_a_
     record = small.ledger["budget"]
     assert record["name"] == "adult" and record["spent"] == pytest.approx(status["spent"])
     assert record["this_fit"] == pytest.approx(0.1, rel=2e-3)
-    assert dpxgb_dask.plan.model_privacy_report(small.ledger)["budget"] == record
+    assert small.privacy_report()["budget"] == record
     assert first.ledger["budget"]["spent"] == pytest.approx(0.8, rel=2e-3)
     # the file holds what the scheduler said
     on_disk = json.loads(budget_file.read_text())
@@ -107,7 +106,7 @@ def test_a_fit_that_fails_midway_is_charged_with_the_releases_it_made(
         client, budget_file, classification_data, monkeypatch):
     X, y, bounds = classification_data
     create_budget("b", epsilon=5.0, client=client)
-    from dpxgb_dask.coordinator import Coordinator
+    from dpxgb_dask.boosting.coordinator import Coordinator
 
     grow = Coordinator._grow_tree
 
@@ -152,15 +151,15 @@ def test_a_fit_without_a_budget_says_so_once(client, classification_data, monkey
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoBudgetWarning)
         train({"feature_bounds": bounds, **SMALL}, X, y, client=client)
-    assert dpxgb_dask.plan.model_privacy_report(booster.ledger)["budget"] is None
+    assert booster.privacy_report()["budget"] is None
 
 
 def test_a_scheduler_may_require_a_budget(client, budget_file, classification_data,
                                          monkeypatch):
-    from dpxgb_dask import data
+    from dpxgb_dask.cluster import client as cluster_client
 
     X, y, bounds = classification_data
-    monkeypatch.setattr(data, "load_partitions", lambda *a, **k: pytest.fail("rows loaded"))
+    monkeypatch.setattr(cluster_client, "load_partitions", lambda *a, **k: pytest.fail("rows loaded"))
     with dask.config.set({"dpxgb.require-budget": True}):
         with pytest.raises(BudgetError, match="requires every fit to name a privacy budget"):
             train({"feature_bounds": bounds, **SMALL}, X, y, client=client)

@@ -8,11 +8,12 @@ import pytest
 
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor
 from dpxgb_dask import categories as cat
-from dpxgb_dask import decisions
+from dpxgb_dask.boosting import gains, tree
+from dpxgb_dask.boosting.plan import histogram_mechanism
+from dpxgb_dask.boosting.splits import NoisyHistogramSplits, RandomSplits
 from dpxgb_dask._core import category_set_codes
-from dpxgb_dask.model import Booster
+from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.privacy import NoiseSource
 from dpxgb_dask.training import check_bounds_policy, with_categories, train_in_process
 
 COLORS = ["red", "green", "blue", "grey", "pink"]
@@ -103,13 +104,11 @@ def test_more_categories_than_max_bin_get_their_own_bins():
 # -- split decisions against slow twins ------------------------------------------------------
 
 
-
-
 def test_one_against_the_rest_gains_match_a_slow_twin(random_histograms):
     rng = np.random.default_rng(0)
     hist = random_histograms(rng, 3, 2, 7)  # bins 0..5, missing bin 6
     categorical = np.array([True, False])
-    gains = decisions.split_gains(hist["sum_gradients"], hist["sum_hessians"], 1.0, categorical)
+    gain = gains.split_gains(hist["sum_gradients"], hist["sum_hessians"], 1.0, categorical)
 
     def score(g, h):
         return g * g / (h + 1.0)
@@ -122,22 +121,22 @@ def test_one_against_the_rest_gains_match_a_slow_twin(random_histograms):
                 right = [b for b in range(7) if b not in left]
                 expected = (score(g[left].sum(), h[left].sum())
                             + score(g[right].sum(), h[right].sum()) - score(g.sum(), h.sum()))
-                assert gains[node, 0, t, missing_left] == pytest.approx(expected)
+                assert gain[node, 0, t, missing_left] == pytest.approx(expected)
     # numerical features keep their prefix sums
-    plain = decisions.split_gains(hist["sum_gradients"], hist["sum_hessians"], 1.0)
-    np.testing.assert_array_equal(gains[:, 1], plain[:, 1])
+    plain = gains.split_gains(hist["sum_gradients"], hist["sum_hessians"], 1.0)
+    np.testing.assert_array_equal(gain[:, 1], plain[:, 1])
     # every category is a candidate (C = n_cuts + 1), numerical thresholds stay below n_cuts
-    mask = decisions.candidate_mask(np.array([4, 4]), 7, categorical=categorical)
+    mask = gains.candidate_mask(np.array([4, 4]), 7, categorical=categorical)
     assert mask[0].sum() == 5 and mask[1].sum() == 4
 
 
 def test_child_totals_of_a_category_split(random_histograms):
     rng = np.random.default_rng(1)
     hist = random_histograms(rng, 2, 2, 5)
-    splits = decisions.LevelSplits(np.array([0, 1]), np.array([True, True]),
+    splits = tree.LevelSplits(np.array([0, 1]), np.array([True, True]),
                                    np.array([0, 1], np.int32), np.array([2, 1], np.int32),
                                    np.array([True, False]), np.array([True, False]))
-    totals = decisions.child_totals(hist, splits)
+    totals = tree.child_totals(hist, splits)
     cells = hist[0, 0]
     left = np.array([cells[2][k] + cells[4][k] for k in ("sum_gradients", "sum_hessians",
                                                          "count")], dtype=float)
@@ -152,7 +151,7 @@ def test_child_totals_of_a_category_split(random_histograms):
 
 @pytest.mark.parametrize("noise_multiplier", [1e-9, 0.5])
 def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
-        noise_multiplier, random_histograms):
+        noise_multiplier, random_histograms, release_plan, fit_streams):
     """The chosen left set is the best prefix of the categories sorted by their RELEASED
     G/(H + λ), found here by trying every prefix one by one on the returned release (with
     noise the order differs from the exact one); with little noise it groups categories
@@ -163,10 +162,11 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
     hist["sum_gradients"][:, 0, :6] = [4.0, -3.0, 5.0, -4.0, 3.5, 0.1]  # two groups
     hist["sum_gradients"][:, 1] = 0.01
     hist[:, 0, 6] = 0  # no row in a bin beyond the categories (the release drops its noise)
-    splits, _, noisy_g, noisy_h = decisions.noisy_histogram_splits(
-        np.arange(3), hist, n_cuts, 1.0, True, 1.0, 1.0, noise_multiplier,
-        NoiseSource(2**130).stream(purpose="g"), NoiseSource(2**130).stream(purpose="h"),
-        categorical=np.array([True, False]))
+    method = NoisyHistogramSplits(
+        release_plan(2, split_method="noisy_histogram", reg_lambda=1.0), fit_streams(0),
+        categorical=np.array([True, False]), missing_bin=7)
+    method.mechanism = histogram_mechanism(2, 1.0, 1.0, noise_multiplier)  # the test's noise
+    splits, noisy_g, noisy_h = method.choose_released(0, 0, np.arange(3), hist, n_cuts)
     exact_orders, checked = [], 0
     for i in range(3):
         g, h = noisy_g[i, 0], np.maximum(noisy_h[i, 0], 0.0)
@@ -196,7 +196,7 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
         assert any(not np.array_equal(np.argsort(noisy_g[i, 0, :6] / (np.maximum(
             noisy_h[i, 0, :6], 0) + 1.0), kind="stable"), exact_orders[i]) for i in range(3))
         return
-    totals = decisions.child_totals(hist, splits)
+    totals = tree.child_totals(hist, splits)
     codes = category_set_codes(splits.category_set[0]).tolist() + (
         [7] if splits.missing_left[0] else [])
     np.testing.assert_allclose(totals[0, 0], hist[0, 0]["sum_gradients"][codes].sum())
@@ -216,14 +216,15 @@ def test_version_1_model_files_still_load_and_predict_the_same():
         Booster.from_dict(data)
 
 
-def test_random_category_splits_draw_every_category_and_keep_the_ranges():
+def test_random_category_splits_draw_every_category_and_keep_the_ranges(release_plan,
+                                                                       fit_streams):
     n_cuts = np.array([4, 9])  # feature 0: 5 categories
     ranges = np.zeros((400, 2, 2), dtype=np.int64)
     ranges[:, :, 1] = n_cuts
     ranges[:, 1] = [3, 5]  # a numerical range narrowed by ancestors
-    splits = decisions.random_splits(np.arange(400), ranges, n_cuts, "random", 0,
-                                     NoiseSource(2**130).stream(purpose="t"),
-                                     np.array([True, False]))
+    method = RandomSplits(release_plan(2, feature_selection="random"), fit_streams(0),
+                          categorical=np.array([True, False]))
+    splits = method.draw(0, 0, np.arange(400), ranges, n_cuts)
     on_category = splits.feature == 0
     sets = [set(category_set_codes(w)) for w in splits.category_set[on_category]]
     # non-empty proper subsets, every category in some and out of some, all sizes
@@ -236,7 +237,7 @@ def test_random_category_splits_draw_every_category_and_keep_the_ranges():
     assert np.array_equal(splits.categorical, on_category)
     assert np.all((splits.bin_threshold[~on_category] >= 3)
                   & (splits.bin_threshold[~on_category] < 5))
-    children = decisions.child_ranges(ranges, splits)
+    children = tree.child_ranges(ranges, splits)
     first = np.flatnonzero(on_category)[0]
     np.testing.assert_array_equal(children[2 * first], ranges[first])
 

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from dpxgb_dask.dashboard import FitBoard, page_link, render_page
+from dpxgb_dask.cluster.dashboard import FitBoard, page_link, render_page
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.ledger import Ledger
@@ -142,7 +142,7 @@ def _paused_fit(client, params, X, y, monkeypatch, at_round=8):
     LocalCluster's scheduler runs in this process) until the ``with`` block ends.
 
     Yields the dict that receives ``"booster"`` (or ``"error"``) once the fit ends."""
-    from dpxgb_dask.coordinator import Coordinator
+    from dpxgb_dask.boosting.coordinator import Coordinator
 
     gate, paused = threading.Event(), threading.Event()
     original = Coordinator._round
@@ -246,7 +246,7 @@ def test_page_during_and_after_a_fit(client, seed, classification_data, monkeypa
 
 def test_a_failed_fit_is_marked_failed_with_its_releases(client, seed, classification_data,
                                                         monkeypatch):
-    from dpxgb_dask.coordinator import Coordinator
+    from dpxgb_dask.boosting.coordinator import Coordinator
 
     X, y, bounds = classification_data
     original = Coordinator._round
@@ -310,7 +310,7 @@ def test_preload_serves_the_page_before_any_fit():
 
     async def run():
         async with Scheduler(port=0, dashboard_address=":0",
-                             preload=["dpxgb_dask.plugin"]) as scheduler:
+                             preload=["dpxgb_dask.cluster.preload"]) as scheduler:
             port = scheduler.http_server.port
             status, body = await asyncio.to_thread(
                 _get, f"http://127.0.0.1:{port}/dpxgb")
@@ -318,7 +318,7 @@ def test_preload_serves_the_page_before_any_fit():
             status, body = await asyncio.to_thread(
                 _get, f"http://127.0.0.1:{port}/dpxgb/fits.json")
             assert json.loads(body) == {"fits": []}
-            async with Worker(scheduler.address, preload=["dpxgb_dask.plugin"]) as worker:
+            async with Worker(scheduler.address, preload=["dpxgb_dask.cluster.preload"]) as worker:
                 assert "dpxgb_call" in worker.handlers
 
     asyncio.run(run())

@@ -92,7 +92,7 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
         """Record where each call runs; return the calls recorded since the last spy."""
         import asyncio
 
-        from dpxgb_dask import worker
+        from dpxgb_dask.cluster import worker
 
         calls = getattr(worker.execute, "calls", None)
         original = getattr(worker.execute, "original", worker.execute)
@@ -127,7 +127,7 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
         assert where(calls, "round") == {"thread"} and where(calls, "prepare") == {"thread"}
     finally:
         def unspy():
-            from dpxgb_dask import worker
+            from dpxgb_dask.cluster import worker
 
             worker.execute = getattr(worker.execute, "original", worker.execute)
             worker.INLINE_CELLS = 1 << 22
@@ -214,14 +214,14 @@ def test_dp_bounds_estimate_and_forced_data_bounds(client, seed, classification_
     np.testing.assert_allclose(forced.feature_bounds[:, 0], np.nanmin(X, axis=0))
     # recorded as not DP in the model, and said so by the report and the CLI
     from dpxgb_dask.cli import _print_report
-    from dpxgb_dask.plan import model_privacy_report
+    from dpxgb_dask.model.certificate import model_privacy_report
 
     assert [c["purpose"] for c in forced.ledger["not_dp"]] == ["feature_bounds"]
     report = model_privacy_report(forced.ledger)
     assert report["is_dp"] is False and report["not_dp"] == forced.ledger["not_dp"]
     assert model_privacy_report(booster.ledger)["is_dp"] is True
     out = io.StringIO()
-    _print_report(forced.ledger, out)
+    _print_report(forced, out)
     assert "NOT DP: feature_bounds='data' reveals the exact minimum and maximum" in \
         out.getvalue()
 
@@ -242,7 +242,7 @@ def _cluster_is_clean(client, timeout=10.0):
     (cancellation is asynchronous: wait for the scheduler to forget the fit's keys)."""
     import time
 
-    from dpxgb_dask.worker import fits_on
+    from dpxgb_dask.cluster.worker import fits_on
 
     def tasks(dask_scheduler=None):
         return [str(k) for k in dask_scheduler.tasks]
@@ -410,17 +410,18 @@ def test_levels_are_messages_to_the_workers_not_tasks(client, seed, classificati
 
 def test_timings_reach_the_client_only_when_asked(client, seed, classification_data, monkeypatch):
     import dpxgb_dask.training as training
+    from dpxgb_dask.cluster import client as cluster_client
 
     X, y, bounds = classification_data
     seen = []
-    original = training.unpack_reply
+    original = cluster_client.unpack_reply
 
     def spy(reply):
         result = original(reply)
         seen.append(result)
         return result
 
-    monkeypatch.setattr(training, "unpack_reply", spy)
+    monkeypatch.setattr(cluster_client, "unpack_reply", spy)
     params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}
     training.train(params, X, y, client=client)
     assert set(seen[-1]) == {"model", "warnings"}  # no timings

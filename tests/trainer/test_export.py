@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from dpxgb_dask.model import Booster
+from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.training import train_in_process
 
@@ -87,7 +87,7 @@ def test_the_ledger_travels_in_the_attributes_and_nothing_exact_is_written(fitte
 
 
 def test_the_split_condition_is_the_first_float32_above_the_threshold():
-    from dpxgb_dask.export import _split_conditions
+    from dpxgb_dask.model.xgboost_json import _split_conditions
 
     thresholds = np.array([0.1, 0.5, -2.0, 1e-30, 3.0000001])
     conditions = _split_conditions(thresholds)
@@ -138,7 +138,7 @@ def test_plot_importance(fitted):
     import matplotlib
 
     matplotlib.use("Agg")
-    from dpxgb_dask.plotting import plot_importance
+    from dpxgb_dask.model.plotting import plot_importance
 
     ax = plot_importance(fitted[0], max_features=3)
     assert len(ax.patches) == 3

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpxgb_dask import train
-from dpxgb_dask.worker import fits_on
+from dpxgb_dask.cluster.worker import fits_on
 
 LONG = {"split_method": "noisy_histogram", "n_estimators": 300, "max_depth": 6,
         "epsilon": 1.0}
@@ -260,7 +260,7 @@ def test_a_lost_scheduler_ends_the_fit_with_an_error_that_says_so(tmp_path, monk
     from distributed import Client
     from distributed.deploy.subprocess import SubprocessCluster
 
-    from dpxgb_dask.training import SchedulerLostError
+    from dpxgb_dask.cluster.wire import SchedulerLostError
 
     X, y, bounds = classification_data
     monkeypatch.chdir(tmp_path)  # subprocesses must not import the checkout's sources

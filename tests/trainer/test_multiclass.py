@@ -9,13 +9,16 @@ import pytest
 from dataclasses import replace
 
 from dpxgb_dask import DPXGBClassifier
-from dpxgb_dask.coordinator import Coordinator
-from dpxgb_dask.decisions import gaussian_leaves
-from dpxgb_dask.model import Booster
+from dpxgb_dask.boosting.coordinator import Coordinator
+from dpxgb_dask.boosting.leaves import GaussianLeaves
+from dpxgb_dask.boosting.streams import FitStreams
+from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.objective import Objective, softmax
-from dpxgb_dask.ops import Prepare, Round, clip_row_vectors, load_partition
+from dpxgb_dask.boosting.gradients import clip_row_vectors
+from dpxgb_dask.boosting.partition import load_partition
+from dpxgb_dask.boosting.protocol import Prepare, Round
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.plan import make_plan
+from dpxgb_dask.boosting.plan import make_plan
 from dpxgb_dask.privacy import NoiseSource, PLDAccountant
 from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.privacy.sensitivity import (gradient_histogram_l2_sensitivity,
@@ -140,7 +143,7 @@ def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newto
     assert plan.releases["split"].sensitivity == pytest.approx(
         gradient_histogram_l2_sensitivity(b.gradient, b.denominator, 5))
     coordinator = Coordinator(params, plan, None, 5)
-    starts = [coordinator._tree_start(k, k) for k in range(K)]
+    starts = [coordinator.rows.start(k, k, k) for k in range(K)]
     denominator = "sum_hessians" if newton else "count"
     cuts = [np.linspace(-3, 3, 9)] * 5
     worst_split = worst_sketch = 0.0
@@ -170,13 +173,17 @@ def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newto
         <= plan.releases["sketch"].sensitivity
 
 
-def test_the_joint_leaf_release_is_as_private_as_the_ledger_says():
+def test_the_joint_leaf_release_is_as_private_as_the_ledger_says(release_plan):
     """Statistical: the K class trees' leaves released with independent noise from their
     own streams, on neighbouring datasets that differ by the worst softmax row, lose no
     more privacy than the one Gaussian event the ledger records (2e5 draws)."""
-    n_draws, delta, r = 200_000, 1e-5, 1.0 / 17.0
-    bounds = row_contribution_bounds(1.0, 0.25, True, K)
-    z = 2.0
+    n_draws, delta = 200_000, 1e-5
+    # one round whose only release is the leaves', at a noise multiplier near 2
+    plan = release_plan(5, "multi:softprob", num_class=K, n_estimators=1, epsilon=2.5,
+                        split_candidates="uniform", init_score="zero")
+    r, z, bounds = plan.params.leaf_noise_ratio, plan.releases["leaf"].noise_multiplier, \
+        plan.row_bounds
+    assert 1.0 < z < 4.0 and bounds == row_contribution_bounds(1.0, 0.25, True, K)
     ledger = Ledger()
     ledger.record(purpose="leaf", mechanism="gaussian", sensitivity=1.0, noise_multiplier=z)
     claimed = PLDAccountant().get_epsilon(ledger, delta)
@@ -186,16 +193,15 @@ def test_the_joint_leaf_release_is_as_private_as_the_ledger_says():
     base = np.array([3.0, 40.0])  # the other rows' (G, H) of every class's leaf
     outputs = {}
     for name, row in (("D", None), ("D'", 1)):
+        seed = 2**200 + 7 + (name == "D'")
+        leaves = GaussianLeaves(plan, FitStreams(NoiseSource(seed), NoiseSource(seed)))
         pieces = []
         for k in range(K):
             sums = np.tile([base[0], base[1], 160.0], (n_draws, 1))
             if row is not None:
                 sums[:, 0] += g[0, k]
                 sums[:, 1] += h[0, k]
-            source = NoiseSource(2**100 + 7 + (name == "D'"))
-            _, noisy_g, noisy_h = gaussian_leaves(
-                sums, True, 1.0, 0.0, bounds.gradient, bounds.denominator, z, r, 2.0,
-                source.stream(purpose="leaf/grad", tree=k), source.stream(purpose="leaf/hess", tree=k))
+            noisy_g, noisy_h = leaves.noisy_sums(k, sums)
             pieces.append(np.stack([noisy_g, noisy_h], axis=1))
         outputs[name] = np.concatenate(pieces, axis=1)
     sigma_g = z * bounds.gradient / math.sqrt(1 - r)
@@ -265,13 +271,13 @@ def test_the_trees_of_a_round_share_its_subsample():
     params = resolve_params("multi:softprob", num_class=K, feature_bounds=BOUNDS, epsilon=1.0,
                             subsample=0.3, n_estimators=3)
     coordinator = Coordinator(params, make_plan(params, 5), None, 5)
-    keys = [coordinator._tree_start(t, t % K).sample_key for t in range(2 * K)]
+    keys = [coordinator.rows.start(t, t % K, t).sample_key for t in range(2 * K)]
     assert len(set(keys[:K])) == 1 and len(set(keys[K:])) == 1 and keys[0] != keys[K]
     # pure-epsilon methods: every class tree draws its own
     params = resolve_params("multi:softprob", preset="dp-xgboost", num_class=K,
                             feature_bounds=BOUNDS, epsilon=1.0)
     coordinator = Coordinator(params, make_plan(params, 5), None, 5)
-    assert len({coordinator._tree_start(t, t % K).sample_key for t in range(K)}) == K
+    assert len({coordinator.rows.start(t, t % K, t).sample_key for t in range(K)}) == K
 
 
 def test_the_model_learns_and_predicts_probabilities(fitted):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import distributed
-from dpxgb_dask import ops, train
-from dpxgb_dask.decisions import uniform_cuts
+from dpxgb_dask import train
+from dpxgb_dask.boosting import partition, protocol
+from dpxgb_dask.boosting.candidates import uniform_cuts
 from dpxgb_dask.objective import Objective
 
 SEED = 2**200 + 7
@@ -59,17 +60,15 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
 
     monkeypatch.setattr(distributed.protocol, "loads", spy)
     # dpxgb's own replies (the model, load acknowledgements) are pickled inside messages.
-    import dpxgb_dask.data
-    import dpxgb_dask.training
-    from dpxgb_dask.worker import unpack_reply
+    from dpxgb_dask.cluster import client as cluster_client
+    from dpxgb_dask.cluster.wire import unpack_reply
 
     def unpack_spy(reply):
         result = unpack_reply(reply)
         received.append(result)
         return result
 
-    monkeypatch.setattr(dpxgb_dask.training, "unpack_reply", unpack_spy)
-    monkeypatch.setattr(dpxgb_dask.data, "unpack_reply", unpack_spy)
+    monkeypatch.setattr(cluster_client, "unpack_reply", unpack_spy)
     # The scheduler and worker processes start in the working directory: keep them out of
     # the checkout, whose uncompiled sources would shadow the installed package.
     monkeypatch.chdir(tmp_path)
@@ -84,9 +83,9 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
         _numbers(message, numbers)
 
     # Tree 0's exact root histogram, recomputed locally (same cuts, gradients at margin 0).
-    state = ops.load_partition(X, y, Objective("binary:logistic"), 0)
-    state.prepare(ops.Prepare(bounds, uniform_cuts(bounds, 16), 16, 0.0, {0: 0}))
-    root = state.run(ops.Round(seq=1, start_tree=ops.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25),
+    state = partition.load_partition(X, y, Objective("binary:logistic"), 0)
+    state.prepare(protocol.Prepare(bounds, uniform_cuts(bounds, 16), 16, 0.0, {0: 0}))
+    root = state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25),
                                histogram_nodes=np.array([0])))[0]
     # Distinctive values only: small round numbers (0.25 k for tiny bins) also occur in
     # unrelated metadata. Gradient sums are multiples of the quantised 0.3.

@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from dpxgb_dask import ops
-from dpxgb_dask import decisions
+from dpxgb_dask.boosting import aggregates, candidates, gradients, partition, protocol, tree
 from dpxgb_dask._core.naive import histogram as naive_histogram
 from dpxgb_dask._core.predict import predict_binned
 from dpxgb_dask.objective import Objective
@@ -15,10 +14,10 @@ def _binned_part(rng, n_rows=500, n_features=4, n_bins=33, row_offset=0,
     X = rng.normal(size=(n_rows, n_features))
     X[rng.random(X.shape) < 0.05] = np.nan
     y = (rng.random(n_rows) < 0.4).astype(float)
-    state = ops.load_partition(X, y, objective, index=0)
+    state = partition.load_partition(X, y, objective, index=0)
     bounds = np.tile([-3.0, 3.0], (n_features, 1))
     cuts = [np.linspace(-2.5, 2.5, n_bins - 2) for _ in range(n_features)]
-    state.prepare(ops.Prepare(bounds, cuts, n_bins - 1, 0.0, {0: row_offset}))
+    state.prepare(protocol.Prepare(bounds, cuts, n_bins - 1, 0.0, {0: row_offset}))
     return state
 
 
@@ -35,45 +34,45 @@ def _heap(is_split, feats, bins, miss):
 
 def test_make_part_validates_and_names_the_argument():
     with pytest.raises(ValueError, match="same number of rows"):
-        ops.make_part(np.zeros((3, 2)), np.zeros(2), Objective("reg:squarederror"))
+        partition.make_part(np.zeros((3, 2)), np.zeros(2), Objective("reg:squarederror"))
     # outside {0, 1}: clipped to [0, 1], not refused
-    part = ops.make_part(np.zeros((2, 2)), np.array([-1.0, 2.0]), Objective("binary:logistic"))
+    part = partition.make_part(np.zeros((2, 2)), np.array([-1.0, 2.0]), Objective("binary:logistic"))
     np.testing.assert_array_equal(part.y, [0.0, 1.0])
     # outside label_bounds: clipped, not refused
-    part = ops.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]),
+    part = partition.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]),
                          Objective("reg:squarederror", (0.0, 1.0)))
     np.testing.assert_array_equal(part.y, [0.0, 1.0])
     with pytest.raises(ValueError, match="X must hold numbers"):
-        ops.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1),
+        partition.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1),
                       Objective("reg:squarederror"))
     # a NaN label is kept: the row is left out of the label sum (and of every tree)
-    part = ops.make_part(np.zeros((3, 1)), np.array([0.5, np.nan, -0.5]),
+    part = partition.make_part(np.zeros((3, 1)), np.array([0.5, np.nan, -0.5]),
                          Objective("reg:squarederror", (-1.0, 1.0)))
 
     np.testing.assert_array_equal(
-        ops.clipped_label_sum(part, Objective("reg:squarederror", (-1.0, 1.0))), [0.0, 2.0])
+        aggregates.clipped_label_sum(part, Objective("reg:squarederror", (-1.0, 1.0))), [0.0, 2.0])
     # infinite features are kept (the binning sends them to the ends of the bounds) and
     # left out of the exact extremes of feature_bounds='data'
-    part = ops.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
+    part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
                          Objective("reg:squarederror"))
     # class indices: rounded and clipped to 0..K-1, NaN kept
-    part = ops.make_part(np.zeros((4, 1)), np.array([-1.0, 1.4, 7.0, np.nan]),
+    part = partition.make_part(np.zeros((4, 1)), np.array([-1.0, 1.4, 7.0, np.nan]),
                          Objective("multi:softprob", n_classes=3))
     np.testing.assert_array_equal(part.y, [0.0, 1.0, 2.0, np.nan])
-    np.testing.assert_array_equal(ops.class_counts(part, 3), [1.0, 1.0, 1.0])
-    part = ops.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
+    np.testing.assert_array_equal(aggregates.class_counts(part, 3), [1.0, 1.0, 1.0])
+    part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
                          Objective("reg:squarederror"))
-    np.testing.assert_array_equal(ops.feature_min_max(part), [[-2.0, 1.0]])
+    np.testing.assert_array_equal(aggregates.feature_min_max(part), [[-2.0, 1.0]])
 
 
 def test_row_uniforms_do_not_depend_on_partitioning():
     key = 12345678901234567890123456789
-    whole = ops.row_uniforms(key, 0, 1003)
-    pieces = np.concatenate([ops.row_uniforms(key, a, b - a)
+    whole = partition.row_uniforms(key, 0, 1003)
+    pieces = np.concatenate([partition.row_uniforms(key, a, b - a)
                              for a, b in [(0, 1), (1, 6), (6, 517), (517, 1003)]])
     np.testing.assert_array_equal(whole, pieces)
     assert 0.0 <= whole.min() and whole.max() < 1.0
-    assert not np.array_equal(whole, ops.row_uniforms(key + 1, 0, 1003))
+    assert not np.array_equal(whole, partition.row_uniforms(key + 1, 0, 1003))
     # Roughly uniform: 1003 draws, mean within 5 standard errors of 1/2.
     assert abs(whole.mean() - 0.5) < 5 * np.sqrt(1 / 12 / 1003)
 
@@ -85,7 +84,7 @@ def test_start_tree_samples_and_bounds_gradients(rule):
                                                                          (-1.0, 1.0)))
     margin = rng.normal(scale=3.0, size=20000)
     state.margins = state.pending = margin
-    state.run(ops.Round(seq=1, start_tree=ops.TreeStart(7, (0.0, 0.3), 1.0, rule, 1.0)))
+    state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(7, (0.0, 0.3), 1.0, rule, 1.0)))
     in_tree = state.positions == 0
     assert np.all(state.positions[~in_tree] == -1)  # ~0: outside the tree, at the root
     assert np.all(np.abs(state.gradients) <= 1.0)
@@ -103,7 +102,7 @@ def test_level_histograms_with_subtraction_equal_a_direct_build():
                                rng.normal(size=500).astype(np.float32),
                                rng.random(500).astype(np.float32))
     state.positions[rng.random(500) < 0.1] = -1
-    root = ops.level_histograms(state, [0])
+    root = partition.level_histograms(state, [0])
     expected_root = naive_histogram.build_node_histograms(
         part.X_binned, state.gradients, state.hessians, np.flatnonzero(state.positions == 0),
         np.zeros(int((state.positions == 0).sum()), np.int64), 1, part.n_bins)
@@ -114,18 +113,18 @@ def test_level_histograms_with_subtraction_equal_a_direct_build():
     feats = np.array([0, 1, 2], np.int32)
     bins = np.array([10, 20, 5], np.uint8)
     miss = np.array([1, 0, 1], np.uint8)
-    state.run(ops.Round(seq=1, splits=_heap(is_split[:1], feats[:1], bins[:1], miss[:1])))
-    depth1 = ops.level_histograms(state, [1, 2], previous=root, previous_nodes=[0])
-    direct1 = ops.level_histograms(state, [1, 2])
+    state.run(protocol.Round(seq=1, splits=_heap(is_split[:1], feats[:1], bins[:1], miss[:1])))
+    depth1 = partition.level_histograms(state, [1, 2], previous=root, previous_nodes=[0])
+    direct1 = partition.level_histograms(state, [1, 2])
     np.testing.assert_array_equal(depth1["count"], direct1["count"])
     np.testing.assert_allclose(depth1["sum_hessians"], direct1["sum_hessians"], atol=1e-9)
-    state.run(ops.Round(seq=2, splits=_heap(is_split, feats, bins, miss)))
+    state.run(protocol.Round(seq=2, splits=_heap(is_split, feats, bins, miss)))
     nodes = [3, 4, 5, 6]
-    depth2 = ops.level_histograms(state, nodes, previous=depth1, previous_nodes=[1, 2])
-    direct2 = ops.level_histograms(state, nodes)
+    depth2 = partition.level_histograms(state, nodes, previous=depth1, previous_nodes=[1, 2])
+    direct2 = partition.level_histograms(state, nodes)
     np.testing.assert_array_equal(depth2["count"], direct2["count"])
     np.testing.assert_allclose(depth2["sum_gradients"], direct2["sum_gradients"], atol=1e-9)
-    sums = ops.node_sums(state, nodes)
+    sums = partition.node_sums(state, nodes)
     np.testing.assert_array_equal(sums[:, 2], direct2["count"][:, 0, :].sum(axis=1))
     np.testing.assert_allclose(sums[:, 0], direct2["sum_gradients"][:, 0, :].sum(axis=1), atol=1e-9)
 
@@ -134,24 +133,24 @@ def test_add_reduces_histograms_and_arrays():
     rng = np.random.default_rng(2)
     state = _tree_state(_binned_part(rng), np.zeros(500, np.int32),
                         rng.normal(size=500).astype(np.float32), np.ones(500, np.float32))
-    h = ops.level_histograms(state, [0])
-    total = ops.add(h, h, h)
+    h = partition.level_histograms(state, [0])
+    total = protocol.add(h, h, h)
     np.testing.assert_array_equal(total["count"], 3 * h["count"])
-    np.testing.assert_array_equal(ops.add(np.ones(3), np.ones(3)), 2 * np.ones(3))
+    np.testing.assert_array_equal(protocol.add(np.ones(3), np.ones(3)), 2 * np.ones(3))
 
 
 def test_quantized_sums_are_exact_in_any_order():
     rng = np.random.default_rng(3)
-    g = ops.quantize(rng.normal(size=100_000), 0.8)
+    g = gradients.quantize(rng.normal(size=100_000), 0.8)
     assert np.all(np.abs(g) <= 0.8)
-    assert np.all(g / ops.VALUE_GRID == np.round(g / ops.VALUE_GRID))
+    assert np.all(g / gradients.VALUE_GRID == np.round(g / gradients.VALUE_GRID))
     assert np.array_equal(g, g.astype(np.float32).astype(np.float64))
     forward = np.cumsum(g)[-1]
     backward = np.cumsum(g[::-1])[-1]
     pairwise = g.sum()
-    exact = sum(int(v) for v in np.round(g / ops.VALUE_GRID)) * ops.VALUE_GRID
+    exact = sum(int(v) for v in np.round(g / gradients.VALUE_GRID)) * gradients.VALUE_GRID
     assert forward == backward == pairwise == exact
-    h = ops.quantize(rng.random(10), 0.25, lower=0.0)
+    h = gradients.quantize(rng.random(10), 0.25, lower=0.0)
     assert h.min() >= 0.0 and h.max() <= 0.25
 
 
@@ -171,11 +170,11 @@ def _random_level(rng, nodes, n_features, n_cuts):
 def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
     """TreeEnd reuses the positions found while growing (rows outside the tree included);
     the result must be what predicting the tree on the binned rows gives."""
-    from dpxgb_dask.model import Tree
+    from dpxgb_dask.boosting.tree import Tree
 
     rng = np.random.default_rng(seed)
     state = _binned_part(rng, n_rows=3000, objective=Objective("reg:squarederror", (-1, 1)))
-    state.run(ops.Round(seq=1, start_tree=ops.TreeStart(11, (0.0, 0.4), 1.0, "clip", 1.0)))
+    state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(11, (0.0, 0.4), 1.0, "clip", 1.0)))
     assert np.any(state.positions < 0) and np.any(state.positions == 0)
     cuts = [np.linspace(-2.5, 2.5, 31) for _ in range(4)]
     tree = Tree(cuts)
@@ -191,7 +190,7 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
             else:
                 tree.add_leaf(node, 0.0)
         nodes = children
-    state.run(ops.Round(seq=2, tree_levels=levels[:-1]))
+    state.run(protocol.Round(seq=2, tree_levels=levels[:-1]))
     leaf_values = rng.normal(size=2 ** 4)
     for node in nodes + [n for n in tree.leaves]:
         tree.add_leaf(node, leaf_values[node])
@@ -204,17 +203,17 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
     by_heap = np.zeros(2 ** 4)
     for node, value in tree.leaves.items():
         by_heap[node] = value
-    state.run(ops.Round(seq=3, end_tree=ops.TreeEnd(levels[-1], by_heap)))
+    state.run(protocol.Round(seq=3, end_tree=protocol.TreeEnd(levels[-1], by_heap)))
     np.testing.assert_array_equal(state.margins, np.clip(expected, -1.0, 1.0))
 
 
 def test_a_replayed_round_returns_its_result_without_applying_it_again():
     rng = np.random.default_rng(4)
     state = _binned_part(rng)
-    start = ops.Round(seq=1, start_tree=ops.TreeStart(0, (0.0, 2.0), 1.0, "clip", 0.25),
+    start = protocol.Round(seq=1, start_tree=protocol.TreeStart(0, (0.0, 2.0), 1.0, "clip", 0.25),
                       histogram_nodes=np.array([0]))
     root = state.run(start)
-    split = ops.Round(seq=2, splits=_heap([1], [0], [10], [1]), histogram_nodes=np.array([1, 2]))
+    split = protocol.Round(seq=2, splits=_heap([1], [0], [10], [1]), histogram_nodes=np.array([1, 2]))
     first = state.run(split)
     positions = state.positions.copy()
     again = state.run(split)
@@ -228,17 +227,17 @@ def test_a_replayed_round_returns_its_result_without_applying_it_again():
 def test_leaf_sums_read_off_the_histograms_equal_direct_sums():
     rng = np.random.default_rng(5)
     state = _tree_state(_binned_part(rng, n_rows=2000), np.zeros(2000, np.int32),
-                        ops.quantize(rng.normal(size=2000), 1.0).astype(np.float32),
-                        ops.quantize(rng.random(2000), 0.25, lower=0.0).astype(np.float32))
+                        gradients.quantize(rng.normal(size=2000), 1.0).astype(np.float32),
+                        gradients.quantize(rng.random(2000), 0.25, lower=0.0).astype(np.float32))
     state.positions[rng.random(2000) < 0.2] = -1
-    root = ops.level_histograms(state, [0])
-    splits = decisions.LevelSplits(np.array([0]), np.array([True]), np.array([2], np.int32),
+    root = partition.level_histograms(state, [0])
+    splits = tree.LevelSplits(np.array([0]), np.array([True]), np.array([2], np.int32),
                                    np.array([12], np.int32), np.array([True]))
-    children = decisions.child_totals(root, splits)
-    state.run(ops.Round(seq=1, splits=splits.as_heap_arrays()))
-    direct = ops.node_sums(state, decisions.children(splits))
+    children = tree.child_totals(root, splits)
+    state.run(protocol.Round(seq=1, splits=splits.as_heap_arrays()))
+    direct = partition.node_sums(state, tree.children(splits))
     np.testing.assert_array_equal(children, direct)
-    np.testing.assert_array_equal(decisions.node_totals(root), ops.node_sums(state, [1, 2]).sum(
+    np.testing.assert_array_equal(tree.node_totals(root), partition.node_sums(state, [1, 2]).sum(
         axis=0, keepdims=True))
 
 
@@ -247,11 +246,11 @@ def test_float32_partitions_are_kept_without_a_copy_and_bin_like_float64():
     X = rng.normal(size=(1000, 3)).astype(np.float32)
     y = (rng.random(1000) < 0.5).astype(float)
     bounds = np.tile([-2.0, 2.0], (3, 1))  # values beyond the bounds: binned as if clipped
-    cuts = decisions.uniform_cuts(bounds, 16)
+    cuts = candidates.uniform_cuts(bounds, 16)
     states = []
     for rows in (X, X.astype(np.float64)):
-        state = ops.load_partition(rows, y, Objective("binary:logistic"), 0)
-        state.prepare(ops.Prepare(bounds, cuts, 16, 0.0, {0: 0}))
+        state = partition.load_partition(rows, y, Objective("binary:logistic"), 0)
+        state.prepare(protocol.Prepare(bounds, cuts, 16, 0.0, {0: 0}))
         states.append(state)
     assert np.shares_memory(states[0].raw.X, X)
     np.testing.assert_array_equal(states[0].X_binned, states[1].X_binned)
@@ -260,4 +259,4 @@ def test_float32_partitions_are_kept_without_a_copy_and_bin_like_float64():
                          for f, c in enumerate(cuts)], axis=1)
     np.testing.assert_array_equal(states[0].X_binned, expected)
     with pytest.raises(ValueError, match="strictly inside"):
-        ops.bin_rows(X, bounds, [np.array([-2.0, 0.0])] * 3, 16)
+        partition.bin_rows(X, bounds, [np.array([-2.0, 0.0])] * 3, 16)

@@ -5,10 +5,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from dpxgb_dask import decisions
+from dpxgb_dask.boosting import gains, leaves, tree
+from dpxgb_dask.boosting.plan import histogram_mechanism
+from dpxgb_dask.boosting.splits import PartiallyRandomSplits
+from dpxgb_dask.boosting.streams import FitStreams
 from dpxgb_dask._core import empty_histograms
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.plan import ReleasePlan, make_plan
+from dpxgb_dask.boosting.plan import ReleasePlan, make_plan
 from dpxgb_dask.privacy import NoiseSource
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.ledger import Ledger
@@ -21,7 +24,7 @@ SEED = 2**190 + 11
 
 
 def _naive_collapse(histograms, thresholds, categorical, left_codes=None):
-    """Cell by cell: the slow twin of ``decisions.collapse_at_thresholds``."""
+    """Cell by cell: the slow twin of ``gains.collapse_at_thresholds``."""
     n_nodes, n_features, n_bins = histograms.shape
     out = empty_histograms(n_nodes, n_features, 3)
     for i in range(n_nodes):
@@ -48,7 +51,7 @@ def test_collapsing_at_thresholds_matches_a_cell_by_cell_sum(categorical, left_c
     rng = np.random.default_rng(0)
     h = random_histograms(rng, 4, 3, 9)
     thresholds = rng.integers(0, 8, size=(4, 3))
-    fast = decisions.collapse_at_thresholds(h, thresholds, categorical, left_codes)
+    fast = gains.collapse_at_thresholds(h, thresholds, categorical, left_codes)
     slow = _naive_collapse(h, thresholds, categorical, left_codes)
     for name in h.dtype.names:
         np.testing.assert_allclose(fast[name], slow[name], rtol=1e-12, atol=1e-12)
@@ -56,12 +59,24 @@ def test_collapsing_at_thresholds_matches_a_cell_by_cell_sum(categorical, left_c
     np.testing.assert_array_equal(fast["count"].sum(axis=2), h["count"].sum(axis=2))
 
 
+def _structure(seed):
+    """The public stream of the thresholds of tree 0's root level under ``seed``."""
+    return NoiseSource(2**200 + seed).stream(purpose="split", tree=0, depth=0)
+
+
 def _split(h, ranges, n_cuts, z, structure_seed=1, noise_seed=2, categorical=None):
-    return decisions.partially_random_splits(
-        np.arange(h.shape[0]), h, ranges, n_cuts, 1.0, True, 1.0, 0.25, z,
-        NoiseSource(2**200 + structure_seed).stream(purpose="split"),
-        NoiseSource(2**200 + noise_seed).stream(purpose="g"),
-        NoiseSource(2**200 + noise_seed).stream(purpose="h"), categorical=categorical)
+    """One level of partially random splits (Maddock's λ 1, g* 1, h* 1/4, Newton) whose
+    release has noise multiplier ``z``: (splits, mechanism, node sums, child sums)."""
+    n_features = h.shape[1]
+    params = resolve_params("binary:logistic", preset="maddock", epsilon=1.0,
+                            split_method="partially_random",
+                            feature_bounds=[[0.0, 1.0]] * n_features)
+    streams = FitStreams(NoiseSource(2**200 + noise_seed), NoiseSource(2**200 + structure_seed))
+    method = PartiallyRandomSplits(make_plan(params, n_features), streams, categorical)
+    method.mechanism = histogram_mechanism(n_features, 1.0, 0.25, z)  # the test's noise
+    splits, node_sums, child_sums = method.choose_released(
+        0, 0, np.arange(h.shape[0]), h, n_cuts, ranges)
+    return splits, method.mechanism, node_sums, child_sums
 
 
 def test_thresholds_are_public_uniform_and_within_the_reachable_ranges(random_histograms):
@@ -79,7 +94,7 @@ def test_thresholds_are_public_uniform_and_within_the_reachable_ranges(random_hi
     for seed in range(400):
         sa, *_ = _split(a, ranges, n_cuts, 1e-6, structure_seed=seed)
         sb, *_ = _split(b, ranges, n_cuts, 1e-6, structure_seed=seed, noise_seed=9)
-        start, width = decisions.threshold_ranges(ranges, n_cuts)
+        start, width = gains.threshold_ranges(ranges, n_cuts)
         assert not sa.is_split[3] and sa.is_split[[0, 1, 2, 4]].all()
         assert sa.feature[2] == 2
         for s in (sa, sb):
@@ -87,7 +102,7 @@ def test_thresholds_are_public_uniform_and_within_the_reachable_ranges(random_hi
             lo, hi = ranges[s.is_split, f, 0], ranges[s.is_split, f, 1]
             assert np.all((lo <= t) & (t < hi))
         # node 1, feature 0: thresholds 2..5, whatever feature won
-        thresholds = start + NoiseSource(2**200 + seed).stream(purpose="split").uniform_below(
+        thresholds = start + _structure(seed).uniform_below(
             np.maximum(width, 1)).reshape(width.shape)
         counts[thresholds[1, 0] - 2] += 1
         if sa.feature[1] == 0:
@@ -106,9 +121,8 @@ def test_with_little_noise_the_best_drawn_threshold_wins_and_the_sums_are_the_ex
     ranges[:, :, 1] = n_cuts
     h = random_histograms(rng, 6, 4, 10)
     splits, mechanism, node_sums, child_sums = _split(h, ranges, n_cuts, 1e-9)
-    start, width = decisions.threshold_ranges(ranges, n_cuts)
-    thresholds = start + NoiseSource(2**200 + 1).stream(purpose="split").uniform_below(
-        width).reshape(width.shape)
+    start, width = gains.threshold_ranges(ranges, n_cuts)
+    thresholds = start + _structure(1).uniform_below(width).reshape(width.shape)
     for i in range(6):
         best = (-np.inf, None)
         for f in range(4):
@@ -155,7 +169,7 @@ def test_categorical_features_release_the_sums_of_their_random_sets(random_histo
     for seed in range(5):
         splits, _, _, child_sums = _split(h, ranges, n_cuts, 1e-9, structure_seed=seed,
                                           categorical=categorical)
-        exact = decisions.child_totals(h, splits)
+        exact = tree.child_totals(h, splits)
         np.testing.assert_allclose(child_sums, exact[:, :2], atol=1e-6)
         for i in np.flatnonzero(splits.categorical):
             codes = category_set_codes(splits.category_set[i])
@@ -216,19 +230,19 @@ def test_the_leaves_are_read_off_the_levels_releases(monkeypatch, data):
     """Every leaf's (G, H) is one of the released sums (a closed node's or a child's), never
     an exact aggregate."""
     released, leaf_inputs = [], []
-    split, leaf_values = decisions.partially_random_splits, decisions.leaf_values
+    split, leaf_values = PartiallyRandomSplits.choose_released, leaves.leaf_values
 
     def spy_split(*args, **kwargs):
         out = split(*args, **kwargs)
-        released.extend(map(tuple, np.concatenate([out[2], out[3]])))
+        released.extend(map(tuple, np.concatenate([out[1], out[2]])))
         return out
 
     def spy_leaves(g, h, *args):
         leaf_inputs.extend(zip(g, h))
         return leaf_values(g, h, *args)
 
-    monkeypatch.setattr(decisions, "partially_random_splits", spy_split)
-    monkeypatch.setattr(decisions, "leaf_values", spy_leaves)
+    monkeypatch.setattr(PartiallyRandomSplits, "choose_released", spy_split)
+    monkeypatch.setattr(leaves, "leaf_values", spy_leaves)
     X, y, bounds = data
     params = resolve_params("binary:logistic", preset="maddock", epsilon=1.0,
                             feature_bounds=bounds, split_method="partially_random",

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from dpxgb_dask import plan as plan_module
+from dpxgb_dask.boosting import plan as plan_module
 from dpxgb_dask.params import PRESETS, resolve_params
-from dpxgb_dask.plan import ReleasePlan, calibrate_budget_scale, make_plan
+from dpxgb_dask.boosting.plan import ReleasePlan, calibrate_budget_scale, make_plan
 from dpxgb_dask.privacy.accountants import PLDAccountant, RDPAccountant, get_accountant
 from dpxgb_dask.privacy.validation import BudgetError, PrivacyLeakWarning
 

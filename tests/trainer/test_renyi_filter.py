@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 from dpxgb_dask import train
-from dpxgb_dask.backends import LocalBackend
-from dpxgb_dask.coordinator import Coordinator
+from dpxgb_dask.boosting.protocol import LocalBackend
+from dpxgb_dask.boosting.coordinator import Coordinator
 from dpxgb_dask.objective import Objective
-from dpxgb_dask.ops import PartitionState, load_partition, quantize
+from dpxgb_dask.boosting.gradients import quantize
+from dpxgb_dask.boosting.partition import PartitionState, load_partition
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.plan import check_privacy_claims, make_plan
+from dpxgb_dask.boosting.plan import make_plan
+from dpxgb_dask.model.certificate import check_privacy_claims
 from dpxgb_dask.privacy.accountants import RDPAccountant
 from dpxgb_dask.privacy.filter import subsampled_gaussian_rdp
 

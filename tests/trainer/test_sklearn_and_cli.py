@@ -375,7 +375,7 @@ def test_classes_are_public_or_read_with_a_warning(client, seed, classification_
 
 def test_a_model_file_must_state_what_its_ledger_spends(client, seed, classification_data,
                                                        tmp_path):
-    from dpxgb_dask.plan import PrivacyClaimError
+    from dpxgb_dask.model.certificate import PrivacyClaimError
 
     X, y, bounds = classification_data
     booster = DPXGBClassifier(feature_bounds=bounds, classes=[0, 1], random_state=seed,

@@ -3,11 +3,11 @@ candidates come from a Laplace sketch of its own rows, before it grows."""
 import numpy as np
 import pytest
 
-from dpxgb_dask import ops
-from dpxgb_dask.decisions import uniform_cuts
+from dpxgb_dask.boosting import candidates, partition, protocol
+from dpxgb_dask.boosting.candidates import uniform_cuts
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.plan import make_plan
+from dpxgb_dask.boosting.plan import make_plan
 from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.training import train, train_in_process
 
@@ -24,9 +24,9 @@ def _data(n=3000, seed=0):
 
 
 def _state(X, y, by_hessian, interval=(0.0, 0.5)):
-    state = ops.load_partition(X, y, Objective("binary:logistic"), 0)
-    state.prepare(ops.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, 0.3, {0: 0}))
-    return state.run(ops.Round(seq=1, start_tree=ops.TreeStart(7, interval, 1.0, "clip", 0.25),
+    state = partition.load_partition(X, y, Objective("binary:logistic"), 0)
+    state.prepare(protocol.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, 0.3, {0: 0}))
+    return state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(7, interval, 1.0, "clip", 0.25),
                                fine_histogram=(32, by_hessian))), state
 
 
@@ -71,12 +71,12 @@ def test_one_row_moves_the_tree_histogram_by_at_most_the_planned_sensitivity():
     labels = np.random.default_rng(2).integers(0, k, size=500).astype(float)
     hists = []
     for rows in (slice(1, None), slice(None)):
-        state = ops.load_partition(X[rows], labels[rows], Objective("multi:softprob",
+        state = partition.load_partition(X[rows], labels[rows], Objective("multi:softprob",
                                                                     n_classes=k), 0)
-        state.prepare(ops.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, np.zeros(k), {0: 0}))
-        start = ops.TreeStart(7, (-1.0, 2.0), 1.0, "clip", h_star, -1,
+        state.prepare(protocol.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, np.zeros(k), {0: 0}))
+        start = protocol.TreeStart(7, (-1.0, 2.0), 1.0, "clip", h_star, -1,
                               (np.sqrt(2.0), 0.5, min(k * h_star, 1.0)))
-        hists.append(state.run(ops.Round(seq=1, start_tree=start, fine_histogram=(32, True))))
+        hists.append(state.run(protocol.Round(seq=1, start_tree=start, fine_histogram=(32, True))))
     moved = np.abs(hists[1] - hists[0]).sum()
     assert 0 < moved <= planned + 1e-12
 
@@ -85,13 +85,13 @@ def test_the_sketch_reads_the_trees_poisson_sample(monkeypatch):
     """The coordinator's sketch round samples the rows as the tree does: at γ = 0.1 it
     reads about a tenth of the rows (binomial bounds), not all of them."""
     sampled = []
-    original = ops.tree_fine_histogram
+    original = partition.tree_fine_histogram
 
     def spy(state, *args):
         sampled.append(int((state.positions >= 0).sum()))
         return original(state, *args)
 
-    monkeypatch.setattr(ops, "tree_fine_histogram", spy)
+    monkeypatch.setattr(partition, "tree_fine_histogram", spy)
     X, y = _data(20000)
     params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
                             epsilon=4.0, n_estimators=3, max_depth=2, random_state=SEED)
@@ -140,17 +140,15 @@ def test_the_plan_releases_one_sketch_per_tree_on_its_subsample():
 
 
 def test_every_tree_splits_on_the_cuts_of_its_own_sketch(monkeypatch):
-    from dpxgb_dask import decisions
-
     sketched = []
-    original = decisions.sketch_cuts
+    original = candidates.sketch_cuts
 
     def spy(*args, **kwargs):
         cuts = original(*args, **kwargs)
         sketched.append([np.asarray(c).copy() for c in cuts])
         return cuts
 
-    monkeypatch.setattr(decisions, "sketch_cuts", spy)
+    monkeypatch.setattr(candidates, "sketch_cuts", spy)
     X, y = _data(6000)
     params = resolve_params("binary:logistic", preset="dp-xgboost", feature_bounds=BOUNDS,
                             epsilon=8.0, n_estimators=6, max_depth=3, random_state=SEED)

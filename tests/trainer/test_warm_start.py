@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, budget_status, create_budget, train
-from dpxgb_dask.model import Booster
+from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.objective import Objective, to_training_units
-from dpxgb_dask.ops import Prepare, load_partition
+from dpxgb_dask.boosting.partition import load_partition
+from dpxgb_dask.boosting.protocol import Prepare
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.plan import check_privacy_claims
+from dpxgb_dask.model.certificate import check_privacy_claims
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.budget import fit_events
 from dpxgb_dask.privacy.ledger import Ledger
@@ -94,9 +95,10 @@ def test_reproducible_noise_is_never_reused_by_the_continuation():
     continued, coordinator = train_in_process(continuation_params(more, model, None, 4), X, y,
                                               xgb_model=model)
     # the same master key (reproducible noise), yet no stream key in common
-    assert first_fit.noise._issued and coordinator.noise._issued
-    assert not first_fit.noise._issued & coordinator.noise._issued
-    assert not first_fit.structure._issued & coordinator.structure._issued
+    first, then = first_fit.streams, coordinator.streams
+    assert first.noise._issued and then.noise._issued
+    assert not first.noise._issued & then.noise._issued
+    assert not first.structure._issued & then.structure._issued
     assert {e.subsample for e in coordinator.ledger.events} == {f"tree:{t}"
                                                                for t in range(20, 40)}
     # the random structures of the new trees are not the first part's again
@@ -178,7 +180,7 @@ def test_the_cli_continues_a_saved_model(client, tmp_path, capsys):
     import pandas as pd
 
     from dpxgb_dask.cli import main
-    from dpxgb_dask.model import load_model
+    from dpxgb_dask.model.booster import load_model
 
     X, signal = _data(2000, 3)
     table = pd.DataFrame(np.nan_to_num(X), columns=list("abcd"))

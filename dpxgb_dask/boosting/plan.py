@@ -20,21 +20,21 @@ Vocabulary (the same in the ledger, the report, the coordinator and the tests):
 * **budget scale** s: the one number the whole plan is a function of, calibrated so that
   the fit spends its ε (:func:`calibrate_budget_scale`).
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import functools
 import json
 import math
 
-
-from .privacy.accountants import PLDAccountant, get_accountant, privacy_report
-from .privacy.filter import RowFilter, choose_filter, filter_term, tree_divergences
-from .privacy.ledger import Ledger
-from .privacy.mechanisms import GaussianMechanism
-from .privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sensitivity,
+from ..params import TrainParams
+from ..privacy.accountants import PLDAccountant, get_accountant
+from ..privacy.filter import RowFilter, choose_filter, filter_term, tree_divergences
+from ..privacy.ledger import Ledger
+from ..privacy.mechanisms import GaussianMechanism
+from ..privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sensitivity,
                                   gradient_histogram_l1_sensitivity,
                                   gradient_histogram_l2_sensitivity, leaf_balanced_sigmas,
                                   row_contribution_bounds)
-from .privacy.validation import BudgetError
+from ..privacy.validation import BudgetError
 
 #: The ledger name of a fit's individual Rényi filter (``filter_rounds``).
 FILTER_NAME = "rows"
@@ -246,6 +246,13 @@ class ReleasePlan:
             return 1.0, f"ensemble:{tree // p.ensemble_size}", tree % p.ensemble_size
         return p.subsample, None, None
 
+    def tree_event(self, kind, tree, **fields):
+        """:meth:`event` of a release of tree ``tree``; a joint multiclass release is
+        recorded under its round's first tree."""
+        if self.joint_classes:
+            tree = self.round_of(tree)
+        return self.event(kind, tree=tree, **fields)
+
     def event(self, kind, tree=None, depth=None, n_parallel=1, sensitivity=None, epsilon=None):
         """Keyword arguments of ``Ledger.record`` for one release of kind ``kind``."""
         r = self.releases[kind]
@@ -307,8 +314,6 @@ class ReleasePlan:
         """The Gaussian mechanisms of tree ``tree`` (numbered from 0 in the fit) as they
         weigh on a row (:class:`~dpxgb_dask.privacy.filter.FilterTerm`), built as the
         coordinator builds them (same σ, grid and rounding margin)."""
-        from .decisions import histogram_mechanism
-
         p, bounds = self.params, self.row_bounds
         leaf = self.releases["leaf"]
         sigma_g, sigma_h = leaf_balanced_sigmas(leaf.noise_multiplier, bounds.gradient,
@@ -381,6 +386,66 @@ class ReleasePlan:
                 if "leaf_count" in self.releases:
                     ledger.record(**self.event("leaf_count", tree=t, n_parallel=n_leaves))
         return ledger
+
+
+class FitLedger:
+    """The ledger of a fit's releases, recorded as they are made.
+
+    The K class trees of a joint multiclass release (:attr:`ReleasePlan.joint_classes`)
+    each reach its release; it is recorded once, by whichever comes first (a tree that
+    stopped growing early has no release at that depth).
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+    """
+
+    def __init__(self, plan):
+        self.joint = bool(plan.joint_classes)
+        self.ledger = Ledger()
+        self._recorded_joint = set()
+
+    def record(self, fields):
+        """Record one release (``fields``: the keyword arguments of ``Ledger.record``, as
+        :meth:`ReleasePlan.event` gives them)."""
+        if self.joint:
+            key = (fields["purpose"], fields.get("tree"), fields.get("depth"))
+            if key in self._recorded_joint:
+                return
+            self._recorded_joint.add(key)
+        self.ledger.record(**fields)
+
+
+def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_multiplier,
+                        n_joint=1):
+    """The Gaussian mechanism of one level's (G, H) histograms
+    (:class:`~dpxgb_dask.boosting.splits.NoisyHistogramSplits`, and the three cells per
+    feature of :class:`~dpxgb_dask.boosting.splits.PartiallyRandomSplits`).
+
+    One row adds (g, h) to one bin of each of the ``F`` features, so the L2 sensitivity of
+    the release is ``sqrt(F (g*² + h*²))`` over the 2F coordinates one row touches, one σ
+    for G and H alike (Maddock et al. §4.3.1).
+
+    Parameters
+    ----------
+    n_features : int
+    gradient_bound, denominator_bound : float
+        A row's L2 bounds in the release (:attr:`ReleasePlan.row_bounds`: g* and h*, or 1
+        for counts; the joint bounds of a multiclass round).
+    noise_multiplier : float
+    n_joint : int
+        Trees whose histograms are released jointly (K of a multiclass round): a row
+        changes ``2 F n_joint`` entries of the joint release, which sizes the margin of the
+        integer rounding (:mod:`~dpxgb_dask.privacy.mechanisms`).
+
+    Returns
+    -------
+    GaussianMechanism
+    """
+    sensitivity = gradient_histogram_l2_sensitivity(gradient_bound, denominator_bound,
+                                                    n_features)
+    return GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
+                             coords_per_row=2 * n_features * n_joint)
 
 
 def bounds_event(p, n_features):
@@ -495,8 +560,6 @@ def _solve_log(f, rtol, start=1.0, step=8.0):
 
 @functools.lru_cache(maxsize=64)
 def _cached_budget_scale(params_json, n_features):
-    from .params import TrainParams
-
     fields = json.loads(params_json)
     fields.pop("seeded")
     if isinstance(fields.get("label_bounds"), list):
@@ -529,208 +592,3 @@ def make_plan(params, n_features):
         public["feature_bounds"] = "public"  # only their presence shapes the plan
     key = json.dumps(public, sort_keys=True, default=str)
     return ReleasePlan(params, n_features, _cached_budget_scale(key, int(n_features)))
-
-
-#: The neighbouring relation of every fit (the README's privacy model).
-NEIGHBOURING_RELATION = "add/remove one row"
-
-
-def not_dp_choices(params):
-    """The choices of a fit that are not differentially private (public parameters only:
-    a ``TrainParams`` or a model's ``params`` dict).
-
-    Returns
-    -------
-    list of dict
-        ``{"purpose", "parameter", "reveals"}`` per choice; empty for a fully DP fit.
-    """
-    bounds = params.get("feature_bounds") if isinstance(params, dict) else params.feature_bounds
-    found = []
-    if isinstance(bounds, str) and bounds == "data":
-        found.append({"purpose": "feature_bounds", "parameter": "feature_bounds='data'",
-                      "reveals": "the exact minimum and maximum of every feature, stored "
-                                 "in the model"})
-    return found
-
-
-def privacy_summary(ledger, params, budget_scale):
-    """The privacy part of a model (``Booster.ledger``, JSON-ready): the fit's ledger, its
-    δ, the accountant that calibrated it and the ε it reports, and every accountant's ε.
-
-    Parameters
-    ----------
-    ledger : Ledger
-        The releases the fit made.
-    params : TrainParams
-    budget_scale : float
-        The plan's calibrated budget scale (:func:`calibrate_budget_scale`).
-
-    Returns
-    -------
-    dict
-        ``{"events", "delta", "accountant", "epsilon", "epsilon_by_accountant", "budget_scale",
-        "neighbouring_relation", "not_dp"}``; an infinite ε (pure accounting of a
-        Gaussian release at δ = 0) is written as the string ``"inf"``. ``not_dp`` lists
-        the fit's non-DP choices (:func:`not_dp_choices`): the ε values account for the DP
-        releases only, and a model with such entries is not differentially private.
-    """
-    report = privacy_report(ledger, params.delta)
-    epsilon = (report[params.accountant] if params.accountant in report
-               else get_accountant(params.accountant).get_epsilon(ledger, params.delta))
-    return {
-        "events": ledger.to_dict(),
-        "delta": params.delta,
-        "accountant": params.accountant,
-        "epsilon": epsilon,
-        "epsilon_by_accountant": {k: _finite_or_text(v) for k, v in report.items()},
-        "budget_scale": budget_scale,
-        "neighbouring_relation": NEIGHBOURING_RELATION,
-        "not_dp": not_dp_choices(params),
-    }
-
-
-def continued_model(init_model, new_part, new_ledger, params, budget_scale):
-    """The model of a fit that continued ``init_model``: its trees then ``new_part``'s, and
-    one ledger of both parts' releases whose totals compose the two (the continuing fit
-    numbers its trees after the model's, so its samples and events are its own).
-
-    Parameters
-    ----------
-    init_model : Booster
-    new_part : Booster
-        The continuing fit's trees (label units, base score of ``init_model``).
-    new_ledger : Ledger
-        The continuing fit's releases (trees numbered from ``init_model.n_trees``).
-    params : TrainParams
-        The continuing fit's parameters: its accountant and δ account the whole model.
-    budget_scale : float
-        The continuing fit's calibrated budget scale.
-
-    Returns
-    -------
-    Booster
-        ``params`` gains ``continued_from`` (the first part's parameters); the privacy
-        summary gains ``continued`` (the first part's trees, ε and δ) and keeps the first
-        part's non-DP choices.
-    """
-    from .model import Booster
-
-    model = Booster.from_dict(init_model.to_dict())
-    model.append_forest(new_part)
-    events = list(Ledger.from_dict(init_model.ledger["events"]).events)
-    first_trees = {e.tree for e in events if e.tree is not None}
-    if any(e.tree in first_trees for e in new_ledger.events if e.tree is not None):
-        raise AssertionError("the continuing fit's trees overlap the model's in the ledger")
-    # each part's individual filter covers its own trees only: distinct names
-    new_events = [e if e.individual_filter is None else
-                  replace(e, individual_filter=f"{e.individual_filter}@{init_model.n_trees}")
-                  for e in new_ledger.events]
-    summary = privacy_summary(Ledger(events + new_events), params, budget_scale)
-    earlier_not_dp = list(init_model.ledger.get("not_dp", []))
-    summary["not_dp"] = earlier_not_dp + [c for c in summary["not_dp"]
-                                          if c not in earlier_not_dp]
-    summary["continued"] = {"from_trees": init_model.n_trees,
-                            "earlier_epsilon": init_model.ledger["epsilon"],
-                            "earlier_delta": init_model.ledger["delta"],
-                            "earlier_budget": init_model.ledger.get("budget")}
-    model.params = dict(params.to_dict(), continued_from=init_model.params)
-    model.ledger = summary
-    return model
-
-
-def model_privacy_report(summary):
-    """What a model's privacy summary certifies, recomputed from its ledger's events.
-
-    Parameters
-    ----------
-    summary : dict
-        A model's ``Booster.ledger`` (:func:`privacy_summary`).
-
-    Returns
-    -------
-    dict
-        ``{"delta", "basic", "rdp", "pld", "best", "n_events", "accountant", "epsilon",
-        "neighbouring_relation", "not_dp", "is_dp", "budget", "events": [dict, ...]}``:
-        ε under every accountant at the model's δ, the accountant the fit was calibrated
-        with and its ε, the non-DP choices (``is_dp`` is False when there is any), the
-        budget across fits the fit was charged to (``training.budget_record``; None when
-        it named none), and one row per release (:meth:`Ledger.table`).
-    """
-    ledger = Ledger.from_dict(summary["events"])
-    report = privacy_report(ledger, summary["delta"])
-    report["accountant"] = summary["accountant"]
-    report["epsilon"] = float(summary["epsilon"])
-    report["neighbouring_relation"] = summary.get("neighbouring_relation",
-                                                  NEIGHBOURING_RELATION)
-    report["not_dp"] = list(summary.get("not_dp", []))
-    report["is_dp"] = not report["not_dp"]
-    report["budget"] = summary.get("budget")
-    report["events"] = ledger.table()
-    return report
-
-
-def _finite_or_text(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-class PrivacyClaimError(ValueError):
-    """A model's stated privacy totals disagree with what its ledger's releases spend."""
-
-
-#: Relative tolerance of a recomputed total against a model's claim: dp-accounting's PLD
-#: and RDP are deterministic, the slack absorbs another machine's floating point or
-#: another dp-accounting version's discretisation.
-CLAIM_RTOL = 1e-3
-
-
-def check_privacy_claims(summary, params=None):
-    """Recompute every total of a model's privacy summary from its ledger's events and
-    refuse a summary whose claims disagree (an edited file, or one written by another
-    accounting).
-
-    Parameters
-    ----------
-    summary : dict
-        A model's ``Booster.ledger`` (:func:`privacy_summary`).
-    params : dict, optional
-        The model's training parameters (``Booster.params``): its non-DP choices must be
-        listed in the summary.
-
-    Raises
-    ------
-    PrivacyClaimError
-        Naming the claim, its stated value and the recomputed one.
-    """
-    if not summary:
-        raise PrivacyClaimError("the model has no privacy ledger: nothing certifies it")
-    report = model_privacy_report(summary)
-    if params is not None:
-        missing = not_dp_choices(params)
-        stated = {c["purpose"] for c in report["not_dp"]}
-        hidden = [c["parameter"] for c in missing if c["purpose"] not in stated]
-        if hidden:
-            raise PrivacyClaimError(f"the model was trained with {', '.join(hidden)}, which "
-                                    "is not DP, but does not say so (not_dp)")
-    claims = dict(summary.get("epsilon_by_accountant", {}))
-    claims["epsilon"] = summary.get("epsilon")
-    recomputed = {k: report[k] for k in ("basic", "rdp", "pld", "best", "delta", "n_events")}
-    recomputed["epsilon"] = report.get(summary.get("accountant"))
-    if recomputed["epsilon"] is None:
-        recomputed["epsilon"] = get_accountant(summary["accountant"]).get_epsilon(
-            Ledger.from_dict(summary["events"]), summary["delta"])
-    for name, value in recomputed.items():
-        stated = claims.get(name)
-        if stated is None:
-            raise PrivacyClaimError(f"the model states no {name!r} total")
-        if not _same_total(float(stated), float(value)):
-            raise PrivacyClaimError(
-                f"the model states {name} = {stated} but its ledger's {report['n_events']} "
-                f"releases give {value:.10g}: the file was edited or is corrupt")
-
-
-def _same_total(stated, value):
-    if math.isinf(stated) or math.isinf(value):
-        return stated == value
-    return abs(stated - value) <= CLAIM_RTOL * max(abs(value), 1e-12)

@@ -13,9 +13,11 @@ import os
 
 import numpy as np
 
-from ._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
-from ._core.predict import predict_raw
-from .objective import OBJECTIVES, softmax
+from .._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
+from .._core.predict import predict_raw
+from ..categories import encode
+from ..objective import OBJECTIVES, softmax
+from .xgboost_json import to_xgboost_json
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
 #: Version 2 adds each categorical node's left set (``category_set``); version 1 files, whose
@@ -28,104 +30,20 @@ MODEL_FORMAT_NAME = "dpxgb_dask.booster"
 IMPORTANCE_TYPES = ("leaf_spread", "weight")
 
 #: dtype of a node's category set: CATEGORY_SET_WORDS uint64 words (a 2-D node array).
-_CATEGORY_SET = np.dtype((np.uint64, (CATEGORY_SET_WORDS,)))
-
-#: Node fields of the trees while they are grown (``Tree.to_arrays``): bin thresholds index
-#: the cuts the tree was grown with (iterative-Hessian candidates change between trees).
-_TREE_FIELDS = {
-    "feature": np.int32,
-    "bin_threshold": np.uint8,
-    "threshold": np.float64,
-    "categorical": np.uint8,
-    "category_set": _CATEGORY_SET,
-    "missing_left": np.uint8,
-    "left": np.int32,
-    "right": np.int32,
-    "value": np.float64,
-}
+CATEGORY_SET = np.dtype((np.uint64, (CATEGORY_SET_WORDS,)))
 
 #: Node fields of the saved forest: raw thresholds only, valid whatever the cuts were.
-_NODE_FIELDS = {
+NODE_FIELDS = {
     # name: dtype of the flat node arrays (one entry per node of every tree)
     "feature": np.int32,
     "threshold": np.float64,  # a categorical node's smallest left code (informative)
     "categorical": np.uint8,  # 1: the categories of category_set go left, the rest right
-    "category_set": _CATEGORY_SET,  # left category codes, bit sets (_core.category_sets)
+    "category_set": CATEGORY_SET,  # left category codes, bit sets (_core.category_sets)
     "missing_left": np.uint8,
     "left": np.int32,
     "right": np.int32,
     "value": np.float64,
 }
-
-
-class Tree:
-    """One tree while it is grown: nodes keyed by heap id (root 0, children 2p+1, 2p+2).
-
-    Parameters
-    ----------
-    cuts : list of ndarray of float64
-        Cut points of each feature; a split on bin ``t`` of feature ``f`` has the raw
-        threshold ``cuts[f][t]``.
-    """
-
-    def __init__(self, cuts):
-        self._cuts = cuts
-        self.splits = {}   # heap id -> (feature, bin_threshold, missing_left, categorical,
-        #                               category_set or None)
-        self.leaves = {}   # heap id -> leaf value (already multiplied by the learning rate)
-
-    def add_split(self, node, feature, bin_threshold, missing_left, categorical=False,
-                  category_set=None):
-        """Record that heap node ``node`` splits on ``bin <= bin_threshold`` of ``feature``
-        (``categorical``: the categories whose codes are in ``category_set``, a bit set of
-        :data:`~dpxgb_dask._core.CATEGORY_SET_WORDS` words, go left; without a set, the
-        category ``bin_threshold`` alone)."""
-        words = None
-        if categorical:
-            words = (category_sets([[bin_threshold]])[0] if category_set is None
-                     else np.asarray(category_set, dtype=np.uint64).copy())
-        self.splits[int(node)] = (int(feature), int(bin_threshold), bool(missing_left),
-                                  bool(categorical), words)
-
-    def add_leaf(self, node, value):
-        """Record that heap node ``node`` is a leaf with output ``value``."""
-        self.leaves[int(node)] = float(value)
-
-    def to_arrays(self):
-        """Breadth-first flat arrays (children after parents), as ``predict.pyx`` needs.
-
-        Returns
-        -------
-        dict of ndarray
-            The node fields of ``_TREE_FIELDS``, indices local to this tree.
-        """
-        ids = sorted(set(self.splits) | set(self.leaves))
-        if not ids or ids[0] != 0:
-            raise ValueError("a tree needs a root (heap id 0)")
-        index = {node: i for i, node in enumerate(ids)}
-        n = len(ids)
-        arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in _TREE_FIELDS.items()}
-        for node, i in index.items():
-            if node in self.splits:
-                feature, bin_threshold, missing_left, categorical, words = self.splits[node]
-                left, right = 2 * node + 1, 2 * node + 2
-                if left not in index or right not in index:
-                    raise ValueError(f"split node {node} lacks a child")
-                arrays["feature"][i] = feature
-                arrays["bin_threshold"][i] = bin_threshold
-                arrays["categorical"][i] = categorical
-                if categorical:
-                    arrays["category_set"][i] = words
-                    arrays["threshold"][i] = float(category_set_codes(words)[0])
-                else:
-                    arrays["threshold"][i] = self._cuts[feature][bin_threshold]
-                arrays["missing_left"][i] = missing_left
-                arrays["left"][i] = index[left]
-                arrays["right"][i] = index[right]
-            else:
-                arrays["left"][i] = arrays["right"][i] = -1
-                arrays["value"][i] = self.leaves[node]
-        return arrays
 
 
 class Booster:
@@ -179,22 +97,31 @@ class Booster:
         self.label_bounds = tuple(label_bounds) if label_bounds is not None else None
         self.categories = [list(c) if c is not None else None for c in categories] \
             if categories is not None else None
-        self._nodes = {name: np.zeros(0, dtype=dtype) for name, dtype in _NODE_FIELDS.items()}
+        self._nodes = {name: np.zeros(0, dtype=dtype) for name, dtype in NODE_FIELDS.items()}
         self._tree_roots = np.zeros(0, dtype=np.int32)
         self._tree_class = np.zeros(0, dtype=np.int32)
 
     # -- building ---------------------------------------------------------------------
 
     def append_tree(self, tree, output_class=None):
-        """Append a grown :class:`Tree` to the forest (multi:softprob: the class whose
-        margin it adds to)."""
+        """Append a grown tree to the forest (multi:softprob: the class whose margin it
+        adds to).
+
+        Parameters
+        ----------
+        tree : object
+            Its ``to_arrays()`` gives the node fields of :data:`NODE_FIELDS` (and
+            ``bin_threshold``), breadth first, indices local to the tree
+            (:class:`~dpxgb_dask.boosting.tree.Tree`).
+        output_class : int, optional
+        """
         if (output_class is None) != (self.n_classes is None):
             raise ValueError("output_class is given for a multi:softprob forest, and only then")
         arrays = tree.to_arrays()
         offset = self._nodes["feature"].shape[0]
         for name in ("left", "right"):
             arrays[name] = np.where(arrays[name] >= 0, arrays[name] + offset, -1).astype(np.int32)
-        for name in _NODE_FIELDS:
+        for name in NODE_FIELDS:
             self._nodes[name] = np.concatenate([self._nodes[name], arrays[name]])
         self._tree_roots = np.append(self._tree_roots, np.int32(offset)).astype(np.int32)
         self._tree_class = np.append(self._tree_class, np.int32(output_class or 0))
@@ -208,7 +135,7 @@ class Booster:
         if other.n_classes != self.n_classes:
             raise ValueError(f"the forests have {self.n_classes} and {other.n_classes} classes")
         offset = self._nodes["feature"].shape[0]
-        for name in _NODE_FIELDS:
+        for name in NODE_FIELDS:
             add = other._nodes[name]
             if name in ("left", "right"):
                 add = np.where(add >= 0, add + offset, -1).astype(np.int32)
@@ -216,6 +143,31 @@ class Booster:
         self._tree_roots = np.concatenate([self._tree_roots,
                                            other._tree_roots + np.int32(offset)]).astype(np.int32)
         self._tree_class = np.concatenate([self._tree_class, other._tree_class])
+
+    def continued_by(self, new_part, params, ledger):
+        """The model of a fit that continued this one: this forest's trees, then
+        ``new_part``'s.
+
+        Parameters
+        ----------
+        new_part : Booster
+            The continuing fit's trees (label units, this model's base score).
+        params : dict
+            The continuing fit's public parameters; the first part's are kept as their
+            ``continued_from``.
+        ledger : dict
+            The privacy summary of both parts
+            (:func:`~dpxgb_dask.model.certificate.continued_summary`).
+
+        Returns
+        -------
+        Booster
+        """
+        model = Booster.from_dict(self.to_dict())
+        model.append_forest(new_part)
+        model.params = dict(params, continued_from=self.params)
+        model.ledger = ledger
+        return model
 
     # -- inspection -------------------------------------------------------------------
 
@@ -342,8 +294,6 @@ class Booster:
                 raise ValueError(f"X lacks the training columns {missing}")
             X = X[[by_name[c] for c in self.feature_names]]
         if self.categories is not None and not encoded:
-            from .categories import encode
-
             if getattr(X, "ndim", 2) != 2 or np.shape(X)[1] != self.n_features:
                 raise ValueError(f"X must have shape (n_samples, {self.n_features}), got "
                                  f"{np.shape(X)}")
@@ -462,8 +412,8 @@ class Booster:
         n_nodes = len(data["nodes"]["feature"])
         # (files without categorical splits may leave "categorical" and "category_set" out)
         booster._nodes = {name: np.asarray(data["nodes"].get(name, [0] * n_nodes), dtype=dtype)
-                          for name, dtype in _NODE_FIELDS.items() if name != "category_set"}
-        words = np.zeros(n_nodes, dtype=_CATEGORY_SET)
+                          for name, dtype in NODE_FIELDS.items() if name != "category_set"}
+        words = np.zeros(n_nodes, dtype=CATEGORY_SET)
         if "category_set" in data["nodes"]:
             words[...] = np.asarray(data["nodes"]["category_set"], dtype=np.uint64).reshape(
                 n_nodes, CATEGORY_SET_WORDS)
@@ -474,7 +424,7 @@ class Booster:
             raise ValueError("the model's categorical nodes have no category_set: a version "
                              f"{data['version']} file stores each one's left categories")
         booster._nodes["category_set"] = words
-        booster._nodes = {name: booster._nodes[name] for name in _NODE_FIELDS}  # field order
+        booster._nodes = {name: booster._nodes[name] for name in NODE_FIELDS}  # field order
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         booster._tree_class = np.asarray(data.get("tree_class", [0] * len(data["tree_roots"])),
                                          dtype=np.int32)
@@ -495,7 +445,8 @@ class Booster:
             (``"signature"``), which :meth:`load_model` verifies when given the key.
         format : {"dpxgb", "xgboost"}
             "xgboost" writes XGBoost's JSON model, which ``xgboost.Booster(model_file=)``
-            loads (``export.py``: what differs, and where the ledger goes).
+            loads (:mod:`~dpxgb_dask.model.xgboost_json`: what differs, and where the
+            ledger goes).
         """
         if format not in ("dpxgb", "xgboost"):
             raise ValueError(f"format must be 'dpxgb' or 'xgboost', got {format!r}")
@@ -503,8 +454,6 @@ class Booster:
             if key is not None:
                 raise ValueError("key= signs files of format='dpxgb' only; XGBoost's format "
                                  "has no place for a signature")
-            from .export import to_xgboost_json
-
             with open(os.fspath(path), "w") as f:
                 json.dump(to_xgboost_json(self), f)
             return
@@ -520,7 +469,7 @@ class Booster:
 
         Every total the file states (ε under each accountant, δ, the number of releases)
         is recomputed from its ledger's events; a file whose claims disagree is refused
-        (:class:`~dpxgb_dask.plan.PrivacyClaimError`). With ``key``, the file must carry
+        (:class:`~dpxgb_dask.model.certificate.PrivacyClaimError`). With ``key``, the file must carry
         a valid signature under that key (``ValueError`` otherwise).
         """
         with open(os.fspath(path)) as f:
@@ -539,10 +488,26 @@ class Booster:
             if not hmac.compare_digest(str(signature).encode(), _signature(data, key).encode()):
                 raise ValueError(f"the signature of {os.fspath(path)} does not verify under "
                                  "this key: the file was changed or signed with another key")
-        from .plan import check_privacy_claims
+        # deferred: workers unpickle Boosters (a continued fit's start) and never load files,
+        # so the accountants the check needs stay out of their processes
+        from .certificate import check_privacy_claims
 
         check_privacy_claims(data.get("ledger"), data.get("params"))
         return cls.from_dict(data)
+
+    def privacy_report(self):
+        """What the model's privacy certificate says, recomputed from its ledger's releases:
+        ε under every accountant, the non-DP choices, the budget across fits, and one row
+        per release (:func:`~dpxgb_dask.model.certificate.model_privacy_report`).
+
+        Returns
+        -------
+        dict
+        """
+        # deferred: see load_model
+        from .certificate import model_privacy_report
+
+        return model_privacy_report(self.ledger)
 
     def __eq__(self, other):
         return isinstance(other, Booster) and json.dumps(self.to_dict()) == json.dumps(other.to_dict())

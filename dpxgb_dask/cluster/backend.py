@@ -1,84 +1,19 @@
-"""Where the coordinator's per-partition work runs: one protocol, two implementations.
-
-The coordinator (``coordinator.py``) is written against :class:`PartitionBackend`: a
-handful of asynchronous calls, each ONE message round to every partition, whose exact
-results are summed over the partitions before they reach the coordinator.
-
-:class:`LocalBackend` keeps the :class:`~dpxgb_dask.ops.PartitionState` objects in this
-process (the tests check the algorithm with it, without a cluster). :class:`DaskBackend`
-runs in the scheduler process and reaches the states that live on the workers through
-the ``dpxgb_call`` handler of :class:`~dpxgb_dask.plugin.DPXGBWorkerPlugin`, over the
+"""The coordinator's way to the partitions on a cluster: :class:`DaskBackend`, which runs in
+the scheduler process and reaches the states that live on the workers through the
+``dpxgb_call`` handler of :class:`~dpxgb_dask.cluster.worker.DPXGBWorkerPlugin`, over the
 scheduler's pooled RPC connections: no task graph, no keys, one request per worker per
-round, all workers at once.
+round, all workers at once. It implements
+:class:`~dpxgb_dask.boosting.protocol.PartitionBackend`, and recovers from lost workers.
 """
 import asyncio
 import pickle
 import time
-from typing import Protocol
 
-from . import ops
-from .worker import unpack_reply
+from distributed import Client
 
-
-class PartitionBackend(Protocol):
-    """The per-partition work of a fit, as the coordinator sees it."""
-
-    n_partitions: int
-    bytes_gathered: int
-
-    async def collect(self, name, *args):
-        """Exact aggregate ``name`` (``ops.AGGREGATES``) of every partition: a list in
-        partition order."""
-
-    async def reduce(self, name, *args):
-        """Exact aggregate ``name`` summed over the partitions."""
-
-    async def prepare(self, spec):
-        """Bin every partition and set its margins (``ops.Prepare``)."""
-
-    async def round(self, step):
-        """Apply ``step`` (``ops.Round``) to every partition; its results summed (or None)."""
-
-    async def close(self):
-        """Drop every partition's state."""
-
-
-class LocalBackend:
-    """Partition states in this process.
-
-    Parameters
-    ----------
-    states : list of ops.PartitionState
-    """
-
-    def __init__(self, states):
-        self.states = list(states)
-        self.bytes_gathered = 0
-
-    @property
-    def n_partitions(self):
-        return len(self.states)
-
-    async def collect(self, name, *args):
-        return [ops.aggregate(s, name, *args) for s in self.states]
-
-    async def reduce(self, name, *args):
-        return ops.add(*await self.collect(name, *args))
-
-    async def prepare(self, spec):
-        for s in self.states:
-            s.prepare(spec)
-
-    async def round(self, step):
-        results = [r for r in (s.run(step) for s in self.states) if r is not None]
-        total = ops.add(*results) if results else None
-        if total is not None:
-            self.bytes_gathered += total.nbytes
-        return total
-
-    async def close(self):
-        self.states = []
-
+from ..boosting.protocol import add
+from .wire import capability_digest, unpack_reply
+from .worker import load_task_delayed
 
 #: How often a call in flight checks that its worker is still in the cluster.
 WORKER_CHECK_SECONDS = 0.25
@@ -112,11 +47,12 @@ class DaskBackend:
         The scheduler this coordinator runs in.
     fit_id : str
     capability : bytes
-        The fit's secret; every call carries it (see ``worker.py``).
+        The fit's secret; every call carries it (:mod:`~dpxgb_dask.cluster.worker`).
     placement : dict of str -> list of int
         Worker address -> indices of the partitions it holds.
     sources : dict of int -> tuple, optional
-        Where a lost partition is rebuilt from (``data.load_partitions``).
+        Where a lost partition is rebuilt from
+        (:func:`~dpxgb_dask.cluster.client.load_partitions`).
 
     Notes
     -----
@@ -242,10 +178,6 @@ class DaskBackend:
             if holder not in self._scheduler.workers:
                 raise WorkerLost(f"partition {index} and its replica were both lost", holder)
             return holder
-        from distributed import Client
-
-        from .worker import capability_digest
-
         _, x_block, y_block, objective, n_threads = source
         async with Client(self._scheduler.address, asynchronous=True,
                           name="dpxgb-recovery") as client:
@@ -280,8 +212,8 @@ class DaskBackend:
             self._pending_round = False
 
     async def touch(self):
-        """Keep the fit's lease on every worker (``worker.LEASE_SECONDS``); a worker that
-        fails to answer is left to the next real call."""
+        """Keep the fit's lease on every worker (:data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`);
+        a worker that fails to answer is left to the next real call."""
         await asyncio.gather(*(self._call(w, "touch", _pickled(None)) for w in self.workers),
                              return_exceptions=True)
 
@@ -302,14 +234,4 @@ def _pickled(args):
 
 def _sum(results):
     results = [r for r in results if r is not None]
-    return ops.add(*results) if results else None
-
-
-def load_task_delayed(x_block, y_block, fit_id, digest, index, objective, n_threads):
-    """The delayed load task of one dask partition (``worker.load_task``)."""
-    import dask
-
-    from .worker import load_task
-
-    return dask.delayed(load_task, pure=False)(x_block, y_block, fit_id, digest, index,
-                                               objective, n_threads)
+    return add(*results) if results else None

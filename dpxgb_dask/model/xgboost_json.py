@@ -33,7 +33,7 @@ import json
 
 import numpy as np
 
-from ._core import category_set_codes
+from .._core import category_set_codes
 
 #: XGBoost's "no parent" node id (the root's parent).
 _NO_PARENT = 2147483647

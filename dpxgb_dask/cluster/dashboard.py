@@ -1,7 +1,7 @@
 """The dpxgb page of the Dask dashboard: ``/dpxgb`` (HTML) and ``/dpxgb/fits.json``.
 
-The scheduler plugin (``plugin.DPXGBSchedulerPlugin``) keeps a :class:`FitBoard`: one
-:class:`~dpxgb_dask.progress.FitProgress` per running fit and for the last
+The scheduler plugin (:class:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin`) keeps a
+:class:`FitBoard`: one :class:`~dpxgb_dask.progress.FitProgress` per running fit and for the last
 ``HISTORY`` finished ones. The page shows, per fit, trees built, the current level, the ε
 spent so far under the fit's accountant, and the releases with their noise scales. It
 refreshes itself while a fit runs.
@@ -9,7 +9,7 @@ refreshes itself while a fit runs.
 Everything on the page is public: sizes from the plan, the releases' mechanisms,
 sensitivities and noise scales (never their values), and accountant totals. The routes are
 added to the scheduler's HTTP server when the plugin starts (by the first fit, or at
-scheduler start with ``dask scheduler --preload dpxgb_dask.plugin``), and the page is linked
+scheduler start with ``dask scheduler --preload dpxgb_dask.cluster.preload``), and the page is linked
 from the navigation bar of the dashboard's Bokeh pages when Bokeh is installed.
 """
 import asyncio
@@ -21,7 +21,8 @@ import time
 
 from tornado import web
 
-from .progress import FitProgress
+from ..progress import FitProgress
+from .wire import PLUGIN_NAME
 
 #: Finished fits kept on the page (their public summaries only).
 HISTORY = 20
@@ -42,7 +43,7 @@ class FitBoard:
 
     def start(self, fit_id, client=None):
         """Add a running fit; returns its :class:`FitProgress` (fed the coordinator's
-        events by ``training.coordinate``)."""
+        events by :meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`)."""
         progress = FitProgress(fit_id, client)
         self.fits[fit_id] = progress
         return progress
@@ -95,8 +96,6 @@ def _releases_by_kind(fit):
 
 
 def _board(scheduler):
-    from .worker import PLUGIN_NAME
-
     plugin = scheduler.plugins.get(PLUGIN_NAME)
     return getattr(plugin, "board", None)
 

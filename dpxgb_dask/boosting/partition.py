@@ -1,29 +1,32 @@
-"""The per-partition work of a fit, on the worker that holds the rows.
+"""The state of one partition during a fit, on the worker that holds its rows.
 
 Nothing here imports Dask or applies DP noise: these functions compute EXACT quantities
 (histograms, sums) from the rows of one partition. Their results stay inside the cluster:
 the worker sums them over its partitions, the coordinator sums the workers' totals and
-releases only DP-noised versions of them (see ``coordinator.py``).
+releases only DP-noised versions of them (:mod:`~dpxgb_dask.boosting.coordinator`).
 
 For the length of a fit, each partition's working state is one :class:`PartitionState`,
 built once where the rows are (:func:`load_partition`, :meth:`PartitionState.prepare`)
-and advanced by one :class:`Round` per message of the coordinator: a round may finish the
-previous tree (its leaf values added to the margins, reusing the leaf index every row
-reached while the tree grew), start a tree (subsample, clipped gradients), re-bin with new
-cut points, apply the previous level's public split decisions, and then build the new
-nodes' histograms or the leaf sums of a whole data-independent tree. Rounds are numbered;
-a round replayed with the number of the last one returns its result without applying it
-again, so that a round retried after a fault is idempotent.
+and advanced by one :class:`~dpxgb_dask.boosting.protocol.Round` per message of the
+coordinator: a round may finish the previous tree (its leaf values added to the margins,
+reusing the leaf index every row reached while the tree grew), start a tree (subsample,
+clipped gradients), re-bin with new cut points, apply the previous level's public split
+decisions, and then build the new nodes' histograms or the leaf sums of a whole
+data-independent tree. Rounds are numbered; a round replayed with the number of the last
+one returns its result without applying it again, so that a round retried after a fault is
+idempotent.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._core import empty_histograms, pack_cuts
-from ._core.binning import bin_features
-from ._core.histogram import build_node_histograms, subtract_histograms
-from ._core.partition import apply_splits, route_to_leaves, rows_of_nodes
-from ._core.partition import node_sums as node_sums_kernel
+from .._core import empty_histograms, pack_cuts
+from .._core.binning import bin_features
+from .._core.histogram import build_node_histograms, subtract_histograms
+from .._core.partition import apply_splits, route_to_leaves, rows_of_nodes
+from .._core.partition import node_sums as node_sums_kernel
+from .aggregates import tree_fine_histogram
+from .gradients import VALUE_GRID, clip_row_vectors, quantize
 
 
 @dataclass
@@ -43,69 +46,6 @@ class RawPart:
     @property
     def n_rows(self):
         return self.X.shape[0]
-
-
-#: Fixed-point grid of gradients, hessians and labels before any sum. Multiples of 2**-20
-#: with |value| <= 16 are exact in float32, and float64 sums of them are exact while
-#: |sum| < 2**33, so every exact aggregate (histograms, subtractions, leaf and label sums)
-#: is the true sum, whatever the order of summation or the partitioning. The grid-rounding
-#: argument of the DP mechanisms (privacy/mechanisms.py) assumes exact queries.
-VALUE_GRID = 2.0**-20
-#: Largest |gradient| or hessian bound that keeps quantised values exact in float32.
-MAX_VALUE_BOUND = 16.0
-
-
-def quantize(values, bound, lower=None):
-    """Round to the ``VALUE_GRID`` and clip to ``[lower, bound]`` (default ``[-bound, bound]``).
-
-    The clipping bound is itself rounded down to the grid, so the result never exceeds the
-    public bound the sensitivities use.
-
-    Returns
-    -------
-    ndarray of float64, same shape
-    """
-    hi = np.floor(bound / VALUE_GRID) * VALUE_GRID
-    lo = -hi if lower is None else np.ceil(lower / VALUE_GRID) * VALUE_GRID
-    return np.clip(np.round(np.asarray(values, dtype=np.float64) / VALUE_GRID) * VALUE_GRID,
-                   lo, hi)
-
-
-def clip_row_vectors(g, h, gradient_bound, hessian_bound, vector_bounds):
-    """Clip the class gradients and hessians of rows to the bounds of a softmax round.
-
-    Each value is clipped to ``[-g*, g*]`` (``[0, h*]``); then each row's vector is scaled
-    down so that ``||g||₂ <= G``, ``||h||₂ <= H`` and ``Σ_k h_k <= S`` (the bounds of
-    ``privacy.sensitivity.row_contribution_bounds``, which softmax rows meet up to floating
-    point already), and rounded toward zero on the ``VALUE_GRID``, which can only shrink
-    them: the released sums then obey the bounds exactly.
-
-    Parameters
-    ----------
-    g, h : ndarray of float64, shape (n_rows, K)
-    gradient_bound, hessian_bound : float
-        g* and h*.
-    vector_bounds : tuple of float
-        (G, H, S); ``inf`` leaves that bound out.
-
-    Returns
-    -------
-    g, h : ndarray of float64, shape (n_rows, K), on the value grid
-    """
-    g_norm, h_norm, h_sum = vector_bounds
-    g = np.clip(g, -gradient_bound, gradient_bound)
-    h = np.clip(h, 0.0, hessian_bound)
-    shrink = 1.0 - 1e-12  # a scaled norm can round to just above its bound
-    with np.errstate(divide="ignore"):
-        g_scale = np.minimum(1.0, shrink * g_norm / np.sqrt((g * g).sum(axis=1)))
-        h_scale = np.minimum(1.0, shrink * np.minimum(h_norm / np.sqrt((h * h).sum(axis=1)),
-                                                      h_sum / h.sum(axis=1)))
-    toward_zero = lambda v: np.trunc(v / VALUE_GRID) * VALUE_GRID  # noqa: E731
-    return toward_zero(g * g_scale[:, None]), toward_zero(h * h_scale[:, None])
-
-
-
-# -- input ---------------------------------------------------------------------------------
 
 
 def make_part(X, y, objective):
@@ -150,137 +90,6 @@ def make_part(X, y, objective):
     # label stays NaN: its row is left out of every sum (as if absent, a neighbouring
     # dataset) but still gets predictions.
     return RawPart(X, objective.clip_labels(y))
-
-
-
-
-# -- fit-level aggregates (before the state is prepared) ------------------------------------
-
-
-def part_length(part):
-    """Number of rows of a partition (stays in the cluster: it fixes the row offsets)."""
-    return part.n_rows
-
-
-def _labelled_rows(part):
-    """The feature rows of ``part`` whose label is not NaN (the others are left out of
-    every aggregate, as if absent)."""
-    unlabelled = np.isnan(part.y)
-    return part.X[~unlabelled] if unlabelled.any() else part.X
-
-
-def log2_magnitude_histogram(part, n_exponents, min_exponent):
-    """Per-feature counts of rows by sign and binary order of magnitude.
-
-    Bin layout per feature (``2 * n_exponents + 1`` bins): bin ``n_exponents`` holds zeros
-    and values with ``|x| < 2**min_exponent``; bin ``n_exponents + 1 + k`` holds positive
-    values with ``floor(log2 x) - min_exponent == k`` (clipped to the last bin) and bin
-    ``n_exponents - 1 - k`` the negative values of the same magnitude. Each row adds 1 to
-    one bin of each feature (NaN adds nothing), which is what the DP bounds estimate needs.
-
-    Returns
-    -------
-    ndarray of float64, shape (n_features, 2 * n_exponents + 1)
-    """
-    X = _labelled_rows(part).astype(np.float64, copy=False)  # log2 in float64 always
-    n_bins = 2 * n_exponents + 1
-    out = np.zeros((X.shape[1], n_bins))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.floor(np.log2(np.abs(X))) - min_exponent
-    k = np.clip(np.nan_to_num(k, nan=-1.0, neginf=-1.0), -1, n_exponents - 1).astype(np.int64)
-    small = k < 0
-    idx = np.where(small, n_exponents, np.where(X > 0, n_exponents + 1 + k, n_exponents - 1 - k))
-    valid = ~np.isnan(X)
-    for f in range(X.shape[1]):
-        out[f] = np.bincount(idx[valid[:, f], f], minlength=n_bins)
-    return out
-
-
-def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
-    """Per-feature equal-width histograms of row weights over the public bounds.
-
-    Values are clipped to ``feature_bounds`` first, so every non-missing row adds
-    ``hessian`` to exactly one of the ``n_fine_bins`` bins of each feature. This is the
-    input of the DP sketch (DP-XGBoost, section 4.1): the noisy bins become weighted points
-    of the weighted quantile sketch.
-
-    Parameters
-    ----------
-    part : RawPart
-    feature_bounds : ndarray of float64, shape (n_features, 2)
-    n_fine_bins : int
-    hessian : float
-        Weight of every row (the hessian at the initial score; constant per objective).
-
-    Returns
-    -------
-    ndarray of float64, shape (n_features, n_fine_bins)
-    """
-    X = _labelled_rows(part)
-    return _weighted_fine_histogram(X, feature_bounds, n_fine_bins, np.full(len(X), hessian))
-
-
-def tree_fine_histogram(state, n_fine_bins, by_hessian):
-    """:func:`fine_histogram` of the current tree's rows (its Poisson sample), each weighted
-    by its clipped hessian (``by_hessian``) or by 1: the input of DP-XGBoost's sketch of
-    one tree (§4.1), computed on the rows that tree trains on.
-
-    Parameters
-    ----------
-    state : PartitionState
-        After the tree's ``start_tree``.
-    n_fine_bins : int
-    by_hessian : bool
-
-    Returns
-    -------
-    ndarray of float64, shape (n_features, n_fine_bins)
-    """
-    rows = np.flatnonzero(state.positions >= 0)
-    weights = state.hessians[rows].astype(np.float64) if by_hessian else np.ones(rows.size)
-    return _weighted_fine_histogram(state.raw.X[rows], state.feature_bounds, n_fine_bins,
-                                    weights)
-
-
-def _weighted_fine_histogram(X, feature_bounds, n_fine_bins, weights):
-    """Per-feature equal-width histograms over the clipped bounds of the rows of ``X``
-    (shape (n_rows, n_features)), row ``i`` adding ``weights[i]`` to one bin of each
-    feature where it is not missing."""
-    lo, hi = feature_bounds[:, 0], feature_bounds[:, 1]
-    out = np.zeros((X.shape[1], n_fine_bins))
-    scaled = (np.clip(X, lo, hi) - lo) / (hi - lo) * n_fine_bins
-    bins = np.minimum(np.floor(scaled), n_fine_bins - 1)
-    for f in range(X.shape[1]):
-        col = bins[:, f]
-        present = ~np.isnan(col)
-        out[f] = np.bincount(col[present].astype(np.int64), weights=weights[present],
-                             minlength=n_fine_bins)
-    return out
-
-
-def clipped_label_sum(part, objective):
-    """Sum and count of the labels on the training scale, clipped to
-    ``[objective.label_lower, 1]`` on the value grid (for a DP initial score).
-
-    Returns
-    -------
-    ndarray of float64, shape (2,): (exact sum of the clipped labels, number of rows)
-    """
-    labelled = ~np.isnan(part.y)  # a row with a NaN label is left out (as if absent)
-    scaled = quantize(objective.scale_labels(part.y[labelled]), 1.0,
-                      lower=objective.label_lower)
-    return np.array([scaled.sum(), float(labelled.sum())])
-
-
-def class_counts(part, n_classes):
-    """Number of labelled rows of each class (for a DP initial score of ``multi:softprob``).
-
-    Returns
-    -------
-    ndarray of float64, shape (n_classes,)
-    """
-    labels = part.y[~np.isnan(part.y)].astype(np.int64)  # clipped to 0..K-1 on loading
-    return np.bincount(labels, minlength=n_classes).astype(np.float64)
 
 
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
@@ -341,146 +150,6 @@ def row_uniforms(key, row_offset, n_rows):
                                      counter=np.array([block, 0, 0, 0], dtype=np.uint64))
     raw = bit_generator.random_raw(skip + n_rows)[skip:]
     return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
-
-
-
-
-# -- the rounds of a fit ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Prepare:
-    """Public inputs that turn a loaded partition into a training state.
-
-    Attributes
-    ----------
-    feature_bounds : ndarray of float64, shape (n_features, 2)
-    cuts : list of ndarray of float64
-    missing_bin : int
-    base_score : float or ndarray of float64 of shape (K,)
-        Initial margin(s) of every row (public or a DP release).
-    row_offsets : dict of int -> int
-        Global index of the first row of each partition (keys of the per-row randomness).
-    init_model : Booster, optional
-        A trained model the fit continues, on the training scale (public): every row starts
-        at its ``predict_margin`` instead of ``base_score``.
-    row_filter : RowFilter, optional
-        The fit's individual Rényi filter (``privacy.filter``): every row's divergence so
-        far starts at 0.
-    """
-
-    feature_bounds: np.ndarray
-    cuts: list
-    missing_bin: int
-    base_score: float
-    row_offsets: dict
-    init_model: object = None
-    row_filter: object = None
-
-
-@dataclass(frozen=True)
-class TreeStart:
-    """Which rows enter a tree, and how their gradients are bounded (public).
-
-    Attributes
-    ----------
-    sample_key : int
-        128-bit key of the tree's (or ensemble's) row selection.
-    sample_interval : tuple (lo, hi)
-        Row ``i`` joins when its uniform number is in ``[lo, hi)`` (see :func:`row_uniforms`);
-        ``hi > 1`` keeps every row.
-    gradient_bound : float
-        g*: gradients are clipped to [-g*, g*] ("clip") or rows beyond it leave the tree
-        ("filter", DPBoost's gradient data filtering).
-    gradient_rule : {"clip", "filter"}
-    hessian_bound : float
-        Hessians are clipped to [0, hessian_bound] (1 for row counts).
-    output_class : int, optional
-        ``multi:softprob``: the class k whose gradients the tree fits, or -1 for the
-        class-summed hessians of a round's iterative-Hessian sketch (zero gradients).
-    vector_bounds : tuple of float, optional
-        ``multi:softprob``: (G, H, S) of :func:`clip_row_vectors`.
-    filter_terms : tuple of FilterTerm, optional
-        With an individual Rényi filter: the tree's Gaussian mechanisms, from which each
-        row's divergence in the tree follows (``RowFilter.charges``).
-    filter_worst : float, optional
-        The tree's worst-case divergence (no row is charged more).
-    filter_rounds_left : int, optional
-        Set in the extra rounds of a filter that paces (``filter_spending="pace"``): this
-        round and the ones after it; a row scales its gradient and hessian down to spend
-        at most what it has left over them.
-    """
-
-    sample_key: int
-    sample_interval: tuple
-    gradient_bound: float
-    gradient_rule: str
-    hessian_bound: float
-    output_class: int = None
-    vector_bounds: tuple = None
-    filter_terms: tuple = None
-    filter_worst: float = None
-    filter_rounds_left: int = None
-
-
-@dataclass(frozen=True)
-class TreeEnd:
-    """A finished tree, applied to the margins of every row (public).
-
-    Attributes
-    ----------
-    splits : tuple of ndarray or None
-        The last level's decisions (heap-indexed, see ``LevelSplits.as_heap_arrays``),
-        not yet applied to the rows; None when the rows already sit in their leaves.
-    values : ndarray of float64, shape (n_node_ids,)
-        Output of each leaf by heap id (learning rate included).
-    batch_end : bool
-        The tree closes a batch: the margins take the accumulated outputs.
-    output_class : int, optional
-        ``multi:softprob``: the class whose margins the tree adds to.
-    """
-
-    splits: tuple
-    values: np.ndarray
-    batch_end: bool = True
-    output_class: int = None
-
-
-@dataclass(frozen=True)
-class Round:
-    """One message of the coordinator to every partition, applied in field order.
-
-    Attributes
-    ----------
-    seq : int
-        Round number (increasing within a fit).
-    end_tree : TreeEnd, optional
-    start_tree : TreeStart, optional
-    rebin_cuts : list of ndarray, optional
-        New cut points (iterative-Hessian candidates): re-bin the raw rows.
-    splits : tuple of ndarray, optional
-        The previous level's decisions of the current tree.
-    histogram_nodes : ndarray of int64, optional
-        Return the (G, H, count) histograms of these nodes (sibling pairs after the root:
-        the smaller child is built, its sibling is the parent's minus it).
-    tree_levels : list of tuple of ndarray, optional
-        The decisions of every level of a whole data-independent tree, applied in order.
-    leaf_nodes : ndarray of int64, optional
-        Return the (G, H, count) sums of these nodes.
-    fine_histogram : tuple (int, bool), optional
-        ``(n_fine_bins, by_hessian)``: return :func:`tree_fine_histogram` of the tree's
-        rows (a per-tree DP sketch).
-    """
-
-    seq: int
-    end_tree: TreeEnd = None
-    start_tree: TreeStart = None
-    rebin_cuts: list = None
-    splits: tuple = None
-    histogram_nodes: np.ndarray = None
-    tree_levels: list = None
-    leaf_nodes: np.ndarray = None
-    fine_histogram: tuple = None
 
 
 class PartitionState:
@@ -873,50 +542,3 @@ def merge_levels(levels):
         for out, values in zip(merged, level):
             out[where] = values[where]
     return tuple(merged)
-
-
-def feature_min_max(part):
-    """Exact per-feature (nanmin, nanmax); only for bounds the user forces from the data.
-
-    Returns
-    -------
-    ndarray of float64, shape (n_features, 2); NaN for all-missing features
-    """
-    out = np.full((part.X.shape[1], 2), np.nan)
-    if part.n_rows:
-        X = _labelled_rows(part)
-        X = np.where(np.isinf(X), np.nan, X)  # the finite extremes
-        with np.errstate(all="ignore"):
-            valid = ~np.all(np.isnan(X), axis=0)
-            out[valid, 0] = np.nanmin(X[:, valid], axis=0)
-            out[valid, 1] = np.nanmax(X[:, valid], axis=0)
-    return out
-
-
-def add(*arrays):
-    """Sum of partial results of several partitions (the reduction step)."""
-    if arrays and arrays[0].dtype.names:  # histograms: field by field
-        out = arrays[0].copy()
-        for a in arrays[1:]:
-            for name in out.dtype.names:
-                out[name] += a[name]
-        return out
-    return np.sum(arrays, axis=0)
-
-
-#: Exact per-partition aggregates of the raw rows the coordinator asks for by name, before
-#: the trees (the row count, the inputs of the DP bounds, sketch and initial score, and
-#: the forced data bounds).
-AGGREGATES = {
-    "length": part_length,
-    "log2_magnitude_histogram": log2_magnitude_histogram,
-    "fine_histogram": fine_histogram,
-    "clipped_label_sum": clipped_label_sum,
-    "class_counts": class_counts,
-    "feature_min_max": feature_min_max,
-}
-
-
-def aggregate(state, name, *args):
-    """The exact aggregate ``name`` (see :data:`AGGREGATES`) of one partition's raw rows."""
-    return AGGREGATES[name](state.raw, *args)

@@ -1,8 +1,8 @@
-"""Training parameters, their validation, and the presets of the seed papers.
+"""Training parameters: :class:`TrainParams`, how a fit's are resolved from a preset or the
+default and the user's own (:func:`resolve_params`), and their validation.
 
-A preset sets the parameters of one published system; parameters the user gives
-explicitly override it. Each preset documents where it departs from its paper, and why
-(a leak in the original, or a choice the paper leaves open).
+The papers' presets are in :mod:`~dpxgb_dask.params.presets`, the default's ε schedule in
+:mod:`~dpxgb_dask.params.defaults`. Every parameter is public: it is saved with the model.
 """
 from dataclasses import asdict, dataclass, fields, replace
 import math
@@ -10,7 +10,14 @@ import numbers
 
 import numpy as np
 
-from .objective import OBJECTIVES
+from ..objective import OBJECTIVES
+from .defaults import (DEFAULT_REGRESSION_OVERRIDES, carried_leaf_regime,
+                       default_schedule_overrides)
+from .presets import PRESETS, preset_overrides
+
+__all__ = ["PRESETS", "TrainParams", "check_feature_bounds", "check_label_bounds",
+           "resolve_params", "validate", "with_overrides"]
+
 SPLIT_METHODS = ("random", "exponential", "noisy_histogram", "partially_random")
 FILTER_SPENDINGS = ("pace", "exclude")
 FEATURE_SELECTIONS = ("random", "cyclic")
@@ -21,7 +28,6 @@ GRADIENT_RULES = ("clip", "filter")
 INIT_SCORES = ("zero", "dp_mean")
 ACCOUNTANTS = ("pld", "rdp", "basic")
 GAIN_SENSITIVITIES = ("dp-xgboost", "dpboost")
-PRESETS = ("dp-xgboost", "dpboost", "maddock", "s-bdt")
 
 #: Deepest tree supported (heap node ids must fit in int32).
 MAX_DEPTH_LIMIT = 20
@@ -164,14 +170,11 @@ class TrainParams:
         Threads of the kernels in each task.
     """
 
-    # The default (no preset): data-independent random splits on one feature per tree
-    # (t mod m, as S-BDT), iterative-Hessian candidates (Maddock), Newton leaves from one
-    # Gaussian release of (G, H) per tree with Maddock's noise split r = h*²/(g*² + h*²),
-    # a DP initial score, and PLD accounting (README "The default"). The field values below
-    # are the plain default; without a preset, DEFAULT_SCHEDULE then sets the number and
-    # depth of the trees, the subsampling rate, the leaf regime, (binary, ε below about
-    # 0.025) a zero initial score and (some points) equal-width candidates from ε, and
-    # (binary) λ from ε and the number of trees and η from the number of trees.
+    # The field values are the plain default (no preset): data-independent random splits on
+    # one feature per tree (t mod m, as S-BDT), iterative-Hessian candidates (Maddock),
+    # Newton leaves from one Gaussian release of (G, H) per tree with Maddock's noise split
+    # r = h*²/(g*² + h*²), a DP initial score, and PLD accounting; a fit without a preset
+    # then takes the overrides of params.defaults.DEFAULT_SCHEDULE at its ε.
     objective: str = "binary:logistic"
     num_class: int | None = None
     n_estimators: int = 100
@@ -227,348 +230,6 @@ class TrainParams:
             if out[name] is not None and not isinstance(out[name], str):
                 out[name] = np.asarray(out[name], dtype=float).tolist()
         return out
-
-
-#: The papers' parameters (see the spec notes in each preset's comment).
-PRESET_PARAMS = {
-    # DP-XGBoost (Grislain & Gonzalvez 2021), section 5: 20 trees, λ=0.1, η=0.3, subsample 0.1,
-    # min_child_weight 50, depth 6 (their code), g*=1 with gradient filtering, squared loss on
-    # counts (newton=False), DP sketch of 1024 Laplace bins -> ~64 cuts, exponential-mechanism
-    # splits with ΔG = 3g*², Laplace leaves, budget per tree 1/3 sketch, 1/3 splits, 1/3 leaves,
-    # basic composition with subsampling amplification; the sketch of each tree's rows before
-    # it grows (§4.1). Departures: the min_child_weight check on exact hessian sums and the
-    # "gain <= 1e-6 -> leaf" test are leaks and are replaced by the denominator floor
-    # max(H, N_min), whose leaf sensitivity 2g*/(N_min+λ) holds without reading any count;
-    # Poisson sampling instead of sampling without replacement (README).
-    "dp-xgboost": dict(
-        n_estimators=20, max_depth=6, learning_rate=0.3, reg_lambda=0.1, subsample=0.1,
-        min_child_weight=50.0, max_bin=64, split_method="exponential",
-        split_candidates="dp_sketch_per_tree", leaf_method="laplace", newton=False,
-        gradient_bound=1.0, gradient_rule="filter", leaf_bound=1.0, leaf_clipping="constant",
-        gain_sensitivity="dp-xgboost", budget_shares={"sketch": 1, "split": 1, "leaf": 1},
-        init_score="zero", accountant="basic", n_sketch_bins=1024,
-    ),
-    # DPBoost (Li et al. 2020): exponential-mechanism splits, Laplace leaves with geometric
-    # leaf clipping, gradient filtering g*=1, λ=0.1, depth 6, η=0.1, ensembles of 50 trees on
-    # disjoint rows, budget per tree 1/2 splits, 1/2 leaves, data-independent equal-width
-    # candidates (255 bins) over the public bounds. Departure: the gain sensitivity is
-    # 3g*² (what DPBoost's own code uses), not the paper's Lemma 1, which is unsound: with
-    # λ=0.1, 100 rows of g=+1 and one added row of g=-1 the gain moves by 2.956 > 0.996
-    # (tests/privacy checks the counterexample); gain_sensitivity="dpboost" reproduces the
-    # paper and warns.
-    "dpboost": dict(
-        n_estimators=50, max_depth=6, learning_rate=0.1, reg_lambda=0.1, subsample=1.0,
-        min_child_weight=0.0, max_bin=255, split_method="exponential",
-        split_candidates="uniform", leaf_method="laplace", newton=False, gradient_bound=1.0,
-        gradient_rule="filter", leaf_bound=1.0, leaf_clipping="geometric",
-        gain_sensitivity="dp-xgboost", budget_shares={"split": 1, "leaf": 1},
-        init_score="zero", accountant="basic", ensemble_size=50,
-    ),
-    # Maddock et al. (CCS'22), best family "DP-TR Newton IH": totally random splits, Newton
-    # leaves from a Gaussian release of (G, H) with equal noise on both coordinates (their
-    # spherical vector mechanism, Δ2 = sqrt(g*² + h*²): r = h*²/(g*² + h*²) = 1/17 in the
-    # leaf-balanced parametrisation of decisions.gaussian_leaves), iterative-Hessian candidates
-    # (5 rounds, 32 candidates), depth 4, η=0.3, λ=1, |w|<=2, g*=1, h*=1/4, RDP accounting,
-    # and their allocation: one noise multiplier for every query (budget_shares="equal_noise":
-    # s·m hessian histograms of the refreshes and T leaf releases). split_method=
-    # "partially_random" gives their PR trees (decisions.partially_random_splits).
-    "maddock": dict(
-        n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0, subsample=1.0,
-        min_child_weight=0.0, max_bin=33, split_method="random", feature_selection="random",
-        split_candidates="iterative_hessian", iterative_hessian_rounds=5, leaf_method="gaussian",
-        leaf_noise_ratio=1.0 / 17.0, newton=True, gradient_bound=1.0, hessian_bound=0.25,
-        gradient_rule="clip", leaf_bound=2.0, leaf_clipping="constant",
-        budget_shares="equal_noise", init_score="zero", accountant="rdp",
-    ),
-    # S-BDT (Peinemann et al.): random splits on feature t mod m over 32 data-independent
-    # candidates, leaf-balanced Gaussian noise (r=0.04), g*=0.8, h*=0.1, λ=5, η=0.1, depth 6,
-    # 200 trees (their best Adult row at ε=0.5), Poisson subsampling, RDP accounting, δ=5e-8.
-    "s-bdt": dict(
-        n_estimators=200, max_depth=6, learning_rate=0.1, reg_lambda=5.0, subsample=1.0,
-        min_child_weight=0.0, max_bin=33, split_method="random", feature_selection="cyclic",
-        split_candidates="uniform", leaf_method="gaussian", leaf_noise_ratio=0.04, newton=True,
-        gradient_bound=0.8, hessian_bound=0.1, gradient_rule="clip", leaf_bound=2.0,
-        leaf_clipping="constant", budget_shares={"leaf": 1}, init_score="zero",
-        accountant="rdp", delta=5e-8,
-    ),
-}
-
-#: S-BDT's small-ε leaf regime (their best Adult rows at ε <= 0.1), used by the default's
-#: schedule at small ε.
-_SBDT_LEAVES = dict(learning_rate=0.1, reg_lambda=10.0, gradient_bound=0.3, hessian_bound=0.1,
-                    leaf_noise_ratio=0.04)
-
-#: The default's multiclass trees (see DEFAULT_SCHEDULE).
-_MULTICLASS_TREES = dict(n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0,
-                         subsample=1.0, max_bin=33, feature_selection="random",
-                         gradient_bound=1.0, hessian_bound=0.25, leaf_noise_ratio=1.0 / 17.0)
-
-#: Regression variant of the default: squared error has h = 1, so Newton and gradient
-#: steps coincide; count denominators (bound 1) avoid clipping h to hessian_bound. Depth,
-#: λ, g* and η are S-BDT's published Abalone configuration (depth 2, λ = 15, g* = 0.3 on
-#: labels scaled to [-1, 1], η = 0.1), not tuned here; on Abalone (5-fold CV) they take
-#: the default's RMSE from 8.2 to 2.58 rings at ε = 1.
-DEFAULT_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5, max_depth=2,
-                                    reg_lambda=15.0, gradient_bound=0.3, learning_rate=0.1)
-
-#: The default's ε schedule: per objective, points ``(ε, overrides)`` whose overrides were
-#: chosen on training data only (``benchmarks/tune_default.py``: validation splits of
-#: adult.data and of Abalone's training folds, never a test set; the candidates and their
-#: scores are in ``benchmarks/results/tuning/``). A fit without a preset whose total ε is
-#: ``e`` takes the overrides of the point nearest to ``e`` in log ε (the bands switch at
-#: the geometric midpoints); parameters the user gives explicitly win. ε is public, so
-#: choosing parameters from it costs no privacy.
-DEFAULT_SCHEDULE = {
-    # ε 0.03-0.1: S-BDT's small-ε leaves (η 0.1, λ 10, g* 0.3, h* 0.1, r 0.04), 400
-    # depth-4 trees on Poisson subsamples (γ 0.1), and 8x the DP initial score's weight
-    # (0.4 against 0.1 sketch + 0.9 leaves); ε 0.01-0.02: 50-100 depth-5 trees on samples
-    # of 1-2% from a zero score, clipped at g* 0.5 (as S-BDT's best rows), over
-    # equal-width candidates (64 and 255: no sketch); ε >= 0.5: S-BDT's leaves on all
-    # rows, from ε ≈ 0.7 with η 0.2 and 255 equal-width candidates over the public bounds
-    # (no sketch: its 10% goes to the leaves). Each point is the pooled winner of
-    # `tune_default.py --select` (validation AUC), except at ε 0.03: the winner there
-    # (λ 50, leaves within ±0.5, from adult-tiny) led by 0.006 AUC but its validation
-    # error was 23.5% against 19.5% (adult-small-eps-confirm). The binary points' λ
-    # follows the leaf noise away from the point's own ε and tree count
-    # (:func:`noise_following_lambda`): the ε = 1 point thus also serves ε 4 and 10
-    # (λ 2.5 and 1), where it won. Their η follows a tree count the user gives
-    # (:func:`tree_count_learning_rate`), so that a user's few trees do not underfit.
-    "binary:logistic": (
-        (0.01, dict(_SBDT_LEAVES, n_estimators=50, max_depth=5, subsample=0.01,
-                    gradient_bound=0.5, init_score="zero", split_candidates="uniform")),
-        (0.02, dict(_SBDT_LEAVES, n_estimators=100, max_depth=5, subsample=0.02,
-                    gradient_bound=0.5, init_score="zero", split_candidates="uniform",
-                    max_bin=255)),
-        (0.03, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
-                    budget_shares={"init": 0.4})),
-        (0.1, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
-                   budget_shares={"init": 0.4})),
-        (0.5, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=1.0)),
-        (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
-                   learning_rate=0.2, max_bin=255, split_candidates="uniform")),
-    ),
-    # Small ε: few shallow trees on subsamples, g* 0.1 and a 0.2 initial-score weight below
-    # ε = 0.3, S-BDT's leaf noise ratio 0.3 at ε 0.05-0.5, λ 40 at ε 0.05-0.1 and η 0.2 at
-    # ε = 0.5 (S-BDT's λ 15 and η 0.1 elsewhere), equal-width candidates at ε 0.05 and
-    # 0.2-0.3 (no sketch); ε >= 1: deeper trees with a random feature per node.
-    "reg:squarederror": (
-        (0.05, dict(n_estimators=200, max_depth=2, subsample=0.1, gradient_bound=0.1,
-                    budget_shares={"init": 0.2}, leaf_noise_ratio=0.3, reg_lambda=40.0,
-                    split_candidates="uniform")),
-        (0.1, dict(n_estimators=200, max_depth=2, subsample=0.1, gradient_bound=0.1,
-                   budget_shares={"init": 0.2}, leaf_noise_ratio=0.3, reg_lambda=40.0)),
-        (0.3, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3,
-                   leaf_noise_ratio=0.3, split_candidates="uniform")),
-        (0.5, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3,
-                   leaf_noise_ratio=0.3, learning_rate=0.2)),
-        (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
-                   feature_selection="random")),
-        (4.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
-                   feature_selection="random")),
-        (10.0, dict(n_estimators=200, max_depth=3, subsample=1.0, gradient_bound=0.3,
-                    feature_selection="random")),
-    ),
-    # Multiclass: Maddock et al.'s trees (a random feature per node, depth 4, 100 rounds,
-    # η 0.3, λ 1, g* 1, h* 1/4, 33 bins) with the default's budget (0.1 candidates, 0.9
-    # leaves, a DP initial score). Chosen by `benchmarks/multiclass.py --select` on a
-    # validation split of digits' training rows, where it won at ε = 1, 4 and 10 against
-    # the binary schedule with and without a random feature per node and against
-    # the maddock preset's budget of the time (1:1 sketch and leaf weights; the preset now
-    # gives every query the same noise) (benchmarks/results/tuning/multiclass-selection.md).
-    "multi:softprob": tuple((at, dict(_MULTICLASS_TREES)) for at in (1.0, 4.0, 10.0)),
-}
-
-
-def _nearest(points, epsilon):
-    """The ``(ε, overrides)`` pair of ``points`` nearest to ``epsilon``.
-
-    Nearest in log ε, ties to the smaller ε; None for a missing or invalid ``epsilon``
-    (``validate`` reports a bad one by name).
-    """
-    if epsilon is None or isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
-            or not math.isfinite(epsilon) or epsilon <= 0:
-        return None
-    distance = [abs(math.log(epsilon / at)) for at, _ in points]
-    return points[int(np.argmin(distance))]
-
-
-def _nearest_point(points, epsilon):
-    """Overrides of the point of ``points`` nearest to ``epsilon`` (:func:`_nearest`);
-    ``{}`` without a valid ``epsilon``."""
-    point = _nearest(points, epsilon)
-    return {} if point is None else dict(point[1])
-
-
-#: The smallest λ :func:`noise_following_lambda` gives (XGBoost's default λ).
-MIN_CARRIED_LAMBDA = 1.0
-
-#: The largest η :func:`tree_count_learning_rate` gives (a full Newton step).
-MAX_CARRIED_LEARNING_RATE = 1.0
-
-
-def noise_following_lambda(point_lambda, point_epsilon, point_trees, epsilon, n_estimators):
-    """λ of a schedule point carried to a fit's total ε and tree count (public).
-
-    λ shrinks every leaf value -G̃/(H̃ + λ) towards 0 against the Gaussian noise on its
-    released (G, H), whose scale is the noise multiplier z of one tree's leaf release. T
-    such releases composing to ε have zCDP ρ = T/(2z²) with ε ≈ sqrt(2ρ ln(1/δ)), so z
-    grows about as sqrt(T)/ε, and a λ chosen at the point's (ε_p, T_p) is carried along:
-
-        λ = max(1, λ_p · (ε_p / ε) · sqrt(T / T_p)).
-
-    The floor is XGBoost's default λ: no smaller λ was scored, and with greedy splits
-    (``noisy_histogram``), where λ also sits in the gains' noisy denominators, λ 0.05 at
-    ε = 50 lost 0.02 test AUC against λ 1 (``tests/trainer/test_algorithm.py``'s
-    large-ε learning check). Measured on validation splits of adult.data
-    (``benchmarks/tune_default.py --grid adult-lambda``): at ε 4 and 10 the ε = 1 point
-    with λ 2.5 and 1 beats both its fixed λ 10 and the plain-leaf points used before; with
-    20 trees of depth 3 on 200 rows at ε = 8 (scikit-learn's ``check_classifiers_train``),
-    λ 10 left training accuracy at 0.50-0.92 and λ 1 gives 0.92-0.96.
-
-    Parameters
-    ----------
-    point_lambda, point_epsilon : float
-        The point's λ and the ε it was selected at.
-    point_trees : int
-        The point's number of trees.
-    epsilon : float
-        The fit's total ε (> 0).
-    n_estimators : int
-        The fit's number of trees (> 0).
-
-    Returns
-    -------
-    float
-    """
-    carried = point_lambda * (point_epsilon / epsilon) * math.sqrt(n_estimators / point_trees)
-    return float(max(MIN_CARRIED_LAMBDA, carried))
-
-
-def tree_count_learning_rate(point_rate, point_trees, n_estimators):
-    """η of a schedule point carried to a fit's number of trees (public).
-
-    A point's η was chosen with its T_p trees; a fit that asks for T trees keeps the
-    ensemble's total step T·η, up to a full Newton step:
-
-        η = min(1, η_p · T_p / T).
-
-    Measured on validation splits of adult.data at ε 0.1, 0.5, 1 and 4
-    (``benchmarks/tune_default.py --grid adult-trees-ablation``, 10 repetitions): with 20
-    trees a fixed η of 0.1 or 0.2 leaves the margins near the initial score (validation
-    error 23.5-24.9%, about the share of the larger class) where the carried η (1) gives
-    15.3-17.9%; with 100 trees η 0.2 gives 14.9-17.6% and the carried η (0.4-0.8)
-    14.1-17.2%. Validation AUC: ahead of both fixed η at 20 trees (tied with η 0.2 at
-    ε = 0.1), within 0.004 of the better one at 100.
-
-    Parameters
-    ----------
-    point_rate : float
-        The point's η.
-    point_trees : int
-        The point's number of trees.
-    n_estimators : int
-        The fit's number of trees (> 0).
-
-    Returns
-    -------
-    float
-    """
-    return float(min(MAX_CARRIED_LEARNING_RATE, point_rate * point_trees / n_estimators))
-
-
-def default_schedule_overrides(objective, epsilon):
-    """Overrides of the default (no preset) for a fit of total budget ``epsilon``.
-
-    Parameters
-    ----------
-    objective : {"reg:squarederror", "binary:logistic", "multi:softprob"}
-    epsilon : float or None
-        Total ε of the fit; None (a per-tree budget) takes no schedule.
-
-    Returns
-    -------
-    dict
-        The overrides of the :data:`DEFAULT_SCHEDULE` point nearest to ``epsilon`` in
-        log ε (ties go to the smaller ε), or ``{}``.
-    """
-    return _nearest_point(DEFAULT_SCHEDULE[objective], epsilon)
-
-
-#: S-BDT's configuration per ε: the rows of the authors' rerun results
-#: (``data/reference/sbdt_*_rerun_results.csv``) with the best test AUC (Adult, ε 0.01,
-#: 0.02, 0.03, 0.1, 0.5) or RMSE (Abalone, ε 0.05, 0.1, 0.2, 0.3, 0.5). Their runs pick one
-#: configuration per ε, so the preset does too: a fit takes the row nearest to its ε in
-#: log ε (as :data:`DEFAULT_SCHEDULE`), and explicit parameters win. All Adult rows: η = 0.1,
-#: Newton, initial score 0, r = 0.04, h* = 0.1; all Abalone rows: η = 0.1, count
-#: denominators, λ = 15, γ = 0.1, r = 0.3. Not expressible here: their ``init_thr`` = 0.5
-#: (our DP mean clips at the label bounds) and ``ignore_split_constraints`` (our random
-#: splits always respect the ancestors' constraints). These configurations are the best of
-#: their grid of 9-18 per ε, selected on their own CV test folds (a selection neither held
-#: out nor accounted in ε).
-SBDT_SCHEDULE = {
-    "binary:logistic": (
-        (0.01, dict(n_estimators=50, max_depth=5, gradient_bound=0.5, subsample=0.01,
-                    reg_lambda=10.0)),
-        (0.02, dict(n_estimators=100, max_depth=6, gradient_bound=0.5, subsample=0.01,
-                    reg_lambda=10.0)),
-        (0.03, dict(n_estimators=400, max_depth=6, gradient_bound=0.3, subsample=0.01,
-                    reg_lambda=10.0)),
-        (0.1, dict(n_estimators=400, max_depth=6, gradient_bound=0.3, subsample=1.0,
-                   reg_lambda=10.0)),
-        (0.5, dict(n_estimators=200, max_depth=6, gradient_bound=0.8, subsample=1.0,
-                   reg_lambda=5.0)),
-    ),
-    "reg:squarederror": (
-        (0.05, dict(n_estimators=100, gradient_bound=0.1, init_score="dp_mean",
-                    budget_shares={"init": 0.1, "leaf": 0.9})),
-        (0.1, dict(n_estimators=50, gradient_bound=0.3, init_score="dp_mean",
-                   budget_shares={"init": 0.1, "leaf": 0.9})),
-        (0.2, dict(n_estimators=50, max_depth=3, gradient_bound=0.3, init_score="dp_mean",
-                   budget_shares={"init": 0.1, "leaf": 0.9})),
-        (0.3, dict(n_estimators=100, gradient_bound=0.3, init_score="dp_mean",
-                   budget_shares={"init": 0.1, "leaf": 0.9})),
-        (0.5, dict(n_estimators=150, gradient_bound=0.3, init_score="zero",
-                   budget_shares={"leaf": 1.0})),
-    ),
-}
-
-
-def preset_schedule_overrides(preset, objective, epsilon):
-    """Overrides of ``preset``'s ε schedule for a fit of total budget ``epsilon``.
-
-    Parameters
-    ----------
-    preset : {"dp-xgboost", "dpboost", "maddock", "s-bdt"}
-    objective : {"reg:squarederror", "binary:logistic", "multi:softprob"}
-    epsilon : float or None
-
-    Returns
-    -------
-    dict
-        The :data:`SBDT_SCHEDULE` point nearest to ``epsilon`` for ``"s-bdt"`` (binary and
-        regression), ``{}`` for the other presets, which keep one setting at every ε as
-        their papers do.
-    """
-    if preset != "s-bdt" or objective not in SBDT_SCHEDULE:
-        return {}
-    return _nearest_point(SBDT_SCHEDULE[objective], epsilon)
-
-
-#: Regression variants of the presets (the papers' regression settings).
-PRESET_REGRESSION_OVERRIDES = {
-    "dp-xgboost": dict(),
-    "dpboost": dict(),
-    "maddock": dict(newton=False, gradient_bound=1.0, leaf_noise_ratio=0.5),
-    # S-BDT Abalone (ε=0.1..0.3 rows): depth 2, λ=15, g*=0.3, r=0.3, γ=0.1, 10% DP init.
-    "s-bdt": dict(n_estimators=100, max_depth=2, reg_lambda=15.0, gradient_bound=0.3,
-                  leaf_noise_ratio=0.3, subsample=0.1, newton=False, init_score="dp_mean",
-                  budget_shares={"init": 0.1, "leaf": 0.9}),
-}
-
-
-#: Multiclass variants of the presets: no paper among the seeds trains multiclass models;
-#: DPBoost's ensembles (disjoint rows per tree) are defined for one tree per round.
-PRESET_MULTICLASS_OVERRIDES = {"dpboost": dict(ensemble_size=None)}
 
 
 def _check_choice(name, value, allowed):
@@ -648,42 +309,27 @@ def resolve_params(objective, preset=None, **explicit):
     unknown = sorted(set(explicit) - known)
     if unknown:
         raise ValueError(f"unknown parameters {unknown}; allowed: {sorted(known)}")
-    values = {"objective": objective}
     # the fit's total ε (public), which the ε schedules read; None with a per-tree budget
     epsilon = explicit.get("epsilon")
     if epsilon is None and explicit.get("dp_epsilon_per_tree") is None:
         epsilon = TrainParams.epsilon
-    if preset is None and objective == "reg:squarederror":
-        values.update(DEFAULT_REGRESSION_OVERRIDES)
+    values = {"objective": objective}
     if preset is None:
-        values.update(default_schedule_overrides(objective, epsilon))
-    if preset is not None:
-        _check_choice("preset", preset, PRESETS)
-        values.update(PRESET_PARAMS[preset])
         if objective == "reg:squarederror":
-            values.update(PRESET_REGRESSION_OVERRIDES[preset])
-        if objective == "multi:softprob":
-            values.update(PRESET_MULTICLASS_OVERRIDES.get(preset, {}))
-        values.update(preset_schedule_overrides(preset, objective, epsilon))
+            values.update(DEFAULT_REGRESSION_OVERRIDES)
+        values.update(default_schedule_overrides(objective, epsilon))
+    else:
+        _check_choice("preset", preset, PRESETS)
+        values.update(preset_overrides(preset, objective, epsilon))
     # NumPy scalars (e.g. from a GridSearchCV grid over np.arange) as Python numbers
     given = {k: (v.item() if isinstance(v, np.generic) else v)
              for k, v in explicit.items() if v is not None}
     if "dp_epsilon_per_tree" in given and "epsilon" not in given:
         given["epsilon"] = None
     values.update(given)
-    if preset is None and objective == "binary:logistic":
-        # the point's leaf regime carried to the fit's ε and number of trees
-        point = _nearest(DEFAULT_SCHEDULE[objective], epsilon)
-        trees = values.get("n_estimators", TrainParams.n_estimators)
-        if point is not None and isinstance(trees, numbers.Integral) \
-                and not isinstance(trees, bool) and trees > 0:
-            at, overrides = point
-            if "reg_lambda" not in given:
-                values["reg_lambda"] = noise_following_lambda(
-                    overrides["reg_lambda"], at, overrides["n_estimators"], epsilon, int(trees))
-            if "learning_rate" not in given:
-                values["learning_rate"] = tree_count_learning_rate(
-                    overrides["learning_rate"], overrides["n_estimators"], int(trees))
+    if preset is None:
+        values.update(carried_leaf_regime(
+            objective, epsilon, values.get("n_estimators", TrainParams.n_estimators), given))
     params = TrainParams(**values)
     validate(params)
     if params.dp_epsilon_per_tree is not None and params.epsilon is not None \
@@ -696,7 +342,20 @@ def resolve_params(objective, preset=None, **explicit):
 
 
 def validate(p):
-    """Check every field of :class:`TrainParams`; raise ValueError naming the first bad one."""
+    """Check every field of :class:`TrainParams`, then how they combine; raise ValueError
+    naming the first bad one and its allowed values.
+
+    Parameters
+    ----------
+    p : TrainParams
+    """
+    _check_sizes_and_budget(p)
+    _check_methods(p)
+    _check_combinations(p)
+
+
+def _check_sizes_and_budget(p):
+    """The objective, the trees' sizes and the privacy budget's fields."""
     _check_choice("objective", p.objective, OBJECTIVES)
     if p.objective == "multi:softprob":
         if p.num_class is None:
@@ -728,6 +387,10 @@ def validate(p):
                          f"one entry (a list or None) per feature, got {p.categories!r}")
     if p.label_bounds is not None:
         check_label_bounds(p.label_bounds)
+
+
+def _check_methods(p):
+    """The split, candidate, leaf and accounting methods and their numbers, one by one."""
     _check_choice("split_method", p.split_method, SPLIT_METHODS)
     _check_choice("feature_selection", p.feature_selection, FEATURE_SELECTIONS)
     _check_choice("split_candidates", p.split_candidates, SPLIT_CANDIDATES)
@@ -735,7 +398,7 @@ def validate(p):
     _check_number("leaf_noise_ratio", p.leaf_noise_ratio, lo=0, hi=1, lo_open=True, hi_open=True)
     if not isinstance(p.newton, (bool, np.bool_)):
         raise ValueError(f"newton must be True or False, got {p.newton!r}")
-    # <= 16: quantised gradients stay exact in float32 (ops.MAX_VALUE_BOUND).
+    # <= 16: quantised gradients stay exact in float32 (boosting.partition.MAX_VALUE_BOUND)
     _check_number("gradient_bound", p.gradient_bound, lo=0, hi=16.0, lo_open=True)
     _check_number("hessian_bound", p.hessian_bound, lo=0, hi=16.0, lo_open=True)
     _check_choice("gradient_rule", p.gradient_rule, GRADIENT_RULES)
@@ -773,6 +436,10 @@ def validate(p):
         for key, share in p.budget_shares.items():
             _check_choice("budget_shares key", key, ("sketch", "split", "leaf", "init"))
             _check_number(f"budget_shares[{key!r}]", share, lo=0, lo_open=True)
+
+
+def _check_combinations(p):
+    """Methods that cannot be combined: each error says which, and what to use instead."""
     if p.leaf_method == "gaussian" and p.split_method == "exponential":
         raise ValueError("split_method='exponential' is a pure-ε mechanism used with "
                          "leaf_method='laplace' or 'noisy_average'; with Gaussian leaves use "

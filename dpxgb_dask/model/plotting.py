@@ -9,7 +9,7 @@ def plot_importance(model, importance_type="leaf_spread", max_features=20, ax=No
     ----------
     model : Booster, DPXGBClassifier or DPXGBRegressor
     importance_type : {"leaf_spread", "weight"}
-        See :meth:`~dpxgb_dask.model.Booster.feature_importance` (public values only).
+        See :meth:`~dpxgb_dask.model.booster.Booster.feature_importance` (public values only).
     max_features : int
         Show at most this many features.
     ax : matplotlib.axes.Axes, optional

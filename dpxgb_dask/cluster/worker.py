@@ -1,6 +1,6 @@
 """The worker side of a fit: partition states held by a worker plugin, reached over RPC.
 
-:class:`~dpxgb_dask.plugin.DPXGBWorkerPlugin` registers one handler, ``dpxgb_call``, on every worker. The
+:class:`DPXGBWorkerPlugin` registers one handler, ``dpxgb_call``, on every worker. The
 coordinator (in the scheduler process) calls it over the scheduler's RPC connection pool
 for every message of a fit; the client calls it through the scheduler's ``broadcast``
 only to load NumPy and pandas rows. A call names the fit, proves it belongs to it with the
@@ -13,12 +13,13 @@ keeps only its SHA-256), and names an action:
                 task just put here) and the log of the fit's messages so far
 ``aggregate``   exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
 ``prepare``     bin the rows and set the initial margins
-``round``       one :class:`~dpxgb_dask.ops.Round` on every local partition of the fit
+``round``       one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition
 ``touch``       keep the fit alive (see ``LEASE_SECONDS``)
 ``drop``        forget the fit
 
-(The plugin class itself is in ``plugin.py``, which imports ``distributed``: this module
-does not, so that the package imports without it.)
+The plugin is registered once per cluster by the first fit and stays, like an installed
+library: it holds no data between fits. This module imports only what a partition needs
+(the partition state and the kernels), not the estimators or the accountants.
 
 Results are summed over the worker's partitions before they leave it. Nothing of a fit
 is stored under a Dask key, a dataset or an event: its rows and exact aggregates live in
@@ -26,19 +27,20 @@ this module's registry, inside the worker process, until the fit ends, fails, it
 dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
 """
 import asyncio
-import hashlib
 import hmac
 import pickle
 import threading
 import time
 
-from . import ops
+import dask
+from distributed import get_worker
+from distributed.diagnostics.plugin import WorkerPlugin
 
-#: A fit's state is dropped when no call has touched it for this long: a client that died
-#: before its coordinator started, or a coordinator that died with its scheduler, cannot
-#: say so. Both keep their fits alive with a ``touch`` every ``KEEPALIVE_SECONDS``.
-LEASE_SECONDS = 4.0
-KEEPALIVE_SECONDS = 1.0
+from ..boosting.aggregates import aggregate
+from ..boosting.partition import load_partition
+from ..boosting.protocol import add
+from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
+
 #: How often a worker looks for expired fits.
 SWEEP_SECONDS = 1.0
 #: A round of a fit holding at most this many feature values (rows x features) on the
@@ -46,12 +48,33 @@ SWEEP_SECONDS = 1.0
 #: rounds, and every other action but ``touch``, run in a thread. The hop to a thread and back costs about 2 ms per call
 #: (measured on the Adult default fit: 10.4 ms per tree with threads, 5.8 ms inline).
 INLINE_CELLS = 1 << 22
-PLUGIN_NAME = "dpxgb"
 
 
-def capability_digest(capability):
-    """SHA-256 of a fit's capability: what workers store to check calls."""
-    return hashlib.sha256(capability).hexdigest()
+class DPXGBWorkerPlugin(WorkerPlugin):
+    """Installs the ``dpxgb_call`` handler and the lease sweeper on a worker.
+
+    Registered once per cluster by the first fit (``idempotent``: later registrations are
+    no-ops, so a running fit never loses its state to a re-registration). It stays
+    registered after the fit, like an installed library: it holds no data between fits.
+    """
+
+    idempotent = True
+    name = PLUGIN_NAME
+
+    def setup(self, worker):
+        address = worker.address
+
+        async def call(comm=None, **kwargs):
+            return await handle_call(address, **kwargs)
+
+        worker.handlers["dpxgb_call"] = call
+        self._sweeper = asyncio.ensure_future(sweep_forever(address))
+
+    def teardown(self, worker):
+        worker.handlers.pop("dpxgb_call", None)
+        if getattr(self, "_sweeper", None) is not None:
+            self._sweeper.cancel()
+        forget_worker(worker.address)
 
 
 class _FitOnWorker:
@@ -108,12 +131,17 @@ def add_partition(worker_address, fit_id, digest, index, state):
 def load_task(X, y, fit_id, digest, index, objective, n_threads):
     """Dask task: load one block of a dask collection into the fit's state on the worker
     that runs it, and return only that worker's address (no rows, no counts)."""
-    from distributed import get_worker
-
     address = get_worker().address
     add_partition(address, fit_id, digest, index,
-                  ops.load_partition(X, y, objective, index, n_threads))
+                  load_partition(X, y, objective, index, n_threads))
     return address
+
+
+def load_task_delayed(x_block, y_block, fit_id, digest, index, objective, n_threads):
+    """The delayed load task of one dask partition
+    (:func:`~dpxgb_dask.cluster.worker.load_task`)."""
+    return dask.delayed(load_task, pure=False)(x_block, y_block, fit_id, digest, index,
+                                               objective, n_threads)
 
 
 def drop_fit(worker_address, fit_id):
@@ -156,7 +184,7 @@ def _runs_inline(worker_address, fit_id, action):
 
 def _sum(results):
     results = [r for r in results if r is not None]
-    return ops.add(*results) if results else None
+    return add(*results) if results else None
 
 
 def execute(worker_address, fit_id, capability, action, args):
@@ -172,7 +200,7 @@ def execute(worker_address, fit_id, capability, action, args):
     digest = capability_digest(capability)
     if action == "load":
         index, X, y, objective, n_threads, replica = args
-        state = ops.load_partition(X, y, objective, index, n_threads)
+        state = load_partition(X, y, objective, index, n_threads)
         if replica:
             fit = _fit(worker_address, fit_id, digest, create=True)
             with fit.lock:
@@ -194,7 +222,7 @@ def _execute(fit, action, args):
     states = [fit.states[i] for i in sorted(fit.states)]
     if action == "aggregate":
         name, per_partition, extra = args
-        results = {s.index: ops.aggregate(s, name, *extra) for s in states}
+        results = {s.index: aggregate(s, name, *extra) for s in states}
         return results if per_partition else _sum(list(results.values()))
     if action == "prepare":
         for s in states:
@@ -225,12 +253,12 @@ async def handle_call(worker_address, fit=None, capability=None, action=None, pa
     Returns
     -------
     dict
-        ``{"payload": pickled result, "seconds": compute time}`` (the time stays with the
-        coordinator, in the cluster), or ``{"error": pickled exception}`` (see
-        :func:`unpack_reply`).
+        :func:`~dpxgb_dask.cluster.wire.reply` of the result with ``seconds``, its compute
+        time (which stays with the coordinator, in the cluster), or
+        :func:`~dpxgb_dask.cluster.wire.error_reply`.
     """
     if action == "drop":
-        return {"payload": pickle.dumps(drop_fit(worker_address, fit)), "seconds": 0.0}
+        return reply(drop_fit(worker_address, fit), seconds=0.0)
     start = time.perf_counter()
     try:
         args = pickle.loads(payload) if isinstance(payload, bytes) else payload
@@ -240,19 +268,8 @@ async def handle_call(worker_address, fit=None, capability=None, action=None, pa
             result = await asyncio.to_thread(execute, worker_address, fit, capability,
                                              action, args)
     except Exception as exc:  # returned, not raised: the comm would lose its type
-        return {"error": pickle.dumps(exc)}
-    return {"payload": pickle.dumps(result, protocol=5), "seconds": time.perf_counter() - start}
-
-
-def unpack_reply(reply):
-    """The result of a ``dpxgb_call`` reply, or the worker's exception raised here with its
-    own type (errors may name arguments, never data values: see ``ops.make_part``)."""
-    if not isinstance(reply, dict) or not ({"error", "payload"} & set(reply)):
-        raise ConnectionError(f"no dpxgb reply (got {type(reply).__name__}): the connection "
-                              "closed, or the worker is starting and has no dpxgb handler yet")
-    if "error" in reply:
-        raise pickle.loads(reply["error"])
-    return pickle.loads(reply["payload"])
+        return error_reply(exc)
+    return reply(result, seconds=time.perf_counter() - start)
 
 
 def forget_worker(worker_address):

@@ -1,0 +1,173 @@
+"""Exact fit-level aggregates of a partition's rows, which the coordinator asks for by name
+before the trees (the row count, the inputs of the DP bounds, sketch and initial score, and
+bounds forced from the data), and the per-tree fine histogram of a DP sketch.
+
+Each is computed on one partition's raw rows and summed across partitions before it
+reaches the coordinator, which releases it with DP noise (or, for forced bounds, with the
+user's :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`).
+"""
+import numpy as np
+
+from .gradients import quantize
+
+
+def part_length(part):
+    """Number of rows of a partition (stays in the cluster: it fixes the row offsets)."""
+    return part.n_rows
+
+
+def _labelled_rows(part):
+    """The feature rows of ``part`` whose label is not NaN (the others are left out of
+    every aggregate, as if absent)."""
+    unlabelled = np.isnan(part.y)
+    return part.X[~unlabelled] if unlabelled.any() else part.X
+
+
+def log2_magnitude_histogram(part, n_exponents, min_exponent):
+    """Per-feature counts of rows by sign and binary order of magnitude.
+
+    Bin layout per feature (``2 * n_exponents + 1`` bins): bin ``n_exponents`` holds zeros
+    and values with ``|x| < 2**min_exponent``; bin ``n_exponents + 1 + k`` holds positive
+    values with ``floor(log2 x) - min_exponent == k`` (clipped to the last bin) and bin
+    ``n_exponents - 1 - k`` the negative values of the same magnitude. Each row adds 1 to
+    one bin of each feature (NaN adds nothing), which is what the DP bounds estimate needs.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features, 2 * n_exponents + 1)
+    """
+    X = _labelled_rows(part).astype(np.float64, copy=False)  # log2 in float64 always
+    n_bins = 2 * n_exponents + 1
+    out = np.zeros((X.shape[1], n_bins))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.floor(np.log2(np.abs(X))) - min_exponent
+    k = np.clip(np.nan_to_num(k, nan=-1.0, neginf=-1.0), -1, n_exponents - 1).astype(np.int64)
+    small = k < 0
+    idx = np.where(small, n_exponents, np.where(X > 0, n_exponents + 1 + k, n_exponents - 1 - k))
+    valid = ~np.isnan(X)
+    for f in range(X.shape[1]):
+        out[f] = np.bincount(idx[valid[:, f], f], minlength=n_bins)
+    return out
+
+
+def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
+    """Per-feature equal-width histograms of row weights over the public bounds.
+
+    Values are clipped to ``feature_bounds`` first, so every non-missing row adds
+    ``hessian`` to exactly one of the ``n_fine_bins`` bins of each feature. This is the
+    input of the DP sketch (DP-XGBoost, section 4.1): the noisy bins become weighted points
+    of the weighted quantile sketch.
+
+    Parameters
+    ----------
+    part : RawPart
+    feature_bounds : ndarray of float64, shape (n_features, 2)
+    n_fine_bins : int
+    hessian : float
+        Weight of every row (the hessian at the initial score; constant per objective).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features, n_fine_bins)
+    """
+    X = _labelled_rows(part)
+    return _weighted_fine_histogram(X, feature_bounds, n_fine_bins, np.full(len(X), hessian))
+
+
+def tree_fine_histogram(state, n_fine_bins, by_hessian):
+    """:func:`fine_histogram` of the current tree's rows (its Poisson sample), each weighted
+    by its clipped hessian (``by_hessian``) or by 1: the input of DP-XGBoost's sketch of
+    one tree (§4.1), computed on the rows that tree trains on.
+
+    Parameters
+    ----------
+    state : PartitionState
+        After the tree's ``start_tree``.
+    n_fine_bins : int
+    by_hessian : bool
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features, n_fine_bins)
+    """
+    rows = np.flatnonzero(state.positions >= 0)
+    weights = state.hessians[rows].astype(np.float64) if by_hessian else np.ones(rows.size)
+    return _weighted_fine_histogram(state.raw.X[rows], state.feature_bounds, n_fine_bins,
+                                    weights)
+
+
+def _weighted_fine_histogram(X, feature_bounds, n_fine_bins, weights):
+    """Per-feature equal-width histograms over the clipped bounds of the rows of ``X``
+    (shape (n_rows, n_features)), row ``i`` adding ``weights[i]`` to one bin of each
+    feature where it is not missing."""
+    lo, hi = feature_bounds[:, 0], feature_bounds[:, 1]
+    out = np.zeros((X.shape[1], n_fine_bins))
+    scaled = (np.clip(X, lo, hi) - lo) / (hi - lo) * n_fine_bins
+    bins = np.minimum(np.floor(scaled), n_fine_bins - 1)
+    for f in range(X.shape[1]):
+        col = bins[:, f]
+        present = ~np.isnan(col)
+        out[f] = np.bincount(col[present].astype(np.int64), weights=weights[present],
+                             minlength=n_fine_bins)
+    return out
+
+
+def clipped_label_sum(part, objective):
+    """Sum and count of the labels on the training scale, clipped to
+    ``[objective.label_lower, 1]`` on the value grid (for a DP initial score).
+
+    Returns
+    -------
+    ndarray of float64, shape (2,): (exact sum of the clipped labels, number of rows)
+    """
+    labelled = ~np.isnan(part.y)  # a row with a NaN label is left out (as if absent)
+    scaled = quantize(objective.scale_labels(part.y[labelled]), 1.0,
+                      lower=objective.label_lower)
+    return np.array([scaled.sum(), float(labelled.sum())])
+
+
+def class_counts(part, n_classes):
+    """Number of labelled rows of each class (for a DP initial score of ``multi:softprob``).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_classes,)
+    """
+    labels = part.y[~np.isnan(part.y)].astype(np.int64)  # clipped to 0..K-1 on loading
+    return np.bincount(labels, minlength=n_classes).astype(np.float64)
+
+
+def feature_min_max(part):
+    """Exact per-feature (nanmin, nanmax); only for bounds the user forces from the data.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features, 2); NaN for all-missing features
+    """
+    out = np.full((part.X.shape[1], 2), np.nan)
+    if part.n_rows:
+        X = _labelled_rows(part)
+        X = np.where(np.isinf(X), np.nan, X)  # the finite extremes
+        with np.errstate(all="ignore"):
+            valid = ~np.all(np.isnan(X), axis=0)
+            out[valid, 0] = np.nanmin(X[:, valid], axis=0)
+            out[valid, 1] = np.nanmax(X[:, valid], axis=0)
+    return out
+
+
+#: Exact per-partition aggregates of the raw rows the coordinator asks for by name, before
+#: the trees (the row count, the inputs of the DP bounds, sketch and initial score, and
+#: the forced data bounds).
+AGGREGATES = {
+    "length": part_length,
+    "log2_magnitude_histogram": log2_magnitude_histogram,
+    "fine_histogram": fine_histogram,
+    "clipped_label_sum": clipped_label_sum,
+    "class_counts": class_counts,
+    "feature_min_max": feature_min_max,
+}
+
+
+def aggregate(state, name, *args):
+    """The exact aggregate ``name`` (see :data:`AGGREGATES`) of one partition's raw rows."""
+    return AGGREGATES[name](state.raw, *args)

@@ -1,0 +1,222 @@
+"""The candidates of a split at a node and their gains, computed on exact or released sums.
+
+Split candidates of a feature ``f`` with ``k_f`` cuts are the thresholds ``t = 0..k_f-1``
+("bin <= t goes left") times the direction of missing values (left, right). A categorical
+feature (``categorical[f]``; its bins are the codes of its ``k_f + 1`` public categories)
+sends a set of its categories left: a random subset (:func:`random_category_subset`), the
+best prefix of the categories sorted by their released G/(H + λ) (:func:`category_order`),
+or one category against the rest (the exponential mechanism's candidates ``t = 0..k_f``,
+"bin == t"). How each split method chooses among them is in
+:mod:`~dpxgb_dask.boosting.splits`.
+"""
+import numpy as np
+
+
+def safe_ratio(numerator, denominator):
+    """``numerator / denominator``, with 0 where the denominator is not positive (0/0 := 0,
+    the limit the sensitivity bounds use for empty nodes when λ = 0)."""
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.asarray(denominator, dtype=np.float64)
+    out = np.zeros(np.broadcast(numerator, denominator).shape)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
+
+
+def candidate_mask(n_cuts, n_bins, node_ranges=None, categorical=None):
+    """Valid (feature, threshold) pairs.
+
+    Parameters
+    ----------
+    n_cuts : ndarray of int, shape (n_features,)
+        Number of cuts of each feature (its bins are ``0..n_cuts[f]``).
+    n_bins : int
+        Histogram bins per feature, missing bin included (thresholds ``0..n_bins-2``).
+    node_ranges : ndarray of int, shape (n_nodes, n_features, 2), optional
+        Bin range ``[lo, hi]`` still reachable at each node given its ancestors' splits on
+        the same feature; a threshold must satisfy ``lo <= t < hi`` (numerical features).
+    categorical : ndarray of bool, shape (n_features,), optional
+        Categorical features: every category ``t <= n_cuts[f]`` is a candidate.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_features, n_bins - 1) or (n_nodes, n_features, n_bins - 1)
+    """
+    t = np.arange(n_bins - 1)
+    n_candidates = np.asarray(n_cuts).copy()
+    if categorical is not None:
+        n_candidates = n_candidates + np.asarray(categorical, dtype=n_candidates.dtype)
+    base = t[None, :] < n_candidates[:, None]
+    if node_ranges is None:
+        return base
+    lo = node_ranges[:, :, 0][:, :, None]
+    hi = node_ranges[:, :, 1][:, :, None]
+    reachable = (t[None, None, :] >= lo) & (t[None, None, :] < hi)
+    if categorical is not None:
+        reachable = reachable | np.asarray(categorical)[None, :, None]
+    return base[None] & reachable
+
+
+def split_gains(sum_g, sum_h, reg_lambda, categorical=None):
+    """Gain of every candidate: G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ).
+
+    This is XGBoost's gain without its factor 1/2 (DP-XGBoost eq. (5); DPBoost eq. (3)
+    with H = counts). Missing values (the last bin) go left or right. The left child of
+    threshold ``t`` holds bins ``<= t``, or bin ``t`` alone for a categorical feature.
+
+    Parameters
+    ----------
+    sum_g, sum_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
+        Per-bin sums (exact or noisy); the last bin holds missing values. With
+        ``newton=False`` the caller passes counts as ``sum_h``.
+    reg_lambda : float
+    categorical : ndarray of bool, shape (n_features,), optional
+
+    Returns
+    -------
+    ndarray of float64, shape (n_nodes, n_features, n_bins - 1, 2)
+        ``[..., t, 0]``: missing values right; ``[..., t, 1]``: missing values left.
+    """
+    g_miss, h_miss = sum_g[..., -1:], sum_h[..., -1:]
+    gl = np.cumsum(sum_g[..., :-1], axis=-1)
+    hl = np.cumsum(sum_h[..., :-1], axis=-1)
+    g_tot = gl[..., -1:] + g_miss
+    h_tot = hl[..., -1:] + h_miss
+    if categorical is not None and np.any(categorical):
+        one = np.asarray(categorical)[:, None]  # one category against the rest
+        gl = np.where(one, sum_g[..., :-1], gl)
+        hl = np.where(one, sum_h[..., :-1], hl)
+    parent = safe_ratio(g_tot**2, np.maximum(h_tot, 0.0) + reg_lambda)
+    gains = np.empty(gl.shape + (2,))
+    for missing_left in (0, 1):
+        g_left = gl + missing_left * g_miss
+        h_left = hl + missing_left * h_miss
+        g_right, h_right = g_tot - g_left, h_tot - h_left
+        gains[..., missing_left] = (
+            safe_ratio(g_left**2, np.maximum(h_left, 0.0) + reg_lambda)
+            + safe_ratio(g_right**2, np.maximum(h_right, 0.0) + reg_lambda)
+            - parent
+        )
+    return gains
+
+
+def decode_candidates(choice, n_features, n_thresholds):
+    """Flat candidate index -> (feature, threshold, missing_left): candidates are ordered
+    by feature, then threshold, then the direction of missing values (right, left)."""
+    feature, rest = np.divmod(choice, n_thresholds * 2)
+    threshold, missing_left = np.divmod(rest, 2)
+    return feature.astype(np.int32), threshold.astype(np.int32), missing_left.astype(bool)
+
+
+def category_order(sum_g, sum_h, n_cuts, reg_lambda, categorical=None):
+    """Bin order per node and feature: a categorical feature's ``k_f + 1`` categories by
+    increasing ``G/(H + λ)`` (its prefixes are then the candidate left sets, as in
+    LightGBM's many-vs-many categorical splits), every other bin where it is.
+
+    Parameters
+    ----------
+    sum_g, sum_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
+        Released (noisy) sums; ``sum_h`` non-negative.
+    n_cuts : ndarray of int, shape (n_features,)
+    reg_lambda : float
+    categorical : ndarray of bool, shape (n_features,), optional
+
+    Returns
+    -------
+    ndarray of int64, shape (n_nodes, n_features, n_bins)
+        A permutation of the bins of each node and feature.
+    """
+    order = np.broadcast_to(np.arange(sum_g.shape[2]), sum_g.shape).copy()
+    if categorical is None:
+        return order
+    for f in np.flatnonzero(categorical):
+        c = int(n_cuts[f]) + 1
+        ratio = safe_ratio(sum_g[:, f, :c], sum_h[:, f, :c] + reg_lambda)
+        order[:, f, :c] = np.argsort(ratio, axis=1, kind="stable")
+    return order
+
+
+def threshold_ranges(node_ranges, n_cuts, categorical=None):
+    """Where a random split may put its threshold, per node and feature (public).
+
+    A numerical feature's threshold lies in its reachable bin range ``[lo, hi)``; a
+    categorical feature's is any of its ``n_cuts + 1`` categories (the callers then draw a
+    set of categories, :func:`random_category_subset`).
+
+    Parameters
+    ----------
+    node_ranges : ndarray of int, shape (n_nodes, n_features, 2)
+    n_cuts : ndarray of int, shape (n_features,)
+    categorical : ndarray of bool, shape (n_features,), optional
+
+    Returns
+    -------
+    start, width : ndarray of int64, shape (n_nodes, n_features)
+        Thresholds ``start .. start + width - 1``; ``width`` is 0 where a numerical
+        feature cannot be split any more.
+    """
+    start = node_ranges[:, :, 0].astype(np.int64)
+    width = np.maximum(node_ranges[:, :, 1] - node_ranges[:, :, 0], 0).astype(np.int64)
+    if categorical is not None:
+        one = np.asarray(categorical, dtype=bool)[None, :]
+        start = np.where(one, 0, start)
+        width = np.where(one, np.asarray(n_cuts, dtype=np.int64)[None, :] + 1, width)
+    return start, width
+
+
+def random_category_subset(n_categories, rng):
+    """A uniformly random non-empty proper subset of ``0..n_categories-1`` (data
+    independent; a single category gives ``{0}``: present values left, missing by the
+    split's direction).
+
+    Parameters
+    ----------
+    n_categories : int
+    rng : RandomStream
+
+    Returns
+    -------
+    list of int
+    """
+    if n_categories <= 1:
+        return [0]
+    while True:
+        bits = rng.uniform_below(2, size=n_categories)
+        if 0 < bits.sum() < n_categories:
+            return np.flatnonzero(bits).tolist()
+
+
+def collapse_at_thresholds(histograms, thresholds, categorical=None, left_codes=None):
+    """Each node's histogram of each feature summed into three bins at one threshold.
+
+    Parameters
+    ----------
+    histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+        The last bin holds missing values.
+    thresholds : ndarray of int, shape (n_nodes, n_features)
+    categorical : ndarray of bool, shape (n_features,), optional
+    left_codes : dict of (int, int) -> list of int, optional
+        The left categories of node ``i`` on categorical feature ``f`` at key ``(i, f)``
+        (default: the one category ``thresholds[i, f]``).
+
+    Returns
+    -------
+    ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, 3)
+        Bin 0: the left child (bins ``<= t``, or the left categories of a categorical
+        feature); bin 1: the other non-missing bins; bin 2: missing values. A row lies in
+        one of the three, as it lies in one bin of the full histogram.
+    """
+    n_bins = histograms.shape[-1]
+    t = np.asarray(thresholds, dtype=np.int64)[..., None]
+    b = np.arange(n_bins - 1)
+    left = b <= t
+    if categorical is not None and np.any(categorical):
+        left = np.where(np.asarray(categorical, dtype=bool)[None, :, None], b == t, left)
+        for (i, f), codes in (left_codes or {}).items():
+            left[i, f] = np.isin(b, codes)
+    out = np.zeros(histograms.shape[:2] + (3,), dtype=histograms.dtype)
+    for name in histograms.dtype.names:
+        cells = histograms[name][..., :-1]
+        out[name][..., 0] = np.where(left, cells, 0).sum(axis=-1)
+        out[name][..., 1] = np.where(left, 0, cells).sum(axis=-1)
+        out[name][..., 2] = histograms[name][..., -1]
+    return out

@@ -1,0 +1,295 @@
+"""The leaf methods: a tree's leaf values from its leaves' exact sums, and what that
+releases; and the initial score, the one leaf every row starts in.
+
+A method is an object built once per fit (:func:`make_leaf_method`) from the release plan;
+a call releases the leaves of one tree and takes per-tree arguments only. Leaves hold
+disjoint rows, so all leaves of a tree are one release (parallel composition).
+
+Every leaf value is ``V = -G̃ / (max(H̃, N) + λ)`` on released sums (:func:`leaf_values`),
+or a released value itself (Laplace leaves): ``N = min_child_weight`` is a floor on the
+denominator, never an eligibility test on exact counts, which would leak.
+"""
+import numpy as np
+
+from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism
+from ..privacy.sensitivity import (geometric_leaf_clip_threshold, leaf_balanced_sigmas,
+                                   leaf_value_sensitivity)
+from .gains import safe_ratio
+
+
+def leaf_denominator(noisy_h, min_child_weight, reg_lambda):
+    """``max(H, min_child_weight) + λ``: the floor replaces an exact-count eligibility test.
+
+    Parameters
+    ----------
+    noisy_h : ndarray of float64, shape (n_leaves,)
+    min_child_weight, reg_lambda : float
+
+    Returns
+    -------
+    ndarray of float64, shape (n_leaves,)
+    """
+    return np.maximum(noisy_h, min_child_weight) + reg_lambda
+
+
+def leaf_values(noisy_g, noisy_h, min_child_weight, reg_lambda, leaf_bound):
+    """Leaf values from released sums (post-processing): ``V = -G̃ / (max(H̃, N) + λ)``, 0
+    where H̃ < 0 (S-BDT's cut-off), clipped to ±leaf_bound.
+
+    Parameters
+    ----------
+    noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
+        Released gradient sums and denominators (hessian sums or counts).
+    min_child_weight, reg_lambda, leaf_bound : float
+
+    Returns
+    -------
+    ndarray of float64, shape (n_leaves,)
+    """
+    values = np.where(noisy_h < 0, 0.0,
+                      safe_ratio(-noisy_g, leaf_denominator(noisy_h, min_child_weight,
+                                                            reg_lambda)))
+    return np.clip(values, -leaf_bound, leaf_bound)
+
+
+class LeafMethod:
+    """The leaf values of one tree from its leaves' sums.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+        The fit's calibrated plan; its ``params`` give λ, the floor and the bound.
+    streams : FitStreams
+    """
+
+    def __init__(self, plan, streams):
+        p = plan.params
+        self.plan, self.streams = plan, streams
+        self.reg_lambda = p.reg_lambda
+        self.min_child_weight = p.min_child_weight
+        self.leaf_bound = p.leaf_bound
+
+    def release(self, tree, sums):
+        """Release the leaves of tree ``tree``.
+
+        Parameters
+        ----------
+        tree : int
+        sums : ndarray of float64, shape (n_leaves, 3) or (n_leaves, 2)
+            The leaves' exact (G, H, count), or their released (G, H) when the leaves are
+            read off the splits' release.
+
+        Returns
+        -------
+        values : ndarray of float64, shape (n_leaves,)
+            Before shrinkage.
+        events : list of dict
+            The ledger fields of the releases made, in recording order.
+        """
+        raise NotImplementedError
+
+    def _values(self, noisy_g, noisy_h):
+        return leaf_values(noisy_g, noisy_h, self.min_child_weight, self.reg_lambda,
+                           self.leaf_bound)
+
+
+class GaussianLeaves(LeafMethod):
+    """Leaf values from Gaussian releases of (G, H) with leaf-balanced noise (S-BDT;
+    Maddock et al. §4.2 when ``r = h*²/(g*² + h*²)``).
+
+    Numerator and denominator get independent noise with standard deviations
+    ``σ_G = z g* / sqrt(1 - r)`` and ``σ_H = z h* / sqrt(r)``; a row's whitened sensitivity
+    is ``sqrt(g²/σ_G² + h²/σ_H²) <= 1/z``, so the pair is one Gaussian mechanism with noise
+    multiplier ``z`` (RDP α/(2z²)), for all leaves at once (disjoint rows). The row bounds
+    g* and h* are the plan's (the joint bounds of a multiclass round, whose K trees' leaves
+    are then one release: a row changes one leaf of each, which sizes the margin of the
+    integer rounding).
+    """
+
+    def __init__(self, plan, streams):
+        super().__init__(plan, streams)
+        p, bounds = plan.params, plan.row_bounds
+        self.newton = p.newton
+        self.sigmas = leaf_balanced_sigmas(plan.releases["leaf"].noise_multiplier,
+                                           bounds.gradient, bounds.denominator,
+                                           p.leaf_noise_ratio)
+        n_joint = plan.joint_classes or 1
+        self.gradient_mechanism = GaussianMechanism(bounds.gradient, sigma=self.sigmas[0],
+                                                    coords_per_row=n_joint)
+        self.denominator_mechanism = GaussianMechanism(bounds.denominator, sigma=self.sigmas[1],
+                                                       coords_per_row=n_joint)
+
+    def noisy_sums(self, tree, sums):
+        """The released (G, H) of tree ``tree``'s leaves (H: hessian sums or counts).
+
+        Returns
+        -------
+        noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
+        """
+        denominator = sums[:, 1] if self.newton else sums[:, 2]
+        return (self.gradient_mechanism.release(
+                    sums[:, 0], self.streams.noise_stream("leaf/grad", tree)),
+                self.denominator_mechanism.release(
+                    denominator, self.streams.noise_stream("leaf/hess", tree)))
+
+    def release(self, tree, sums):
+        event = self.plan.tree_event("leaf", tree, n_parallel=sums.shape[0])
+        sigma_g, sigma_h = self.sigmas
+        event["note"] = "; ".join(filter(None, [event.get("note"), (
+            f"whitened pair: sigma_G={sigma_g:.6g} on the gradient sums, "
+            f"sigma_H={sigma_h:.6g} on the {'hessian sums' if self.newton else 'counts'}")]))
+        return self._values(*self.noisy_sums(tree, sums)), [event]
+
+
+class LaplaceLeaves(LeafMethod):
+    """Leaf values with Laplace noise on the value (DP-XGBoost §4.3; DPBoost Alg. 1 l.14).
+
+    ``V = clip(-G / (max(n, N) + λ), ±c) + Lap(ΔV / ε)`` per leaf, with the sensitivity
+    ΔV of :func:`~dpxgb_dask.privacy.sensitivity.leaf_value_sensitivity` at the clip ``c``:
+    the leaf bound, or DPBoost's geometric leaf clipping ``g*(1-η)^t`` (t the tree's place
+    in its ensemble, or its boosting round).
+    """
+
+    def __init__(self, plan, streams):
+        super().__init__(plan, streams)
+        p = plan.params
+        self.gradient_bound, self.learning_rate = p.gradient_bound, p.learning_rate
+        self.geometric = p.leaf_clipping == "geometric"
+        self.ensemble_size = p.ensemble_size
+        self.trees_per_round = plan.trees_per_round
+
+    def clip(self, tree):
+        """The bound of tree ``tree``'s leaf values before the noise (public)."""
+        if not self.geometric:
+            return self.leaf_bound
+        # (the boosting round's index: a multiclass round's trees share it)
+        place = tree % self.ensemble_size if self.ensemble_size else \
+            tree // self.trees_per_round
+        return min(self.leaf_bound, geometric_leaf_clip_threshold(
+            self.gradient_bound, self.learning_rate, place))
+
+    def release(self, tree, sums):
+        clip = self.clip(tree)
+        sensitivity = leaf_value_sensitivity(self.gradient_bound, self.reg_lambda,
+                                             self.min_child_weight, clip)
+        event = self.plan.event("leaf", tree=tree, n_parallel=sums.shape[0],
+                                sensitivity=sensitivity)
+        exact = safe_ratio(-sums[:, 0], leaf_denominator(sums[:, 2], self.min_child_weight,
+                                                         self.reg_lambda))
+        mechanism = LaplaceMechanism(sensitivity, event["epsilon"], coords_per_row=1)
+        values = mechanism.release(np.clip(exact, -clip, clip),
+                                   self.streams.noise_stream("leaf", tree))
+        return values, [event]
+
+
+class NoisyAverageLeaves(LeafMethod):
+    """Leaf values as a noisy gradient sum over a noisy row count (NoisyAverage,
+    DP-XGBoost Alg. 1), both with Laplace noise: ``Lap(g*/ε_sum)`` and ``Lap(1/ε_count)``.
+
+    Unlike the paper, the count is noised too: dividing by an exact count is not private
+    under add/remove (it changes the ratio by (n+1+λ)/(n+λ)). Then :func:`leaf_values`
+    with the count as denominator.
+    """
+
+    def __init__(self, plan, streams):
+        super().__init__(plan, streams)
+        self.sum_mechanism = LaplaceMechanism(plan.params.gradient_bound,
+                                              plan.releases["leaf"].epsilon, coords_per_row=1)
+        self.count_mechanism = LaplaceMechanism(1.0, plan.releases["leaf_count"].epsilon,
+                                                coords_per_row=1)
+
+    def release(self, tree, sums):
+        n_leaves = sums.shape[0]
+        noisy_g = self.sum_mechanism.release(sums[:, 0],
+                                             self.streams.noise_stream("leaf/grad", tree))
+        noisy_n = self.count_mechanism.release(sums[:, 2],
+                                               self.streams.noise_stream("leaf/count", tree))
+        events = [self.plan.event("leaf_count", tree=tree, n_parallel=n_leaves),
+                  self.plan.event("leaf", tree=tree, n_parallel=n_leaves)]
+        return self._values(noisy_g, noisy_n), events
+
+
+class ReleasedSumLeaves(LeafMethod):
+    """Leaf values read off sums the splits already released (partially random splits):
+    post-processing, no release of their own."""
+
+    def release(self, tree, sums):
+        return self._values(sums[:, 0], sums[:, 1]), []
+
+
+def make_leaf_method(plan, streams):
+    """The fit's leaf method, built once per fit: ``plan.params.leaf_method``, or the
+    released sums of partially random splits.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+    streams : FitStreams
+
+    Returns
+    -------
+    LeafMethod
+    """
+    p = plan.params
+    if p.split_method == "partially_random":
+        return ReleasedSumLeaves(plan, streams)
+    return {"gaussian": GaussianLeaves, "laplace": LaplaceLeaves,
+            "noisy_average": NoisyAverageLeaves}[p.leaf_method](plan, streams)
+
+
+class InitialScore:
+    """The initial margin of every row: zero, or a DP mean of the labels.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+    streams : FitStreams
+    objective : Objective
+    """
+
+    def __init__(self, plan, streams, objective):
+        self.plan, self.streams, self.objective = plan, streams, objective
+        if "init" in plan.releases:
+            # one row moves a class count, or the label sum and the count, by at most 1
+            self.mechanism = LaplaceMechanism(1.0, plan.releases["init"].epsilon,
+                                              coords_per_row=1)
+
+    def from_class_counts(self, counts):
+        """``multi:softprob``: the margins of the K class frequencies, from one Laplace
+        release of the K class counts (a row moves one of them by 1: Δ₁ = 1).
+
+        Parameters
+        ----------
+        counts : ndarray of float64, shape (K,)
+            Exact.
+
+        Returns
+        -------
+        score : ndarray of float64, shape (K,)
+        event : dict
+        """
+        noisy = self.mechanism.release(counts, self.streams.noise_stream("init_score/classes"))
+        positive = np.maximum(noisy, 0.0)
+        score = self.objective.initial_margin(positive / max(positive.sum(), 1.0))
+        return score, self.plan.event("init")
+
+    def from_label_sum(self, total):
+        """The margin of the labels' mean (labels in {0, 1}, or regression labels scaled to
+        [-1, 1]), from two Laplace releases: the sum and the count, Δ = 1 each.
+
+        Parameters
+        ----------
+        total : ndarray of float64, shape (2,)
+            Exact (sum of the clipped labels, number of rows).
+
+        Returns
+        -------
+        score : float
+        event : dict
+        """
+        noisy_sum = self.mechanism.release(total[:1],
+                                           self.streams.noise_stream("init_score/sum"))[0]
+        noisy_count = self.mechanism.release(total[1:],
+                                             self.streams.noise_stream("init_score/count"))[0]
+        return (self.objective.initial_margin(noisy_sum / max(noisy_count, 1.0)),
+                self.plan.event("init"))

@@ -1,0 +1,224 @@
+"""What the coordinator and the partitions say to each other: the messages of a fit, the
+sum that reduces the partitions' results, and the backend protocol the coordinator is
+written against.
+
+Every :class:`PartitionBackend` call is ONE message round to all partitions, whose exact
+results come back summed (:func:`add`). :class:`LocalBackend` keeps the
+:class:`~dpxgb_dask.boosting.partition.PartitionState` objects in this process (the tests
+check the algorithm with it, without a cluster); the cluster's backend
+(:class:`~dpxgb_dask.cluster.backend.DaskBackend`) reaches the states on the workers. The
+messages hold public values only: parameters, releases and their post-processing.
+"""
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .aggregates import aggregate
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """Public inputs that turn a loaded partition into a training state.
+
+    Attributes
+    ----------
+    feature_bounds : ndarray of float64, shape (n_features, 2)
+    cuts : list of ndarray of float64
+    missing_bin : int
+    base_score : float or ndarray of float64 of shape (K,)
+        Initial margin(s) of every row (public or a DP release).
+    row_offsets : dict of int -> int
+        Global index of the first row of each partition (keys of the per-row randomness).
+    init_model : Booster, optional
+        A trained model the fit continues, on the training scale (public): every row starts
+        at its ``predict_margin`` instead of ``base_score``.
+    row_filter : RowFilter, optional
+        The fit's individual Rényi filter (``privacy.filter``): every row's divergence so
+        far starts at 0.
+    """
+
+    feature_bounds: np.ndarray
+    cuts: list
+    missing_bin: int
+    base_score: float
+    row_offsets: dict
+    init_model: object = None
+    row_filter: object = None
+
+
+@dataclass(frozen=True)
+class TreeStart:
+    """Which rows enter a tree, and how their gradients are bounded (public).
+
+    Attributes
+    ----------
+    sample_key : int
+        128-bit key of the tree's (or ensemble's) row selection.
+    sample_interval : tuple (lo, hi)
+        Row ``i`` joins when its uniform number is in ``[lo, hi)`` (see :func:`row_uniforms`);
+        ``hi > 1`` keeps every row.
+    gradient_bound : float
+        g*: gradients are clipped to [-g*, g*] ("clip") or rows beyond it leave the tree
+        ("filter", DPBoost's gradient data filtering).
+    gradient_rule : {"clip", "filter"}
+    hessian_bound : float
+        Hessians are clipped to [0, hessian_bound] (1 for row counts).
+    output_class : int, optional
+        ``multi:softprob``: the class k whose gradients the tree fits, or -1 for the
+        class-summed hessians of a round's iterative-Hessian sketch (zero gradients).
+    vector_bounds : tuple of float, optional
+        ``multi:softprob``: (G, H, S) of :func:`clip_row_vectors`.
+    filter_terms : tuple of FilterTerm, optional
+        With an individual Rényi filter: the tree's Gaussian mechanisms, from which each
+        row's divergence in the tree follows (``RowFilter.charges``).
+    filter_worst : float, optional
+        The tree's worst-case divergence (no row is charged more).
+    filter_rounds_left : int, optional
+        Set in the extra rounds of a filter that paces (``filter_spending="pace"``): this
+        round and the ones after it; a row scales its gradient and hessian down to spend
+        at most what it has left over them.
+    """
+
+    sample_key: int
+    sample_interval: tuple
+    gradient_bound: float
+    gradient_rule: str
+    hessian_bound: float
+    output_class: int = None
+    vector_bounds: tuple = None
+    filter_terms: tuple = None
+    filter_worst: float = None
+    filter_rounds_left: int = None
+
+
+@dataclass(frozen=True)
+class TreeEnd:
+    """A finished tree, applied to the margins of every row (public).
+
+    Attributes
+    ----------
+    splits : tuple of ndarray or None
+        The last level's decisions (heap-indexed, see ``LevelSplits.as_heap_arrays``),
+        not yet applied to the rows; None when the rows already sit in their leaves.
+    values : ndarray of float64, shape (n_node_ids,)
+        Output of each leaf by heap id (learning rate included).
+    batch_end : bool
+        The tree closes a batch: the margins take the accumulated outputs.
+    output_class : int, optional
+        ``multi:softprob``: the class whose margins the tree adds to.
+    """
+
+    splits: tuple
+    values: np.ndarray
+    batch_end: bool = True
+    output_class: int = None
+
+
+@dataclass(frozen=True)
+class Round:
+    """One message of the coordinator to every partition, applied in field order.
+
+    Attributes
+    ----------
+    seq : int
+        Round number (increasing within a fit).
+    end_tree : TreeEnd, optional
+    start_tree : TreeStart, optional
+    rebin_cuts : list of ndarray, optional
+        New cut points (iterative-Hessian candidates): re-bin the raw rows.
+    splits : tuple of ndarray, optional
+        The previous level's decisions of the current tree.
+    histogram_nodes : ndarray of int64, optional
+        Return the (G, H, count) histograms of these nodes (sibling pairs after the root:
+        the smaller child is built, its sibling is the parent's minus it).
+    tree_levels : list of tuple of ndarray, optional
+        The decisions of every level of a whole data-independent tree, applied in order.
+    leaf_nodes : ndarray of int64, optional
+        Return the (G, H, count) sums of these nodes.
+    fine_histogram : tuple (int, bool), optional
+        ``(n_fine_bins, by_hessian)``: return :func:`tree_fine_histogram` of the tree's
+        rows (a per-tree DP sketch).
+    """
+
+    seq: int
+    end_tree: TreeEnd = None
+    start_tree: TreeStart = None
+    rebin_cuts: list = None
+    splits: tuple = None
+    histogram_nodes: np.ndarray = None
+    tree_levels: list = None
+    leaf_nodes: np.ndarray = None
+    fine_histogram: tuple = None
+
+
+def add(*arrays):
+    """Sum of partial results of several partitions (the reduction step): histograms field
+    by field, other arrays elementwise."""
+    if arrays and arrays[0].dtype.names:  # histograms: field by field
+        out = arrays[0].copy()
+        for a in arrays[1:]:
+            for name in out.dtype.names:
+                out[name] += a[name]
+        return out
+    return np.sum(arrays, axis=0)
+
+
+class PartitionBackend(Protocol):
+    """The per-partition work of a fit, as the coordinator sees it."""
+
+    n_partitions: int
+    bytes_gathered: int
+
+    async def collect(self, name, *args):
+        """Exact aggregate ``name`` (:data:`~dpxgb_dask.boosting.aggregates.AGGREGATES`) of
+        every partition: a list in partition order."""
+
+    async def reduce(self, name, *args):
+        """Exact aggregate ``name`` summed over the partitions."""
+
+    async def prepare(self, spec):
+        """Bin every partition and set its margins (:class:`Prepare`)."""
+
+    async def round(self, step):
+        """Apply ``step`` (:class:`Round`) to every partition; its results summed (or None)."""
+
+    async def close(self):
+        """Drop every partition's state."""
+
+
+class LocalBackend:
+    """Partition states in this process.
+
+    Parameters
+    ----------
+    states : list of PartitionState
+    """
+
+    def __init__(self, states):
+        self.states = list(states)
+        self.bytes_gathered = 0
+
+    @property
+    def n_partitions(self):
+        return len(self.states)
+
+    async def collect(self, name, *args):
+        return [aggregate(s, name, *args) for s in self.states]
+
+    async def reduce(self, name, *args):
+        return add(*await self.collect(name, *args))
+
+    async def prepare(self, spec):
+        for s in self.states:
+            s.prepare(spec)
+
+    async def round(self, step):
+        results = [r for r in (s.run(step) for s in self.states) if r is not None]
+        total = add(*results) if results else None
+        if total is not None:
+            self.bytes_gathered += total.nbytes
+        return total
+
+    async def close(self):
+        self.states = []

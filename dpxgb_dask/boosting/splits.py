@@ -1,0 +1,428 @@
+"""The split methods: how one level's split decisions are made from the level's exact
+histograms, and what that releases.
+
+A method is an object built once per fit (:func:`make_split_method`) from the release plan,
+which holds every per-fit constant (λ, the row bounds, the noise multiplier or ε, the
+categorical features); a call decides the splits of one level and takes per-level
+arguments only. Every decision is a DP release, its post-processing, or data independent.
+
+=====================  =============================================  =====================
+method                 decision                                       release per level
+=====================  =============================================  =====================
+random                 a random feature and threshold per node        none (data independent)
+exponential            the exponential mechanism on exact gains       ε per level
+noisy_histogram        the best gain on Gaussian-noised histograms    one Gaussian release
+partially_random       one random threshold per feature, the best     one Gaussian release
+                       noisy gain                                     of three cells/feature
+=====================  =============================================  =====================
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from ..privacy.exponential import ExponentialMechanism
+from .gains import (candidate_mask, category_order, collapse_at_thresholds,
+                    decode_candidates, random_category_subset, split_gains, threshold_ranges)
+from .plan import histogram_mechanism
+from .tree import child_totals, level_splits, node_totals
+
+
+class LevelChoice(NamedTuple):
+    """One level's decisions and what they release.
+
+    Attributes
+    ----------
+    splits : LevelSplits
+    event : dict or None
+        The ledger fields of the level's release (None: nothing was released).
+    closed_sums : ndarray of float64, shape (n_closed, 3) or (n_closed, 2)
+        The sums of the nodes that did not split (they become leaves): exact (G, H, count)
+        for the leaf release, or the released (G, H) when the leaves are read off the splits'
+        release (partially random).
+    child_sums : ndarray of float64, shape (2 * n_split, 3) or (2 * n_split, 2)
+        The same for the children of the split nodes, in the order of
+        :func:`~dpxgb_dask.boosting.tree.children`.
+    """
+
+    splits: object
+    event: dict
+    closed_sums: np.ndarray
+    child_sums: np.ndarray
+
+
+class SplitMethod:
+    """The decisions of one level, from the level's exact reduced histograms.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+        The fit's calibrated plan; its ``params`` give λ and the denominators.
+    streams : FitStreams
+        The fit's noise and structure streams.
+    categorical : ndarray of bool, shape (n_features,), optional
+        The categorical features (None: there are none).
+    missing_bin : int
+        The histograms' missing-value bin (bins per feature: ``missing_bin + 1``).
+    """
+
+    #: The method reads the rows: one message round and one release per level.
+    data_dependent = True
+
+    def __init__(self, plan, streams, categorical=None, missing_bin=None):
+        p = plan.params
+        self.plan, self.streams = plan, streams
+        self.categorical = categorical
+        self.missing_bin = missing_bin
+        self.n_features = plan.n_features
+        self.reg_lambda = p.reg_lambda
+        self.newton = p.newton
+
+    def noise_size(self, n_nodes):
+        """Values of noise per (G, H) release of a level of ``n_nodes`` nodes that can be
+        drawn before the histograms arrive (0: none)."""
+        return 0
+
+    def draw_noise(self, tree, depth, n_nodes):
+        """The noise of level ``depth``'s release, drawn ahead (None for this method)."""
+        return None
+
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+        """Decide the splits of one level.
+
+        Parameters
+        ----------
+        tree, depth : int
+        nodes : ndarray of int64, shape (n_nodes,)
+            Heap ids of the level's nodes.
+        histograms : ndarray of HISTOGRAM_DTYPE, shape (n_nodes, n_features, n_bins)
+            Exact reduced sums of the level (they stay in the coordinator).
+        n_cuts : ndarray of int, shape (n_features,)
+            Cuts of each feature in the tree's candidates.
+        ranges : ndarray of int, shape (n_nodes, n_features, 2)
+            Bin range of each feature still reachable at each node.
+        noise : tuple of two ndarray of int64, optional
+            :meth:`draw_noise`'s result for this level.
+
+        Returns
+        -------
+        LevelChoice
+        """
+        raise NotImplementedError
+
+    def _denominators(self, histograms):
+        """The H of the gains: hessian sums, or counts without Newton steps."""
+        return (histograms["sum_hessians"] if self.newton
+                else histograms["count"].astype(np.float64))
+
+    def _with_exact_sums(self, splits, event, histograms):
+        """A choice whose leaves are released later from the exact sums of the nodes."""
+        closed = ~splits.is_split
+        return LevelChoice(splits, event, node_totals(histograms[closed]),
+                           child_totals(histograms, splits))
+
+
+class RandomSplits(SplitMethod):
+    """Totally random splits (Maddock et al. §4.3.2 "TR"; S-BDT): data independent.
+
+    Each node picks a feature (uniformly among the features that can still be split at it,
+    or feature ``r mod m`` in boosting round ``r`` with ``feature_selection="cyclic"``, so
+    a round's class trees share one feature), then a threshold uniformly in its reachable
+    bin range (a categorical feature: a uniformly random non-empty proper subset of its
+    categories), and a direction for missing values by a fair coin, from the fit's public
+    structure stream. Nothing here reads the data: no privacy is spent, and the whole tree
+    is drawn before its one round (:meth:`draw`).
+    """
+
+    data_dependent = False
+
+    def __init__(self, plan, streams, categorical=None, missing_bin=None):
+        super().__init__(plan, streams, categorical, missing_bin)
+        self.feature_selection = plan.params.feature_selection
+        self.trees_per_round = plan.trees_per_round
+
+    def draw(self, tree, depth, nodes, ranges, n_cuts):
+        """The random splits of one level of tree ``tree``.
+
+        Parameters
+        ----------
+        tree, depth : int
+        nodes : ndarray of int64, shape (n_nodes,)
+        ranges : ndarray of int, shape (n_nodes, n_features, 2)
+        n_cuts : ndarray of int, shape (n_features,)
+
+        Returns
+        -------
+        LevelSplits
+        """
+        rng = self.streams.structure_stream(tree, depth)
+        n_nodes, n_features = ranges.shape[:2]
+        categorical = self.categorical
+        start_all, width_all = threshold_ranges(ranges, n_cuts, categorical)
+        splittable = ranges[:, :, 1] > ranges[:, :, 0]
+        if self.feature_selection == "cyclic":
+            allowed = np.zeros_like(splittable)
+            allowed[:, (tree // self.trees_per_round) % n_features] = True
+            splittable = splittable & allowed
+        n_ok = splittable.sum(axis=1)
+        is_split = n_ok > 0
+        feature = np.zeros(n_nodes, dtype=np.int32)
+        threshold = np.zeros(n_nodes, dtype=np.int32)
+        missing_left = np.zeros(n_nodes, dtype=bool)
+        rows = np.flatnonzero(is_split)
+        if rows.size:
+            # The k-th splittable feature of each node, k uniform in [0, n_ok).
+            k = rng.uniform_below(n_ok[rows])
+            rank = np.cumsum(splittable[rows], axis=1) - 1
+            f = np.argmax(splittable[rows] & (rank == k[:, None]), axis=1)
+            feature[rows] = f
+            threshold[rows] = start_all[rows, f] + rng.uniform_below(width_all[rows, f])
+            missing_left[rows] = rng.uniform_below(2, size=rows.size).astype(bool)
+        left_codes = None
+        if categorical is not None:  # a categorical feature: a random subset of its categories
+            left_codes = [random_category_subset(int(n_cuts[feature[i]]) + 1, rng)
+                          if is_split[i] and categorical[feature[i]] else None
+                          for i in range(n_nodes)]
+        return level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+                            left_codes)
+
+
+class ExponentialSplits(SplitMethod):
+    """DP split choice by the exponential mechanism (DP-XGBoost §4.2; DPBoost Alg. 1).
+
+    One selection per node, all at the level's ε (the nodes hold disjoint rows: parallel
+    composition). Utility: :func:`~dpxgb_dask.boosting.gains.split_gains` on the EXACT
+    histograms, with the plan's sensitivity (ΔG = 3g*², or DPBoost's Lemma 1 on request).
+    No candidate is excluded on exact statistics (no min_child_weight check): that would
+    leak. A categorical feature's candidates are its categories, one against the rest (the
+    gain's sensitivity holds for any partition of a node's rows into two children).
+    """
+
+    def __init__(self, plan, streams, categorical=None, missing_bin=None):
+        super().__init__(plan, streams, categorical, missing_bin)
+        release = plan.releases["split"]
+        self.mechanism = ExponentialMechanism(release.sensitivity, release.epsilon)
+
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+        sum_g = histograms["sum_gradients"]
+        sum_h = self._denominators(histograms)
+        n_nodes, n_features, n_bins = sum_g.shape
+        gains = split_gains(sum_g, sum_h, self.reg_lambda, self.categorical)
+        mask = np.broadcast_to(candidate_mask(n_cuts, n_bins, categorical=self.categorical)[
+            None, :, :, None], gains.shape)
+        choice = self.mechanism.select(gains.reshape(n_nodes, -1),
+                                       mask=mask.reshape(n_nodes, -1),
+                                       rng=self.streams.noise_stream("split", tree, depth))
+        is_split = choice >= 0
+        feature, threshold, missing_left = decode_candidates(np.maximum(choice, 0), n_features,
+                                                             n_bins - 1)
+        splits = level_splits(nodes, is_split, feature, threshold, missing_left,
+                              self.categorical)
+        event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
+        return self._with_exact_sums(splits, event, histograms)
+
+
+class _GaussianHistogramSplits(SplitMethod):
+    """A method that releases the level's (G, H) sums with Gaussian noise
+    (:func:`~dpxgb_dask.boosting.plan.histogram_mechanism`, built once per fit), the noise
+    drawn while the workers build the histograms."""
+
+    #: Cells per feature and node in the release.
+    cells_per_feature = None
+
+    def __init__(self, plan, streams, categorical=None, missing_bin=None):
+        super().__init__(plan, streams, categorical, missing_bin)
+        bounds = plan.row_bounds
+        self.mechanism = histogram_mechanism(self.n_features, bounds.gradient,
+                                             bounds.denominator,
+                                             plan.releases["split"].noise_multiplier,
+                                             plan.joint_classes or 1)
+
+    def noise_size(self, n_nodes):
+        return n_nodes * self.n_features * self.cells_per_feature
+
+    def draw_noise(self, tree, depth, n_nodes):
+        """The integer noise of level ``depth``'s G and H releases (it depends only on its
+        streams and the public number of values)."""
+        size = self.noise_size(n_nodes)
+        return (self.mechanism.draw_noise(size, self.streams.noise_stream("split/grad", tree,
+                                                                          depth)),
+                self.mechanism.draw_noise(size, self.streams.noise_stream("split/hess", tree,
+                                                                          depth)))
+
+    def release(self, tree, depth, histograms, noise=None):
+        """The Gaussian release of a level's (G, H) sums (H: hessian sums, or counts
+        without Newton steps).
+
+        Returns
+        -------
+        noisy_g, noisy_h : ndarray of float64, each of the histograms' shape
+        """
+        if noise is None:
+            noise = self.draw_noise(tree, depth, histograms.shape[0])
+        return (self.mechanism.release(histograms["sum_gradients"], noise=noise[0]),
+                self.mechanism.release(self._denominators(histograms), noise=noise[1]))
+
+
+class NoisyHistogramSplits(_GaussianHistogramSplits):
+    """Greedy split on Gaussian-noised gradient histograms (Maddock et al. §4.3.1, "Hist").
+
+    The level's (G, H) histograms of every node and feature are released at once with
+    Gaussian noise: one row adds (g, h) to one bin of each of the ``F`` features, so the
+    L2 sensitivity of the whole release is ``sqrt(F (g*² + h*²))`` (the nodes hold
+    disjoint rows). The split maximising the gain computed on the noisy sums is taken:
+    post-processing. A categorical feature's candidates are the prefixes of its categories
+    sorted by the released G/(H + λ) (:func:`~dpxgb_dask.boosting.gains.category_order`).
+    """
+
+    def __init__(self, plan, streams, categorical=None, missing_bin=None):
+        super().__init__(plan, streams, categorical, missing_bin)
+        self.cells_per_feature = missing_bin + 1
+
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+        splits, _, _ = self.choose_released(tree, depth, nodes, histograms, n_cuts, noise)
+        event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
+        return self._with_exact_sums(splits, event, histograms)
+
+    def choose_released(self, tree, depth, nodes, histograms, n_cuts, noise=None):
+        """:meth:`choose`'s splits with the release they post-process.
+
+        Returns
+        -------
+        splits : LevelSplits
+        noisy_g, noisy_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
+            The DP releases themselves.
+        """
+        n_nodes, n_features, n_bins = histograms.shape
+        categorical, reg_lambda = self.categorical, self.reg_lambda
+        noisy_g, noisy_h = self.release(tree, depth, histograms, noise)
+        if categorical is not None:
+            # bins beyond a feature's own (it has fewer categories or cuts than the missing
+            # bin) hold no row: a public fact, so their noise is dropped (post-processing)
+            used = np.arange(n_bins - 1)[None, :] <= np.asarray(n_cuts)[:, None]  # 0..n_cuts
+            empty = np.concatenate([~used, np.zeros((n_features, 1), dtype=bool)], axis=1)
+            noisy_g = np.where(empty[None], 0.0, noisy_g)
+            noisy_h = np.where(empty[None], 0.0, noisy_h)
+        positive_h = np.maximum(noisy_h, 0.0)
+        # a categorical feature's candidates are the prefixes of its categories sorted by
+        # their noisy G/(H + λ) (post-processing); a numerical feature's bins keep their order
+        if categorical is None:
+            order, gains = None, split_gains(noisy_g, positive_h, reg_lambda)
+        else:
+            order = category_order(noisy_g, positive_h, n_cuts, reg_lambda, categorical)
+            gains = split_gains(np.take_along_axis(noisy_g, order, axis=2),
+                                np.take_along_axis(positive_h, order, axis=2), reg_lambda)
+        mask = candidate_mask(n_cuts, n_bins)
+        if categorical is not None:  # prefixes of 1..k_f categories (one category: itself)
+            one = np.asarray(categorical, dtype=bool)
+            prefixes = (np.arange(n_bins - 1)[None, :]
+                        < np.maximum(np.asarray(n_cuts), 1)[:, None])
+            mask = np.where(one[:, None], prefixes, mask)
+        mask = np.broadcast_to(mask[None, :, :, None], gains.shape)
+        flat = np.where(mask, gains, -np.inf).reshape(n_nodes, -1)
+        choice = np.argmax(flat, axis=1)
+        is_split = np.isfinite(flat[np.arange(n_nodes), choice])
+        feature, threshold, missing_left = decode_candidates(choice, n_features, n_bins - 1)
+        left_codes = None if order is None else [
+            order[i, f, :t + 1].tolist() for i, (f, t) in enumerate(zip(feature, threshold))]
+        splits = level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+                              left_codes)
+        return splits, noisy_g, noisy_h
+
+
+class PartiallyRandomSplits(_GaussianHistogramSplits):
+    """Partially random splits (Maddock et al. §4.3.2 "PR"): one random threshold per
+    feature, the best of them on noisy gains.
+
+    At each node every feature draws one threshold uniformly where it can still split
+    (:func:`~dpxgb_dask.boosting.gains.threshold_ranges`; a categorical feature: a random
+    subset of its categories; data independent, from the public structure stream). The
+    node's rows are summed into the left child, the right child and the missing values of
+    each feature's threshold (:func:`~dpxgb_dask.boosting.gains.collapse_at_thresholds`),
+    and the level's sums are released at once with Gaussian noise: a row adds (g, h) to
+    one of the three cells of each feature, so the L2 sensitivity is
+    ``sqrt(F (g*² + h*²))``, as for the full histograms (the nodes hold disjoint rows). The
+    split with the largest gain on the noisy sums is taken, missing values going the better
+    way, and the children's sums are read off the same release: post-processing, so the
+    leaves below the last level cost nothing more.
+
+    Maddock et al.'s code releases the left child's sums and takes the right one as the
+    parent's noisy total minus the left, with the root's total released once per tree;
+    releasing the right cell too costs the same (a row is in one of the two), needs no root
+    release, and keeps every child's noise at one σ instead of growing with the depth.
+    """
+
+    cells_per_feature = 3
+
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+        """:meth:`SplitMethod.choose`; the choice's sums are the released (G, H)."""
+        splits, node_sums, child_sums = self.choose_released(tree, depth, nodes, histograms,
+                                                             n_cuts, ranges, noise)
+        event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
+        return LevelChoice(splits, event, node_sums[~splits.is_split], child_sums)
+
+    def choose_released(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+        """:meth:`choose`'s splits with the sums read off the release.
+
+        Returns
+        -------
+        splits : LevelSplits
+        node_sums : ndarray of float64, shape (n_nodes, 2)
+            Noisy (G, H) of each node: the mean over the features of their three cells.
+        child_sums : ndarray of float64, shape (2 * n_split, 2)
+            Noisy (G, H) of the children of the split nodes, in the order of
+            :func:`~dpxgb_dask.boosting.tree.children`.
+        """
+        n_nodes, n_features = ranges.shape[:2]
+        categorical = self.categorical
+        rng = self.streams.structure_stream(tree, depth)
+        start, width = threshold_ranges(ranges, n_cuts, categorical)
+        splittable = ranges[:, :, 1] > ranges[:, :, 0]  # as RandomSplits
+        thresholds = start + rng.uniform_below(np.maximum(width, 1)).reshape(width.shape)
+        subsets = {}  # a categorical feature: a random subset of its categories
+        if categorical is not None:
+            for f in np.flatnonzero(categorical):
+                for i in range(n_nodes):
+                    subsets[i, f] = random_category_subset(int(n_cuts[f]) + 1, rng)
+        noisy_g, noisy_h = self.release(
+            tree, depth, collapse_at_thresholds(histograms, thresholds, categorical, subsets),
+            noise)
+        # threshold 0 of the 3-cell histogram is the drawn threshold: [..., missing right/left]
+        gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), self.reg_lambda)[:, :, 0, :]
+        flat = np.where(splittable[:, :, None], gains, -np.inf).reshape(n_nodes, -1)
+        choice = np.argmax(flat, axis=1)
+        is_split = np.isfinite(flat[np.arange(n_nodes), choice])
+        feature, missing_left = (choice // 2).astype(np.int32), (choice % 2).astype(bool)
+        threshold = thresholds[np.arange(n_nodes), feature].astype(np.int32)
+        splits = level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+                              [subsets.get((i, f)) for i, f in enumerate(feature)])
+        node_sums = np.stack([noisy_g.sum(axis=2).mean(axis=1),
+                              noisy_h.sum(axis=2).mean(axis=1)], axis=1)
+        split = np.flatnonzero(is_split)
+        cells = np.stack([noisy_g, noisy_h], axis=-1)[split, feature[split]]  # (n_split, 3, 2)
+        left = cells[:, 0] + splits.missing_left[split, None] * cells[:, 2]
+        right = cells[:, 1] + (~splits.missing_left[split])[:, None] * cells[:, 2]
+        child_sums = np.stack([left, right], axis=1).reshape(-1, 2)
+        return splits, node_sums, child_sums
+
+
+#: ``split_method`` -> its class.
+SPLIT_METHODS = {"random": RandomSplits, "exponential": ExponentialSplits,
+                 "noisy_histogram": NoisyHistogramSplits,
+                 "partially_random": PartiallyRandomSplits}
+
+
+def make_split_method(plan, streams, categorical=None, missing_bin=None):
+    """The fit's split method (``plan.params.split_method``), built once per fit.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+    streams : FitStreams
+    categorical : ndarray of bool, shape (n_features,), optional
+    missing_bin : int
+
+    Returns
+    -------
+    SplitMethod
+    """
+    return SPLIT_METHODS[plan.params.split_method](plan, streams, categorical, missing_bin)

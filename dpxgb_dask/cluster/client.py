@@ -1,0 +1,330 @@
+"""The client side of dpxgb on a cluster, in the user's process: the cluster to fit on (a
+given client, the default one, or an embedded ``LocalCluster``), the rows loaded into the
+fit's states on the workers, and the fit's request to the scheduler.
+
+NumPy and pandas inputs are cut into row chunks, and each chunk is sent to one worker's
+``dpxgb_call`` handler through the scheduler's ``broadcast`` (the only connection a remote
+client is sure to have): no Dask key, dataset or event ever holds the rows. Dask arrays and
+dataframes keep their row partitions: one task per block loads the block into the fit's
+state on the worker that runs it (where the block already is; only the labels may travel
+to the block of X) and returns just that worker's address. Either way the result is the
+fit's placement, worker address -> partition indices; partitions never move after that.
+"""
+import asyncio
+from concurrent.futures import TimeoutError as FuturesTimeout
+from contextlib import contextmanager
+import numbers
+import os
+import pickle
+import uuid
+
+import numpy as np
+from distributed import Client, LocalCluster, default_client
+from distributed.protocol import to_serialize
+
+from ..inputs import check_lengths, is_dask_collection, label_array
+from ..progress import ProgressDisplay
+from .scheduler import DPXGBSchedulerPlugin
+from .wire import (KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, SchedulerLostError,
+                   capability_digest, unpack_reply)
+from .worker import DPXGBWorkerPlugin, load_task_delayed
+
+#: How long a fit waits for the first worker of a cluster that is still starting.
+WAIT_FOR_WORKERS_SECONDS = 60
+
+
+@contextmanager
+def client_or_embedded(client, n_workers=2, threads_per_worker=1):
+    """Yield ``client``, a client of the scheduler at the address ``client``, the current
+    default client, or a fresh embedded ``LocalCluster``'s (what this opens, it closes on
+    exit).
+
+    Parameters
+    ----------
+    client : distributed.Client, str or None
+        A client, a scheduler's address (``"tcp://host:8786"``), or None.
+    n_workers, threads_per_worker : int
+        Of an embedded cluster.
+    """
+    if isinstance(client, str):
+        with Client(client) as connected:
+            yield connected
+        return
+    if client is not None:
+        yield client
+        return
+    try:
+        current = default_client()
+    except ValueError:  # no default client: an embedded cluster
+        current = None
+    if current is not None:
+        # (not inside the try: an error of the caller's block must not start a cluster)
+        yield current
+        return
+    with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                      processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as embedded:
+        yield embedded
+
+
+def ask_budgets(client, **message):
+    """Send ``message`` to the scheduler's ``dpxgb_budget`` handler (installing dpxgb's
+    scheduler plugin first) and return its answer, or raise its error.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        (:func:`client_or_embedded`).
+    **message
+        The handler's arguments
+        (:meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.budget`).
+    """
+    with client_or_embedded(client) as c:
+        c.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
+        return unpack_reply(c.sync(c.scheduler.dpxgb_budget, **message))
+
+
+def run_fit(client, params, planning, X, y, objective, n_features, feature_names, verbose,
+            n_partitions, with_timings, init_model):
+    """Fit on ``client``'s cluster: register dpxgb's plugins, have the scheduler admit the
+    fit (its budget) before any row is read, load the rows, and ask the scheduler to run
+    the coordinator once the release plan is ready.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    params : TrainParams
+        Validated.
+    planning : concurrent.futures.Future
+        Of the fit's :class:`~dpxgb_dask.boosting.plan.ReleasePlan` (computed meanwhile).
+    X, y, objective, n_features, feature_names
+        The fit's inputs (:func:`load_partitions`).
+    verbose : bool
+        Show the coordinator's progress (:func:`progress_display`).
+    n_partitions : int or None
+    with_timings : bool
+    init_model : Booster or None
+
+    Returns
+    -------
+    dict
+        The scheduler's answer (:meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`).
+    """
+    client.register_plugin(DPXGBWorkerPlugin(), name=PLUGIN_NAME)
+    client.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
+    fit_id = uuid.uuid4().hex
+    capability = os.urandom(32)
+    # Before any row is read: a fit the budget refuses loads nothing. (The coordinator
+    # checks again, and reserves atomically, before its first release.)
+    events = None if params.budget is None else [
+        e.to_dict() for e in planning.result().ledger().events]
+    unpack_reply(client.sync(client.scheduler.dpxgb_budget, action="admit", name=params.budget,
+                             fit_id=fit_id, events=events))
+    coordinated = False
+    try:
+        placement, sources = load_partitions(client, X, y, objective, fit_id, capability,
+                                             n_partitions, params.n_threads)
+        while True:  # keep the loaded partitions alive while the plan is calibrated
+            try:
+                plan = planning.result(timeout=KEEPALIVE_SECONDS)
+                break
+            except FuturesTimeout:
+                _touch_fit(client, fit_id, capability, placement)
+        with progress_display(client, verbose, plan.n_rounds * plan.trees_per_round) as topic:
+            coordinated = True
+            request = dict(fit_id=fit_id, capability=capability, placement=placement,
+                           sources=sources, params=params, plan=plan, n_features=n_features,
+                           feature_names=feature_names, client_id=client.id, topic=topic,
+                           with_timings=with_timings, init_model=init_model)
+            try:
+                answer = client.sync(client.scheduler.dpxgb_fit,
+                                     payload=pickle.dumps(request, protocol=5))
+            except OSError as exc:  # CommClosedError is an OSError
+                raise SchedulerLostError(
+                    f"the connection to the scheduler {client.scheduler.address} was lost "
+                    f"during the fit ({type(exc).__name__}); the fit ended, and its "
+                    f"workers drop its state within {LEASE_SECONDS:g} s") from exc
+            return unpack_reply(answer)
+    finally:
+        if not coordinated:
+            _drop_fit(client, fit_id)
+
+
+@contextmanager
+def progress_display(client, verbose, n_trees):
+    """The topic the coordinator sends progress to (None when not ``verbose``), shown by a
+    :class:`~dpxgb_dask.progress.ProgressDisplay` (a widget in a notebook, else text).
+
+    The handler is set on the client only (``Client._event_handlers``): subscribing through
+    the scheduler would leave a topic there after the fit.
+    """
+    if not verbose:
+        yield None
+        return
+    topic = f"dpxgb-progress-{uuid.uuid4().hex}"
+    display = ProgressDisplay(n_trees)
+    client._event_handlers[topic] = display
+    try:
+        yield topic
+    except BaseException as exc:
+        display.close(error=exc)
+        raise
+    else:
+        # The events and the reply travel on different comms: let "done" arrive.
+        display.wait_done(timeout=KEEPALIVE_SECONDS)
+        display.close()
+    finally:
+        client._event_handlers.pop(topic, None)
+
+
+def _touch_fit(client, fit_id, capability, placement):
+    """Renew the fit's lease on the workers that hold its partitions."""
+    async def touch():
+        try:
+            await asyncio.wait_for(client.scheduler.broadcast(
+                msg={"op": "dpxgb_call", "fit": fit_id, "capability": capability,
+                     "action": "touch"}, workers=list(placement), on_error="ignore"),
+                KEEPALIVE_SECONDS)
+        except asyncio.TimeoutError:
+            pass  # a worker that left: the coordinator will say so
+
+    client.sync(touch)
+
+
+def _drop_fit(client, fit_id):
+    """Ask every worker to drop the fit (after a failure before the coordinator ran)."""
+    async def drop():
+        try:
+            await asyncio.wait_for(client.scheduler.broadcast(
+                msg={"op": "dpxgb_call", "fit": fit_id, "action": "drop"}, on_error="ignore"),
+                5 * KEEPALIVE_SECONDS)
+        except asyncio.TimeoutError:
+            pass  # unreachable workers: their leases expire
+
+    client.sync(drop)
+
+
+def _row_chunks(n_rows, n_chunks):
+    bounds = np.linspace(0, n_rows, n_chunks + 1).round().astype(int)
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=None,
+                    n_threads=1):
+    """Load validated row partitions of (X, y) into the fit's states on the workers.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    X : ndarray, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame
+        Shape (n_rows, n_features), numeric; NaN marks missing values.
+    y : ndarray, pandas.Series, dask array or dask series, shape (n_rows,)
+    objective : Objective
+    fit_id : str
+    capability : bytes
+        The fit's secret (:mod:`~dpxgb_dask.cluster.worker`).
+    n_partitions : int, optional
+        For NumPy / pandas inputs: number of row chunks (default: one per worker).
+    n_threads : int
+
+    Returns
+    -------
+    placement : dict of str -> list of int
+        Worker address -> indices of the partitions it holds.
+    sources : dict of int -> tuple
+        Where each partition is rebuilt from if its worker is lost: ``("replica",
+        worker address)`` (NumPy, pandas: a copy loaded on another worker), or
+        ``("blocks", x_block, y_block, objective, n_threads)`` (dask: the blocks' graph).
+
+    Raises
+    ------
+    ValueError
+        From the checks of :func:`~dpxgb_dask.boosting.partition.make_part` on any
+        partition.
+    """
+    y = label_array(y)
+    check_lengths(X, y)
+    if is_dask_collection(X) or is_dask_collection(y):
+        return _load_dask(client, X, y, objective, fit_id, capability, n_threads)
+    return _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_threads)
+
+
+def _workers(client):
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS_SECONDS)
+        except TimeoutError:
+            raise RuntimeError(f"the Dask cluster has no workers (waited "
+                               f"{WAIT_FOR_WORKERS_SECONDS} s)") from None
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    return workers
+
+
+def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_threads):
+    workers = _workers(client)
+    X_values = X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
+    y_values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    n_chunks = int(n_partitions) if n_partitions else len(workers)
+    if not isinstance(n_chunks, numbers.Integral) or n_chunks < 1:
+        raise ValueError(f"n_partitions must be a positive integer, got {n_partitions!r}")
+    placement = {}
+    messages = []
+    sources = {}
+    for i, (a, b) in enumerate(_row_chunks(len(X_values), n_chunks)):
+        worker = workers[i % len(workers)]
+        placement.setdefault(worker, []).append(i)
+        # A second copy of the rows on the next worker, from which the partition is rebuilt
+        # if its worker is lost (the client may be gone, or far away, by then).
+        holders = [(worker, False)]
+        if len(workers) > 1:
+            sources[i] = ("replica", workers[(i + 1) % len(workers)])
+            holders.append((sources[i][1], True))
+        for holder, replica in holders:
+            args = (i, X_values[a:b], y_values[a:b], objective, n_threads, replica)
+            messages.append((holder, {"op": "dpxgb_call", "fit": fit_id,
+                                      "capability": capability, "action": "load",
+                                      "payload": to_serialize(args)}))
+
+    async def push():
+        return await asyncio.gather(*(client.scheduler.broadcast(msg=msg, workers=[worker])
+                                      for worker, msg in messages))
+
+    for replies in client.sync(push):
+        for reply in replies.values():
+            unpack_reply(reply)
+    return placement, sources
+
+
+def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
+    if not (is_dask_collection(X) and is_dask_collection(y)):
+        raise ValueError("X and y must both be dask collections, or neither")
+    if hasattr(X, "chunks"):  # dask array
+        X = X.rechunk({1: -1})
+        x_blocks = list(X.to_delayed().ravel())
+    else:
+        x_blocks = list(X.to_delayed())
+    if hasattr(y, "chunks"):
+        if hasattr(X, "chunks") and not any(np.isnan(c) for c in X.chunks[0]) \
+                and not any(np.isnan(c) for c in y.chunks[0]):
+            y = y.rechunk((X.chunks[0],))
+        y_blocks = list(y.to_delayed().ravel())
+    else:
+        y_blocks = list(y.to_delayed())
+    if len(x_blocks) != len(y_blocks):
+        raise ValueError(f"X and y must have the same row partitions, got {len(x_blocks)} "
+                         f"and {len(y_blocks)} partitions")
+    digest = capability_digest(capability)
+    futures = client.compute([load_task_delayed(xb, yb, fit_id, digest, i, objective, n_threads)
+                              for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))])
+    try:
+        addresses = client.gather(futures)  # raises the first worker error (its own type)
+    finally:
+        client.cancel(futures, force=True)
+    placement = {}
+    for i, address in enumerate(addresses):
+        placement.setdefault(address, []).append(i)
+    # A lost partition is loaded again from its blocks' graph (recomputed by Dask).
+    sources = {i: ("blocks", xb, yb, objective, n_threads)
+               for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))}
+    return placement, sources

@@ -1,0 +1,264 @@
+"""The scheduler side of dpxgb: the plugin whose handlers run a fit's coordinator
+(``dpxgb_fit``) and keep the privacy budgets across fits (``dpxgb_budget``), and the
+dashboard page's board.
+
+The plugin is registered once per cluster by the first fit and stays, like an installed
+library: it holds no data between fits (it keeps the public summaries of the last fits for
+the dashboard page, :mod:`~dpxgb_dask.cluster.dashboard`). Starting a fit through a handler
+(rather than ``Client.run_on_scheduler``) keeps the scheduler's event log as it was.
+``dask scheduler --preload dpxgb_dask.cluster.preload`` installs it when the scheduler
+starts.
+"""
+import asyncio
+import logging
+import os
+import pickle
+import time
+
+import dask.config
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+from ..boosting.coordinator import Coordinator
+from ..privacy.budget import BudgetStore, budget_record
+from ..privacy.ledger import PrivacyEvent
+from ..privacy.validation import BudgetError
+from .backend import DaskBackend
+from .dashboard import FitBoard, install_routes
+from .wire import KEEPALIVE_SECONDS, PLUGIN_NAME, ClientLeftError, error_reply, reply
+
+logger = logging.getLogger("dpxgb_dask")
+
+#: How often the coordinator checks that its client is still connected.
+CLIENT_CHECK_SECONDS = 0.5
+
+#: The refusal of a fit that names no budget where one is required.
+BUDGET_REQUIRED = ("this scheduler requires every fit to name a privacy budget "
+                   "(dpxgb.require-budget): pass budget=<name>")
+
+
+def budget_file():
+    """Where the scheduler keeps the privacy budgets across fits: Dask's config key
+    ``dpxgb.budget-file`` (environment ``DASK_DPXGB__BUDGET_FILE``), by default
+    ``~/.dpxgb/budgets.json`` in the scheduler's home."""
+    path = dask.config.get("dpxgb.budget-file", None)
+    return os.path.expanduser(path or os.path.join("~", ".dpxgb", "budgets.json"))
+
+
+def clients_create_budgets():
+    """bool: Dask's config key ``dpxgb.clients-create-budgets`` (default true). False keeps
+    budget creation to whoever can write the budget file (``dpxgb budget create --file``),
+    so that clients cannot give themselves a new budget."""
+    return bool(dask.config.get("dpxgb.clients-create-budgets", True))
+
+
+def budget_required():
+    """bool: Dask's config key ``dpxgb.require-budget``: the scheduler refuses a fit that
+    names no budget."""
+    return bool(dask.config.get("dpxgb.require-budget", False))
+
+
+def _send_to_client(scheduler, client_id, topic, event):
+    """Deliver a progress event straight to one client's event handler for ``topic``,
+    without the scheduler's event log (which would keep it after the fit)."""
+    comm = scheduler.client_comms.get(client_id)
+    if comm is not None:
+        comm.send({"op": "event", "topic": topic, "event": (time.time(), event)})
+
+
+class DPXGBSchedulerPlugin(SchedulerPlugin):
+    """Installs the ``dpxgb_fit`` handler on the scheduler, which runs one fit's coordinator
+    (:meth:`coordinate`), and the ``dpxgb_budget`` handler, which creates, reads and checks
+    the privacy budgets across fits (:class:`~dpxgb_dask.privacy.budget.BudgetStore` in
+    :func:`budget_file`). Both reply with :func:`~dpxgb_dask.cluster.wire.reply` or
+    :func:`~dpxgb_dask.cluster.wire.error_reply`."""
+
+    idempotent = True
+    name = PLUGIN_NAME
+
+    async def start(self, scheduler):
+        self._scheduler = scheduler
+        if getattr(self, "board", None) is None:  # a preloaded plugin is started twice
+            self.running = {}  # fit id -> client id, while its coordinator runs
+            self.board = FitBoard()
+            self._budget_lock = asyncio.Lock()
+        scheduler.handlers["dpxgb_fit"] = self.fit
+        scheduler.handlers["dpxgb_budget"] = self.budget
+        install_routes(scheduler)
+
+    async def close(self):
+        self._scheduler.handlers.pop("dpxgb_fit", None)
+        self._scheduler.handlers.pop("dpxgb_budget", None)
+
+    # -- budgets ----------------------------------------------------------------------------
+
+    def budgets(self):
+        """The :class:`~dpxgb_dask.privacy.budget.BudgetStore` of :func:`budget_file`
+        (read again when the configured path changes)."""
+        path = budget_file()
+        store = getattr(self, "_budgets", None)
+        if store is None or store.path != path:
+            store = self._budgets = BudgetStore(path)
+        return store
+
+    async def run_budget(self, method, *args):
+        """Run a :class:`~dpxgb_dask.privacy.budget.BudgetStore` method in a thread (the
+        accounting of many fits takes a while: the event loop goes on serving the cluster),
+        one at a time: a reservation's check and record are atomic."""
+        async with self._budget_lock:
+            return await asyncio.to_thread(getattr(self.budgets(), method), *args)
+
+    async def budget(self, comm=None, action=None, name=None, epsilon=None, delta=None,
+                     accountant=None, fit_id=None, events=None):
+        """The ``dpxgb_budget`` handler. ``action``: "create" (``name``, ``epsilon``,
+        ``delta``, ``accountant``), "status" (``name``), "list", or "admit" (``name``,
+        ``fit_id``, ``events``: a fit's planned releases as dicts), which refuses a fit
+        whose releases its budget cannot afford, or that names no budget where one is
+        required (:func:`budget_required`), before any row is loaded."""
+        try:
+            if action == "create":
+                if not clients_create_budgets():
+                    raise PermissionError(
+                        "this scheduler does not let clients create budgets "
+                        "(dpxgb.clients-create-budgets: false): its administrator creates "
+                        "them with `dpxgb budget create NAME --file PATH`")
+                result = await self.run_budget("create", name, epsilon, delta, accountant)
+            elif action == "status":
+                result = await self.run_budget("status", name)
+            elif action == "list":
+                result = await self.run_budget("statuses")
+            elif action == "admit" and name is None:
+                if budget_required():
+                    raise BudgetError(BUDGET_REQUIRED)
+                result = None
+            elif action == "admit":
+                result = await self.run_budget(
+                    "check", name, fit_id, [PrivacyEvent.from_dict(e) for e in events])
+            else:
+                raise ValueError("action must be one of create, status, list, admit; got "
+                                 f"{action!r}")
+        except Exception as exc:
+            return error_reply(exc)
+        return reply(result)
+
+    # -- fits ---------------------------------------------------------------------------------
+
+    async def fit(self, comm=None, payload=None):
+        """The ``dpxgb_fit`` handler: ``payload`` is the pickled keyword arguments of
+        :meth:`coordinate`."""
+        try:
+            result = await self.coordinate(**pickle.loads(payload))
+        except Exception as exc:
+            return error_reply(exc)
+        return reply(result)
+
+    async def coordinate(self, fit_id, capability, placement, sources, params, plan,
+                         n_features, feature_names, client_id, topic, with_timings,
+                         init_model=None):
+        """Run one fit's coordinator in this process.
+
+        The budget is reserved before the first release (a refused fit spends nothing)
+        and charged with the releases made, however the fit ends. The fit runs as a task
+        watched every ``CLIENT_CHECK_SECONDS``: if its client leaves the scheduler, the
+        task is cancelled. Whatever happens, every worker drops the fit.
+
+        Returns
+        -------
+        dict
+            ``{"model": Booster.to_dict(), "warnings": [...]}``: public and DP values
+            only; plus ``"timings"`` only when asked (wall-clock times grow with the rows
+            of each node: a coarse side channel, which is why they are not sent by
+            default).
+        """
+        backend = DaskBackend(self._scheduler, fit_id, capability, placement, sources)
+        try:
+            if params.budget is not None:
+                await self.run_budget("reserve", params.budget, fit_id, plan.ledger().events)
+            elif budget_required():
+                raise BudgetError(BUDGET_REQUIRED)
+        except BaseException:
+            await backend.close()
+            raise
+        self.running[fit_id] = client_id
+        ended, coordinator, status = ("failed", None), None, None
+        try:
+            progress = self.board.start(fit_id, client_id)
+            coordinator = Coordinator(params, plan, backend, n_features, feature_names,
+                                      self._publisher(progress, client_id, topic), init_model)
+            booster = await self._watch(coordinator, fit_id, client_id, backend)
+            ended = "finished", None
+        except ClientLeftError as exc:
+            ended = "stopped", str(exc)
+            raise
+        except BaseException as exc:
+            ended = "failed", type(exc).__name__
+            raise
+        finally:
+            status = await self._end(fit_id, params.budget, coordinator, backend, ended)
+        model = booster.to_dict()
+        if status is not None:
+            model["ledger"]["budget"] = budget_record(status, fit_id)
+        result = {"model": model, "warnings": coordinator.warnings}
+        if with_timings:
+            result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
+                                     worker_seconds=backend.worker_seconds,
+                                     recoveries=backend.recoveries)
+        return result
+
+    def _publisher(self, progress, client_id, topic):
+        """Where the coordinator's progress events go: the board, and the client's
+        progress display (``topic``) when it asked for one."""
+        def publish(event):
+            progress.update(event)
+            if topic is not None:
+                _send_to_client(self._scheduler, client_id, topic, event)
+
+        return publish
+
+    async def _watch(self, coordinator, fit_id, client_id, backend):
+        """Run the coordinator's fit as a task, stopped when its client leaves; keep the
+        fit's leases meanwhile (a slow worker must not let the others' expire)."""
+        fit = asyncio.ensure_future(coordinator.fit())
+        last_touch = time.monotonic()
+        while not fit.done():
+            await asyncio.wait([fit], timeout=CLIENT_CHECK_SECONDS)
+            if fit.done():
+                break
+            if client_id not in self._scheduler.clients:
+                fit.cancel()
+                raise ClientLeftError(f"the client of fit {fit_id} left the scheduler; "
+                                      "the fit stopped and its state was dropped")
+            if time.monotonic() - last_touch >= KEEPALIVE_SECONDS:
+                asyncio.ensure_future(backend.touch())
+                last_touch = time.monotonic()
+        return fit.result()
+
+    async def _end(self, fit_id, budget, coordinator, backend, ended):
+        """Close a fit however it ended: the board, the workers' states, and the budget
+        charged with the releases made.
+
+        Returns
+        -------
+        dict or None
+            The budget's status after the charge (None without a budget). A charge that
+            fails is logged (its reservation stays charged in full) and raised unless the
+            fit's own error is on its way.
+        """
+        self.running.pop(fit_id, None)
+        progress = self.board.fits.get(fit_id)
+        if progress is not None and coordinator is not None:
+            # the releases of a fit that stopped between events
+            progress.update({"releases": coordinator.unpublished_releases()})
+        self.board.end(fit_id, *ended)
+        await backend.close()
+        if budget is None:
+            return None
+        try:
+            return await self.run_budget(
+                "settle", budget, fit_id,
+                () if coordinator is None else coordinator.ledger.events, ended[0])
+        except Exception as exc:
+            logger.error("fit %s: its budget %r could not be charged (%s); its reservation "
+                         "stays charged in full", fit_id, budget, exc)
+            if ended[0] == "finished":
+                raise
+            return None

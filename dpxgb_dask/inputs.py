@@ -1,0 +1,102 @@
+"""What the user's X and y must be: checks of their metadata (shapes where they are known,
+dtypes, column names), for every input type: NumPy, pandas, dask arrays and dataframes.
+
+No value is read here. Value checks (lengths of dask partitions, label sets, infinities)
+run on the workers, inside :func:`~dpxgb_dask.boosting.partition.make_part`, and surface as
+a ``ValueError`` naming the argument.
+"""
+import numpy as np
+
+from .categories import is_frame
+
+
+def is_dask_collection(obj):
+    """Whether ``obj`` is a dask collection (array, dataframe, series)."""
+    return hasattr(obj, "__dask_graph__") and obj.__dask_graph__() is not None
+
+
+def check_numeric_dtypes(dtypes, names):
+    """Refuse non-numeric and complex columns, naming them (``names`` beside ``dtypes``)."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    bad = [str(name) for name, dtype in zip(names, dtypes)
+           if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))]
+    if bad:
+        raise ValueError(f"X has non-numeric columns {bad}: give their public category lists "
+                         "as categories={column: [...]} (or a pandas category dtype), or "
+                         "encode them as numbers")
+    complex_ = [str(name) for name, dtype in zip(names, dtypes)
+                if getattr(dtype, "kind", None) == "c"]
+    if complex_:
+        raise ValueError(f"X has complex columns {complex_}; features must be real numbers")
+
+
+def describe_features(X):
+    """Feature names and count of ``X`` from its metadata (no values are read).
+
+    Returns
+    -------
+    feature_names : list of str or None
+    n_features : int
+
+    Raises
+    ------
+    ValueError
+        If X is not 2-dimensional or has non-numeric or complex columns.
+    TypeError
+        If X is sparse, or not array-like.
+    """
+    if is_frame(X):
+        names = [str(c) for c in X.columns]
+        check_numeric_dtypes(list(X.dtypes), names)
+        return names, len(names)
+    if is_dask_collection(X):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
+        check_numeric_dtypes([X.dtype], ["X"])
+        return None, int(X.shape[1])
+    if hasattr(X, "toarray") and hasattr(X, "nnz"):
+        raise TypeError("X is a sparse matrix, which dpxgb_dask does not take: pass "
+                        "X.toarray() (NaN, not 0, marks a missing value)")
+    if X is None or isinstance(X, (dict, str, bytes)) or np.isscalar(X):
+        raise TypeError("X must be a 2-D array-like (NumPy array, pandas DataFrame, dask "
+                        f"array or DataFrame), got {type(X).__name__}")
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
+    if X.dtype == object:
+        try:
+            X.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("X has non-numeric values; encode them as numbers first") from None
+    else:
+        check_numeric_dtypes([X.dtype], ["X"])
+    return None, int(X.shape[1])
+
+
+def label_array(y):
+    """``y`` as one column: a one-column frame becomes its series."""
+    if is_frame(y):
+        if len(y.columns) != 1:
+            raise ValueError(f"y must be one column, got {len(y.columns)}")
+        y = y[y.columns[0]]
+    return y
+
+
+def _known_length(obj):
+    if is_dask_collection(obj):
+        if hasattr(obj, "chunks"):
+            n = sum(obj.chunks[0])
+            return None if np.isnan(n) else int(n)
+        return None
+    return len(obj)
+
+
+def check_lengths(X, y):
+    """Refuse X and y of different known lengths (dask lengths unknown here are checked on
+    the workers)."""
+    nx, ny = _known_length(X), _known_length(y)
+    if nx is not None and ny is not None and nx != ny:
+        raise ValueError(f"X and y must have the same number of rows, got {nx} and {ny}")
+    if nx == 0:
+        raise ValueError("X has no rows")

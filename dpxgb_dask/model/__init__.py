@@ -1,0 +1,7 @@
+"""The trained model and what travels with it.
+
+:mod:`~dpxgb_dask.model.booster` holds the forest (:class:`~dpxgb_dask.model.booster.Booster`)
+and its JSON format, :mod:`~dpxgb_dask.model.certificate` its privacy certificate,
+:mod:`~dpxgb_dask.model.xgboost_json` the export to XGBoost and
+:mod:`~dpxgb_dask.model.plotting` the plots. Everything here is public or a DP release.
+"""

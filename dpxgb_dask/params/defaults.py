@@ -1,0 +1,189 @@
+"""The default (no preset): its ε schedule, and the leaf regime carried to a fit's ε and tree
+count.
+
+Every point of :data:`DEFAULT_SCHEDULE` was selected on training data only, never on a test
+set (``benchmarks/tune_default.py``); which round chose which point, with the candidates'
+validation scores, is in ``benchmarks/results/tuning/README.md``. Parameters the user gives
+explicitly win over the schedule.
+"""
+import math
+import numbers
+
+from .schedules import nearest, nearest_overrides
+
+#: S-BDT's small-ε leaf regime (their best Adult rows at ε <= 0.1), which most binary points
+#: use.
+_SBDT_LEAVES = dict(learning_rate=0.1, reg_lambda=10.0, gradient_bound=0.3, hessian_bound=0.1,
+                    leaf_noise_ratio=0.04)
+
+#: The default's multiclass trees: Maddock et al.'s (a random feature per node).
+_MULTICLASS_TREES = dict(n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0,
+                         subsample=1.0, max_bin=33, feature_selection="random",
+                         gradient_bound=1.0, hessian_bound=0.25, leaf_noise_ratio=1.0 / 17.0)
+
+#: Regression variant of the default: squared error has h = 1, so Newton and gradient steps
+#: coincide, and count denominators (bound 1) avoid clipping h to ``hessian_bound``. Depth,
+#: λ, g* and η are S-BDT's published Abalone configuration (labels scaled to [-1, 1]).
+DEFAULT_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5, max_depth=2,
+                                    reg_lambda=15.0, gradient_bound=0.3, learning_rate=0.1)
+
+#: The default's ε schedule per objective (:mod:`~dpxgb_dask.params.schedules`). Binary:
+#: few trees on small samples from a zero score at the smallest ε, 400 subsampled depth-4
+#: trees with a heavier DP initial score up to ε 0.1, all rows from ε 0.5, and 255
+#: equal-width candidates (no sketch) from ε ≈ 0.7. Regression: few shallow subsampled
+#: trees at small ε, deeper trees with a random feature per node from ε 1. Multiclass:
+#: Maddock et al.'s trees with the default's budget. The binary points' λ and η are then
+#: carried to the fit (:func:`carried_leaf_regime`).
+DEFAULT_SCHEDULE = {
+    "binary:logistic": (
+        (0.01, dict(_SBDT_LEAVES, n_estimators=50, max_depth=5, subsample=0.01,
+                    gradient_bound=0.5, init_score="zero", split_candidates="uniform")),
+        (0.02, dict(_SBDT_LEAVES, n_estimators=100, max_depth=5, subsample=0.02,
+                    gradient_bound=0.5, init_score="zero", split_candidates="uniform",
+                    max_bin=255)),
+        (0.03, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
+                    budget_shares={"init": 0.4})),
+        (0.1, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
+                   budget_shares={"init": 0.4})),
+        (0.5, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=1.0)),
+        (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
+                   learning_rate=0.2, max_bin=255, split_candidates="uniform")),
+    ),
+    "reg:squarederror": (
+        (0.05, dict(n_estimators=200, max_depth=2, subsample=0.1, gradient_bound=0.1,
+                    budget_shares={"init": 0.2}, leaf_noise_ratio=0.3, reg_lambda=40.0,
+                    split_candidates="uniform")),
+        (0.1, dict(n_estimators=200, max_depth=2, subsample=0.1, gradient_bound=0.1,
+                   budget_shares={"init": 0.2}, leaf_noise_ratio=0.3, reg_lambda=40.0)),
+        (0.3, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3,
+                   leaf_noise_ratio=0.3, split_candidates="uniform")),
+        (0.5, dict(n_estimators=100, max_depth=2, subsample=0.1, gradient_bound=0.3,
+                   leaf_noise_ratio=0.3, learning_rate=0.2)),
+        (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
+                   feature_selection="random")),
+        (4.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
+                   feature_selection="random")),
+        (10.0, dict(n_estimators=200, max_depth=3, subsample=1.0, gradient_bound=0.3,
+                    feature_selection="random")),
+    ),
+    "multi:softprob": tuple((at, dict(_MULTICLASS_TREES)) for at in (1.0, 4.0, 10.0)),
+}
+
+#: The smallest λ :func:`noise_following_lambda` gives (XGBoost's default λ).
+MIN_CARRIED_LAMBDA = 1.0
+
+#: The largest η :func:`tree_count_learning_rate` gives (a full Newton step).
+MAX_CARRIED_LEARNING_RATE = 1.0
+
+
+def noise_following_lambda(point_lambda, point_epsilon, point_trees, epsilon, n_estimators):
+    """λ of a schedule point carried to a fit's total ε and tree count (public).
+
+    λ shrinks every leaf value -G̃/(H̃ + λ) towards 0 against the Gaussian noise on its
+    released (G, H), whose scale is the noise multiplier z of one tree's leaf release. T
+    such releases composing to ε have zCDP ρ = T/(2z²) with ε ≈ sqrt(2ρ ln(1/δ)), so z
+    grows about as sqrt(T)/ε, and a λ chosen at the point's (ε_p, T_p) is carried along:
+
+        λ = max(1, λ_p · (ε_p / ε) · sqrt(T / T_p)).
+
+    The floor is XGBoost's default λ: no smaller λ was scored, and with greedy splits
+    (``noisy_histogram``) λ also sits in the gains' noisy denominators, where a small λ
+    lets noise pick the splits.
+
+    Parameters
+    ----------
+    point_lambda, point_epsilon : float
+        The point's λ and the ε it was selected at.
+    point_trees : int
+        The point's number of trees.
+    epsilon : float
+        The fit's total ε (> 0).
+    n_estimators : int
+        The fit's number of trees (> 0).
+
+    Returns
+    -------
+    float
+    """
+    carried = point_lambda * (point_epsilon / epsilon) * math.sqrt(n_estimators / point_trees)
+    return float(max(MIN_CARRIED_LAMBDA, carried))
+
+
+def tree_count_learning_rate(point_rate, point_trees, n_estimators):
+    """η of a schedule point carried to a fit's number of trees (public).
+
+    A point's η was chosen with its T_p trees; a fit that asks for T trees keeps the
+    ensemble's total step T·η, up to a full Newton step, so that a user's few trees do not
+    leave the margins near the initial score:
+
+        η = min(1, η_p · T_p / T).
+
+    Parameters
+    ----------
+    point_rate : float
+        The point's η.
+    point_trees : int
+        The point's number of trees.
+    n_estimators : int
+        The fit's number of trees (> 0).
+
+    Returns
+    -------
+    float
+    """
+    return float(min(MAX_CARRIED_LEARNING_RATE, point_rate * point_trees / n_estimators))
+
+
+def default_schedule_overrides(objective, epsilon):
+    """Overrides of the default (no preset) for a fit of total budget ``epsilon``.
+
+    Parameters
+    ----------
+    objective : {"reg:squarederror", "binary:logistic", "multi:softprob"}
+    epsilon : float or None
+        Total ε of the fit; None (a per-tree budget) takes no schedule.
+
+    Returns
+    -------
+    dict
+        The overrides of the :data:`DEFAULT_SCHEDULE` point nearest to ``epsilon`` in
+        log ε, or ``{}``.
+    """
+    return nearest_overrides(DEFAULT_SCHEDULE[objective], epsilon)
+
+
+def carried_leaf_regime(objective, epsilon, n_estimators, given):
+    """The binary default's λ and η carried from its schedule point to the fit
+    (:func:`noise_following_lambda`, :func:`tree_count_learning_rate`), for the ones the
+    user did not give.
+
+    Parameters
+    ----------
+    objective : str
+    epsilon : float or None
+        The fit's total ε.
+    n_estimators : object
+        The fit's number of trees (validated later: anything but a positive int carries
+        nothing).
+    given : collection of str
+        The parameters the user gave.
+
+    Returns
+    -------
+    dict
+        ``reg_lambda`` and ``learning_rate``, where they are carried.
+    """
+    point = nearest(DEFAULT_SCHEDULE[objective], epsilon) \
+        if objective == "binary:logistic" else None
+    if point is None or not isinstance(n_estimators, numbers.Integral) \
+            or isinstance(n_estimators, bool) or n_estimators <= 0:
+        return {}
+    at, overrides = point
+    carried = {}
+    if "reg_lambda" not in given:
+        carried["reg_lambda"] = noise_following_lambda(
+            overrides["reg_lambda"], at, overrides["n_estimators"], epsilon, int(n_estimators))
+    if "learning_rate" not in given:
+        carried["learning_rate"] = tree_count_learning_rate(
+            overrides["learning_rate"], overrides["n_estimators"], int(n_estimators))
+    return carried
