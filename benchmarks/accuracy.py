@@ -120,7 +120,7 @@ def main():
         lines.append(line)
         print(line, flush=True)
     err, auc = nonprivate_xgboost(X, y, X_test, y_test, args.n_estimators)
-    line = (f"| xgboost (non-private, depth 6, η 0.3) | " +
+    line = ("| xgboost (non-private, depth 6, η 0.3) | " +
             " | ".join(f"{100 * err:.1f} / {auc:.3f}" for _ in args.epsilons) + " |")
     lines.append(line)
     print(line)

@@ -1,0 +1,305 @@
+"""The package's architecture as rules (``docs/architecture.md`` explains each).
+
+Read from the sources of the installed package (or of a tree given on the command line),
+as text: imports and definitions, nothing is run. ``python tests/test_architecture.py
+[PACKAGE_DIR]`` prints the import graph's cycles and upward imports, the imports made
+inside functions, and the largest modules and functions, for a tree that need not pass.
+"""
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+PACKAGE = "dpxgb_dask"
+
+#: Layers, lowest first: a module may import its own layer and the layers below it. A
+#: key is a module or a package (its modules, unless a longer key names them).
+LAYERS = (
+    ("kernels", ("dpxgb_dask._core", "dpxgb_dask._lazy")),
+    ("privacy", ("dpxgb_dask.privacy",)),
+    ("vocabulary", ("dpxgb_dask.objective", "dpxgb_dask.categories", "dpxgb_dask.inputs",
+                    "dpxgb_dask.progress")),
+    ("parameters", ("dpxgb_dask.params",)),
+    ("model", ("dpxgb_dask.model",)),
+    ("algorithm", ("dpxgb_dask.boosting",)),
+    ("cluster", ("dpxgb_dask.cluster",)),
+    ("client API", ("dpxgb_dask", "dpxgb_dask.sklearn", "dpxgb_dask.training",
+                    "dpxgb_dask.budgets", "dpxgb_dask.cli")),
+)
+
+#: Imports of the package's own modules made inside a function, and why each stays there
+#: (the import line carries the reason as a comment too).
+DEFERRED_IMPORTS = {
+    # Workers unpickle Boosters (a continued fit starts from one) and never read model
+    # files: the accountants that a model's certificate needs stay out of their processes.
+    "dpxgb_dask.model.booster": {"dpxgb_dask.model.certificate"},
+}
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+#: Functions allowed to be longer: a command line's argument parser is one long table.
+LONG_FUNCTIONS = {("dpxgb_dask.cli", "build_parser")}
+
+
+def package_dir():
+    import dpxgb_dask
+
+    return pathlib.Path(dpxgb_dask.__file__).parent
+
+
+def module_name(root, path):
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def read_modules(root):
+    """``{module name: (path, ast.Module)}`` of every ``.py`` file of the package."""
+    return {module_name(root, path): (path, ast.parse(path.read_text(), str(path)))
+            for path in sorted(root.rglob("*.py"))}
+
+
+def _resolve(modules, module, node, is_package):
+    """Package modules an ``Import`` or ``ImportFrom`` node of ``module`` refers to: for
+    ``from X import name``, X's submodule ``name`` where there is one, else X."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module
+    return [f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target
+            for alias in node.names]
+
+
+def _imports(modules, module, tree, inside_functions=None):
+    """``(module, line)`` of the package modules that ``module`` imports at module level
+    (``inside_functions=False``), inside functions (True), or anywhere (None)."""
+    path, _ = modules[module]
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if inside_functions is not None and _in_function(tree, node) != inside_functions:
+            continue
+        for target in _resolve(modules, module, node, is_package):
+            if target in modules and target != module:
+                found.append((target, node.lineno))
+    return found
+
+
+def _in_function(tree, target):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(sub is target for sub in ast.walk(node)):
+                return True
+    return False
+
+
+def import_graph(modules, inside_functions=False):
+    """``{module: set of package modules it imports}``: at module level, or (with
+    ``inside_functions=None``) anywhere, deferred imports included."""
+    return {module: {t for t, _ in _imports(modules, module, tree, inside_functions)}
+            for module, (_, tree) in modules.items()}
+
+
+def cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer_of(module):
+    """Index in :data:`LAYERS` of the longest key that names ``module``."""
+    best, best_len = None, -1
+    for i, (_, keys) in enumerate(LAYERS):
+        for key in keys:
+            if (module == key or module.startswith(key + ".")) and len(key) > best_len:
+                best, best_len = i, len(key)
+    return best
+
+
+def upward_imports(graph):
+    """``(importer, imported)`` pairs that go from a lower layer to a higher one."""
+    return sorted((a, b) for a, targets in graph.items() for b in targets
+                  if layer_of(a) is not None and layer_of(b) is not None
+                  and layer_of(b) > layer_of(a))
+
+
+def deferred_imports(modules):
+    """``(module, imported, line, has_comment)`` of package imports inside functions."""
+    found = []
+    for module, (path, tree) in modules.items():
+        lines = path.read_text().splitlines()
+        for target, lineno in _imports(modules, module, tree, True):
+            commented = "#" in lines[lineno - 1] or lines[lineno - 2].strip().startswith("#")
+            found.append((module, target, lineno, commented))
+    return sorted(set(found))
+
+
+def long_functions(modules):
+    """``(length, module, qualified name)`` of functions over MAX_FUNCTION_LINES."""
+    found = []
+    for module, (_, tree) in modules.items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append((length, module, node.name))
+    return sorted(found, reverse=True)
+
+
+def module_lines(modules):
+    return sorted(((len(path.read_text().splitlines()), module)
+                   for module, (path, _) in modules.items()), reverse=True)
+
+
+def imports_of(modules, top_level_names):
+    """Modules whose source imports any of ``top_level_names`` (third-party packages)."""
+    found = set()
+    for module, (_, tree) in modules.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module]
+            else:
+                continue
+            if any(n.split(".")[0] in top_level_names for n in names):
+                found.add(module)
+    return found
+
+
+# -- the rules ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def modules():
+    return read_modules(package_dir())
+
+
+def test_no_import_cycle_even_through_imports_inside_functions(modules):
+    assert cycles(import_graph(modules, inside_functions=None)) == []
+
+
+def test_every_module_has_a_layer(modules):
+    assert [m for m in modules if layer_of(m) is None] == []
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one(modules):
+    assert upward_imports(import_graph(modules)) == []
+
+
+def test_package_imports_inside_functions_are_the_listed_ones_with_a_reason(modules):
+    found = deferred_imports(modules)
+    assert [(m, t) for m, t, _, _ in found
+            if t not in DEFERRED_IMPORTS.get(m, ())] == []
+    assert [(m, t, line) for m, t, line, commented in found if not commented] == []
+
+
+def test_no_module_over_600_lines(modules):
+    assert [(n, m) for n, m in module_lines(modules) if n > MAX_MODULE_LINES] == []
+
+
+def test_no_function_over_80_lines(modules):
+    assert [(n, m, f) for n, m, f in long_functions(modules)
+            if (m, f) not in LONG_FUNCTIONS] == []
+
+
+def test_only_the_cluster_package_imports_distributed(modules):
+    importers = imports_of(modules, {"distributed"})
+    assert sorted(m for m in importers if not m.startswith("dpxgb_dask.cluster")) == []
+
+
+def test_the_algorithm_and_the_privacy_layer_import_no_dask(modules):
+    importers = imports_of(modules, {"dask", "distributed"})
+    assert sorted(m for m in importers if m.startswith(("dpxgb_dask.boosting",
+                                                         "dpxgb_dask.privacy",
+                                                         "dpxgb_dask._core"))) == []
+
+
+def _loaded_after(code, tmp_path):
+    # from an empty directory: the installed package, not the checkout's sources
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_importing_the_algorithm_loads_no_dask(tmp_path):
+    code = ("import sys, dpxgb_dask.boosting.coordinator, dpxgb_dask.privacy; "
+            "print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('dask', 'distributed')))")
+    assert _loaded_after(code, tmp_path) == "[]"
+
+
+def test_a_worker_imports_no_estimator_or_accountant_code(tmp_path):
+    code = ("import sys, dpxgb_dask.cluster.worker; "
+            "print(sorted(m for m in ('sklearn', 'dp_accounting', 'pandas', 'scipy') "
+            "if m in sys.modules))")
+    assert _loaded_after(code, tmp_path) == "[]"
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def report(root):
+    """The measurements of the rules above, as text (for a tree that need not pass)."""
+    modules = read_modules(root)
+    graph = import_graph(modules)
+    out = [f"{len(modules)} modules, {sum(len(t) for t in graph.values())} "
+           "module-level imports between them"]
+    found = cycles(graph)
+    out.append(f"cycles of module-level imports: {len(found)}")
+    out += [f"  {' <-> '.join(c)}" for c in found]
+    found = cycles(import_graph(modules, inside_functions=None))
+    out.append(f"cycles, counting the imports inside functions: {len(found)}")
+    out += [f"  {' <-> '.join(c)}" for c in found]
+    up = upward_imports(graph)
+    out.append(f"upward imports (by LAYERS): {len(up)}")
+    out += [f"  {a} -> {b}" for a, b in up]
+    deferred = deferred_imports(modules)
+    out.append(f"package imports inside functions: {len(deferred)}")
+    out += [f"  {m}:{line} -> {t}{'' if c else ' (no comment)'}" for m, t, line, c in deferred]
+    out.append(f"modules over {MAX_MODULE_LINES} lines, and the five largest:")
+    sizes = module_lines(modules)
+    out += [f"  {n:5d} {m}" for n, m in sizes if n > MAX_MODULE_LINES or (n, m) in sizes[:5]]
+    out.append(f"functions over {MAX_FUNCTION_LINES} lines:")
+    out += [f"  {n:5d} {m}.{f}" for n, m, f in long_functions(modules)]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(report(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else package_dir()))
