@@ -2,12 +2,11 @@
 what its fits have spent.
 
 A budget lives on the scheduler (:class:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin`),
-in the file of Dask's
-config key ``dpxgb.budget-file`` (default ``~/.dpxgb/budgets.json`` where the scheduler
-runs), so it survives a scheduler restart. Its accounting is
+in the file of Dask's config key ``dpxgb.budget-file`` (default ``~/.dpxgb/budgets.json`` where
+the scheduler runs), so it survives a scheduler restart. Its accounting is
 :class:`~dpxgb_dask.privacy.budget.PrivacyBudget`. A fit names it with ``budget=``: it is
-checked before it reads a row, refused with :class:`~dpxgb_dask.BudgetError` if its
-releases would exceed the budget, and charged with the releases it made when it ends.
+checked before it reads a row, refused with :class:`~dpxgb_dask.privacy.validation.BudgetError`
+if its releases would exceed the budget, and charged with the releases it made when it ends.
 
 Examples
 --------

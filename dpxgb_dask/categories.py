@@ -8,7 +8,7 @@ public list, ``pd.CategoricalDtype(list)``, not from the values present: categor
 off the data would reveal which values occur). A value is encoded as its index in the list;
 a missing value, or one outside the list, is missing (NaN), so that nothing depends on
 which private values occur. Code ``c`` falls in bin ``c`` (cut points ``k + 0.5``), and a
-split on the feature sends a set of categories left and the rest right (``decisions``).
+split on the feature sends a set of categories left and the rest right (:mod:`~dpxgb_dask.boosting.splits`).
 """
 import warnings
 

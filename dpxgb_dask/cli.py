@@ -1,11 +1,13 @@
 """Command line: ``dpxgb demo | train | predict | report | budget``.
 
-``dpxgb demo``      trains on generated data with public bounds, prints accuracy and ε;
-``dpxgb train``     trains on a CSV or Parquet file and writes the model as JSON;
-``dpxgb predict``   scores a CSV or Parquet file with a saved model (no cluster needed);
-``dpxgb report``    prints a saved model's privacy ledger as a table and its totals;
-``dpxgb budget``    creates a privacy budget across fits on the scheduler, or shows what
-                    its fits spent (``create``, ``show``, ``list``).
+=================  ==================================================================
+``dpxgb demo``     trains on generated data with public bounds, prints accuracy and ε
+``dpxgb train``    trains on a CSV or Parquet file and writes the model as JSON
+``dpxgb predict``  scores a CSV or Parquet file with a saved model (no cluster needed)
+``dpxgb report``   prints a saved model's privacy ledger as a table and its totals
+``dpxgb budget``   creates a privacy budget across fits on the scheduler, or shows what
+                   its fits spent (``create``, ``show``, ``list``)
+=================  ==================================================================
 """
 import argparse
 import json
@@ -108,6 +110,8 @@ def _train_params(args):
 
 
 def cmd_demo(args):
+    """``dpxgb demo``: a DP classifier on generated rows with public bounds, its test
+    accuracy, AUC and the ε it spent."""
     from sklearn.datasets import make_classification
     from sklearn.metrics import roc_auc_score
 
@@ -136,6 +140,8 @@ def cmd_demo(args):
 
 
 def cmd_train(args):
+    """``dpxgb train``: fit on a CSV or Parquet table and write the model file (signed
+    with ``--key-file``)."""
     table = _read_table(args.data)
     if args.label not in table.columns:
         raise SystemExit(f"dpxgb: --label {args.label!r} is not a column of {args.data}")
@@ -180,6 +186,7 @@ def cmd_train(args):
 
 
 def cmd_predict(args):
+    """``dpxgb predict``: score a table with a saved model, here (no cluster)."""
     import pandas as pd
 
     booster = dpxgb_dask.load_model(args.model, key=_read_key(args.key_file))
@@ -199,11 +206,14 @@ def cmd_predict(args):
 
 
 def cmd_report(args):
+    """``dpxgb report``: a saved model's releases and privacy totals."""
     _print_report(dpxgb_dask.load_model(args.model, key=_read_key(args.key_file)))
     return 0
 
 
 def cmd_budget(args):
+    """``dpxgb budget create|show|list``: privacy budgets across fits, on the scheduler or
+    in its budget file (``--file``)."""
     if args.file is not None:  # the scheduler's file, read where it lies
         store = dpxgb_dask.privacy.BudgetStore(args.file)  # (locked while read or written: safe while the
         if args.action == "create":      # scheduler runs)
@@ -248,6 +258,12 @@ def _read_key(path):
 
 
 def build_parser():
+    """The ``dpxgb`` argument parser, one sub-command per ``cmd_*`` function.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
     parser = argparse.ArgumentParser(prog="dpxgb", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -189,7 +189,7 @@ def to_label_units(booster, objective):
 
 def to_training_units(booster, objective):
     """A copy of a trained booster on the training scale (the inverse of
-    :func:`to_label_units`): the start of a fit that continues it (``ops.Prepare.init_model``,
+    :func:`to_label_units`): the start of a fit that continues it (``Prepare.init_model``,
     whose ``predict_margin`` gives every row's starting margin).
 
     Returns

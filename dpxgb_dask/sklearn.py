@@ -13,7 +13,7 @@ is a missing value (routed by each split's default direction) and ±inf lies bey
 feature's public bounds (binned to their ends, as every value outside them is). Regression
 labels outside ``label_bounds`` are clipped to them. Dask inputs are not read in the user's
 process: only their metadata is checked, and values outside the public domain are
-clipped on the workers, never refused (``ops.make_part``).
+clipped on the workers, never refused (:func:`~dpxgb_dask.boosting.partition.make_part`).
 """
 import warnings
 
@@ -297,9 +297,9 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
     for two classes, softmax (``multi:softprob``, one tree per class and round) for three
     or more.
 
-    Fitted attributes: ``booster_`` (:class:`dpxgb_dask.Booster`), ``classes_``,
+    Fitted attributes: ``booster_`` (:class:`~dpxgb_dask.model.booster.Booster`), ``classes_``,
     ``n_classes_``, ``epsilon_spent_`` (under the chosen accountant), ``n_features_in_``.
-    See :class:`_DPXGBModel` for the other parameters.
+    See :class:`DPXGBRegressor` for the other parameters.
 
     Parameters
     ----------
@@ -308,7 +308,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         with two, ``classes_[1]`` is the positive class). Without it the classes are read
         from in-memory labels, which is not differentially private (the set of labels
         present is revealed, e.g. that no row has a rare label) and warns with a
-        :class:`PrivacyLeakWarning`, as diffprivlib does; with it a ``y`` that lacks some
+        :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`, as diffprivlib does; with it a ``y`` that lacks some
         classes trains. Dask labels are never read in the user's process: with ``classes``
         they are encoded lazily (binary: a label other than ``classes[1]`` counts as
         ``classes[0]``; multiclass: a label outside ``classes`` leaves its row out of the
@@ -403,7 +403,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         return _as_dask_array(margin) if _is_dask(margin) else margin
 
     def predict_proba(self, X):
-        """Probabilities, shape (n_rows, n_classes_) (a lazy dask array for dask inputs)."""
+        """Probabilities, shape ``(n_rows, n_classes_)`` (a lazy dask array for dask inputs)."""
         margin = self._margin(X)
         to_proba = _binary_proba if margin.ndim == 1 else softmax
         if _is_dask(margin):

@@ -39,7 +39,7 @@ def check_bounds_policy(params, n_features):
 
     Feature bounds must be public (``feature_bounds``), estimated with an explicit budget
     (``bounds_epsilon``), or forced from the data with ``feature_bounds="data"``, which
-    warns with a :class:`PrivacyLeakWarning`.
+    warns with a :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`.
 
     Returns
     -------

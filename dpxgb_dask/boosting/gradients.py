@@ -8,12 +8,12 @@ grid-rounding argument (:mod:`~dpxgb_dask.privacy.mechanisms`) assumes exact que
 import numpy as np
 
 #: Fixed-point grid of gradients, hessians and labels before any sum. Multiples of 2**-20
-#: with |value| <= 16 are exact in float32, and float64 sums of them are exact while
-#: |sum| < 2**33, so every exact aggregate (histograms, subtractions, leaf and label sums)
+#: with ``|value| <= 16`` are exact in float32, and float64 sums of them are exact while
+#: ``|sum| < 2**33``, so every exact aggregate (histograms, subtractions, leaf and label sums)
 #: is the true sum, whatever the order of summation or the partitioning. The grid-rounding
 #: argument of the DP mechanisms (privacy/mechanisms.py) assumes exact queries.
 VALUE_GRID = 2.0**-20
-#: Largest |gradient| or hessian bound that keeps quantised values exact in float32.
+#: Largest ``|gradient|`` or hessian bound that keeps quantised values exact in float32.
 MAX_VALUE_BOUND = 16.0
 
 

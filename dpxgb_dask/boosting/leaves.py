@@ -133,6 +133,7 @@ class GaussianLeaves(LeafMethod):
                     denominator, self.streams.noise_stream("leaf/hess", tree)))
 
     def release(self, tree, sums):
+        """:meth:`LeafMethod.release`: one Gaussian release of the leaves' (G, H)."""
         event = self.plan.tree_event("leaf", tree, n_parallel=sums.shape[0])
         sigma_g, sigma_h = self.sigmas
         event["note"] = "; ".join(filter(None, [event.get("note"), (
@@ -169,6 +170,7 @@ class LaplaceLeaves(LeafMethod):
             self.gradient_bound, self.learning_rate, place))
 
     def release(self, tree, sums):
+        """:meth:`LeafMethod.release`: one Laplace release of the clipped leaf values."""
         clip = self.clip(tree)
         sensitivity = leaf_value_sensitivity(self.gradient_bound, self.reg_lambda,
                                              self.min_child_weight, clip)
@@ -199,6 +201,7 @@ class NoisyAverageLeaves(LeafMethod):
                                                 coords_per_row=1)
 
     def release(self, tree, sums):
+        """:meth:`LeafMethod.release`: Laplace releases of the gradient sums and the counts."""
         n_leaves = sums.shape[0]
         noisy_g = self.sum_mechanism.release(sums[:, 0],
                                              self.streams.noise_stream("leaf/grad", tree))
@@ -214,6 +217,7 @@ class ReleasedSumLeaves(LeafMethod):
     post-processing, no release of their own."""
 
     def release(self, tree, sums):
+        """:meth:`LeafMethod.release` of released sums: post-processing, no event."""
         return self._values(sums[:, 0], sums[:, 1]), []
 
 

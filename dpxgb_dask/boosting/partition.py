@@ -127,7 +127,7 @@ def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
 
 
 def row_uniforms(key, row_offset, n_rows):
-    """Uniform [0, 1) numbers for global rows ``row_offset .. row_offset + n_rows - 1``.
+    """Uniform [0, 1) numbers for the global rows from ``row_offset`` on, ``n_rows`` of them.
 
     The number of global row ``i`` is the ``i``-th output of a Philox-4x64 stream keyed by
     ``key``, so it does not depend on how rows are split into partitions; with a secret
@@ -256,7 +256,8 @@ class PartitionState:
             self.run(step)
 
     def run(self, step):
-        """Apply one :class:`Round`; return its exact result (histograms, sums or None).
+        """Apply one :class:`~dpxgb_dask.boosting.protocol.Round`; return its exact result
+        (histograms, sums or None).
 
         A round with the number of the last one applied returns that round's result again
         without re-applying it (a retry after a fault elsewhere).
@@ -529,7 +530,7 @@ def merge_levels(levels):
     ----------
     levels : list of tuple of ndarray
         ``(is_split, feature, split_bin, missing_left, category_set)`` of each level
-        (``decisions.LevelSplits.as_heap_arrays``).
+        (:meth:`~dpxgb_dask.boosting.tree.LevelSplits.as_heap_arrays`).
 
     Returns
     -------

@@ -16,7 +16,7 @@ Vocabulary (the same in the ledger, the report, the coordinator and the tests):
 * **sensitivity** Δ: the L1 (Laplace), L2 (Gaussian) or utility (exponential) sensitivity
   of the released quantity to adding or removing one row (``privacy/sensitivity.py``).
 * **noise scale**: the Laplace scale b = Δ/ε or the Gaussian σ = z·Δ of a release
-  (:attr:`PrivacyEvent.noise_scale`); z is the **noise multiplier**.
+  (:attr:`~dpxgb_dask.privacy.ledger.PrivacyEvent.noise_scale`); z is the **noise multiplier**.
 * **budget scale** s: the one number the whole plan is a function of, calibrated so that
   the fit spends its ε (:func:`calibrate_budget_scale`).
 """
@@ -39,7 +39,7 @@ from ..privacy.validation import BudgetError
 #: The ledger name of a fit's individual Rényi filter (``filter_rounds``).
 FILTER_NAME = "rows"
 
-#: log2-magnitude range of the DP bounds estimate: |x| from 2**-20 to 2**44.
+#: log2-magnitude range of the DP bounds estimate: ``|x|`` from 2**-20 to 2**44.
 BOUNDS_MIN_EXPONENT = -20
 BOUNDS_N_EXPONENTS = 64
 
@@ -90,7 +90,7 @@ def release_shares(p, n_features):
     ``params.budget_shares`` overrides the default weights of the releases it names;
     releases it omits keep their default weight, and names of releases this method does
     not make are ignored. ``budget_shares="equal_noise"`` gives every query the same noise
-    multiplier (:func:`_equal_noise_shares`; ``n_features`` is public).
+    multiplier (``_equal_noise_shares``; ``n_features`` is public).
     """
     if p.budget_shares == "equal_noise":
         wanted = _equal_noise_shares(p, n_features)
@@ -391,7 +391,7 @@ class ReleasePlan:
 class FitLedger:
     """The ledger of a fit's releases, recorded as they are made.
 
-    The K class trees of a joint multiclass release (:attr:`ReleasePlan.joint_classes`)
+    The K class trees of a joint multiclass release (``ReleasePlan.joint_classes``)
     each reach its release; it is recorded once, by whichever comes first (a tree that
     stopped growing early has no release at that depth).
 
@@ -430,7 +430,7 @@ def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_mul
     ----------
     n_features : int
     gradient_bound, denominator_bound : float
-        A row's L2 bounds in the release (:attr:`ReleasePlan.row_bounds`: g* and h*, or 1
+        A row's L2 bounds in the release (``ReleasePlan.row_bounds``: g* and h*, or 1
         for counts; the joint bounds of a multiclass round).
     noise_multiplier : float
     n_joint : int

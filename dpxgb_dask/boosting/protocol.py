@@ -56,8 +56,8 @@ class TreeStart:
     sample_key : int
         128-bit key of the tree's (or ensemble's) row selection.
     sample_interval : tuple (lo, hi)
-        Row ``i`` joins when its uniform number is in ``[lo, hi)`` (see :func:`row_uniforms`);
-        ``hi > 1`` keeps every row.
+        Row ``i`` joins when its uniform number is in ``[lo, hi)`` (see
+        :func:`~dpxgb_dask.boosting.partition.row_uniforms`); ``hi > 1`` keeps every row.
     gradient_bound : float
         g*: gradients are clipped to [-g*, g*] ("clip") or rows beyond it leave the tree
         ("filter", DPBoost's gradient data filtering).
@@ -68,7 +68,7 @@ class TreeStart:
         ``multi:softprob``: the class k whose gradients the tree fits, or -1 for the
         class-summed hessians of a round's iterative-Hessian sketch (zero gradients).
     vector_bounds : tuple of float, optional
-        ``multi:softprob``: (G, H, S) of :func:`clip_row_vectors`.
+        ``multi:softprob``: (G, H, S) of :func:`~dpxgb_dask.boosting.gradients.clip_row_vectors`.
     filter_terms : tuple of FilterTerm, optional
         With an individual Rényi filter: the tree's Gaussian mechanisms, from which each
         row's divergence in the tree follows (``RowFilter.charges``).
@@ -137,8 +137,9 @@ class Round:
     leaf_nodes : ndarray of int64, optional
         Return the (G, H, count) sums of these nodes.
     fine_histogram : tuple (int, bool), optional
-        ``(n_fine_bins, by_hessian)``: return :func:`tree_fine_histogram` of the tree's
-        rows (a per-tree DP sketch).
+        ``(n_fine_bins, by_hessian)``: return
+        :func:`~dpxgb_dask.boosting.aggregates.tree_fine_histogram` of the tree's rows (a
+        per-tree DP sketch).
     """
 
     seq: int

@@ -101,7 +101,7 @@ class SplitMethod:
         ranges : ndarray of int, shape (n_nodes, n_features, 2)
             Bin range of each feature still reachable at each node.
         noise : tuple of two ndarray of int64, optional
-            :meth:`draw_noise`'s result for this level.
+            :meth:`SplitMethod.draw_noise`'s result for this level.
 
         Returns
         -------
@@ -203,6 +203,7 @@ class ExponentialSplits(SplitMethod):
         self.mechanism = ExponentialMechanism(release.sensitivity, release.epsilon)
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+        """:meth:`SplitMethod.choose` by the exponential mechanism."""
         sum_g = histograms["sum_gradients"]
         sum_h = self._denominators(histograms)
         n_nodes, n_features, n_bins = sum_g.shape
@@ -227,7 +228,7 @@ class _GaussianHistogramSplits(SplitMethod):
     drawn while the workers build the histograms."""
 
     #: Cells per feature and node in the release.
-    cells_per_feature = None
+    _cells_per_feature = None
 
     def __init__(self, plan, streams, categorical=None, missing_bin=None):
         super().__init__(plan, streams, categorical, missing_bin)
@@ -238,7 +239,8 @@ class _GaussianHistogramSplits(SplitMethod):
                                              plan.joint_classes or 1)
 
     def noise_size(self, n_nodes):
-        return n_nodes * self.n_features * self.cells_per_feature
+        """:meth:`SplitMethod.noise_size`: the release's cells."""
+        return n_nodes * self.n_features * self._cells_per_feature
 
     def draw_noise(self, tree, depth, n_nodes):
         """The integer noise of level ``depth``'s G and H releases (it depends only on its
@@ -276,9 +278,10 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
 
     def __init__(self, plan, streams, categorical=None, missing_bin=None):
         super().__init__(plan, streams, categorical, missing_bin)
-        self.cells_per_feature = missing_bin + 1
+        self._cells_per_feature = missing_bin + 1
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+        """:meth:`SplitMethod.choose` on the released histograms (:meth:`choose_released`)."""
         splits, _, _ = self.choose_released(tree, depth, nodes, histograms, n_cuts, noise)
         event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
         return self._with_exact_sums(splits, event, histograms)
@@ -351,7 +354,7 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
     release, and keeps every child's noise at one σ instead of growing with the depth.
     """
 
-    cells_per_feature = 3
+    _cells_per_feature = 3
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
         """:meth:`SplitMethod.choose`; the choice's sums are the released (G, H)."""

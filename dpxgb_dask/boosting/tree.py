@@ -1,8 +1,8 @@
 """One tree while it is grown, level by level: nodes keyed by heap id (root 0, children of
 ``p`` at ``2p + 1`` and ``2p + 2``), the public split decisions of one level
-(:class:`LevelSplits`), and the bookkeeping between levels (the children of the split
-nodes, their reachable bin ranges, their sums). A grown :class:`Tree` becomes the model's
-flat node arrays (:meth:`~dpxgb_dask.model.booster.Booster.append_tree`).
+(:class:`~dpxgb_dask.boosting.tree.LevelSplits`), and the bookkeeping between levels (the
+children of the split nodes, their reachable bin ranges, their sums). A grown :class:`Tree`
+becomes the model's flat node arrays (:meth:`~dpxgb_dask.model.booster.Booster.append_tree`).
 """
 from dataclasses import dataclass
 
@@ -46,7 +46,7 @@ class Tree:
                   category_set=None):
         """Record that heap node ``node`` splits on ``bin <= bin_threshold`` of ``feature``
         (``categorical``: the categories whose codes are in ``category_set``, a bit set of
-        :data:`~dpxgb_dask._core.CATEGORY_SET_WORDS` words, go left; without a set, the
+        ``dpxgb_dask._core.CATEGORY_SET_WORDS`` words, go left; without a set, the
         category ``bin_threshold`` alone)."""
         words = None
         if categorical:

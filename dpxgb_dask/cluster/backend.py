@@ -1,4 +1,5 @@
-"""The coordinator's way to the partitions on a cluster: :class:`DaskBackend`, which runs in
+"""The coordinator's way to the partitions on a cluster:
+:class:`~dpxgb_dask.cluster.backend.DaskBackend`, which runs in
 the scheduler process and reaches the states that live on the workers through the
 ``dpxgb_call`` handler of :class:`~dpxgb_dask.cluster.worker.DPXGBWorkerPlugin`, over the
 scheduler's pooled RPC connections: no task graph, no keys, one request per worker per

@@ -108,7 +108,8 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     Returns
     -------
     dict
-        The scheduler's answer (:meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`).
+        The scheduler's answer
+        (:meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`).
     """
     client.register_plugin(DPXGBWorkerPlugin(), name=PLUGIN_NAME)
     client.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)

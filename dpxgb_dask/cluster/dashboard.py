@@ -9,8 +9,8 @@ refreshes itself while a fit runs.
 Everything on the page is public: sizes from the plan, the releases' mechanisms,
 sensitivities and noise scales (never their values), and accountant totals. The routes are
 added to the scheduler's HTTP server when the plugin starts (by the first fit, or at
-scheduler start with ``dask scheduler --preload dpxgb_dask.cluster.preload``), and the page is linked
-from the navigation bar of the dashboard's Bokeh pages when Bokeh is installed.
+scheduler start with ``dask scheduler --preload dpxgb_dask.cluster.preload``), and the page
+is linked from the navigation bar of the dashboard's Bokeh pages when Bokeh is installed.
 """
 import asyncio
 from collections import Counter, OrderedDict
@@ -42,8 +42,9 @@ class FitBoard:
         self.fits = OrderedDict()
 
     def start(self, fit_id, client=None):
-        """Add a running fit; returns its :class:`FitProgress` (fed the coordinator's
-        events by :meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`)."""
+        """Add a running fit; returns its :class:`~dpxgb_dask.progress.FitProgress` (fed the
+        coordinator's events by
+        :meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`)."""
         progress = FitProgress(fit_id, client)
         self.fits[fit_id] = progress
         return progress
@@ -102,6 +103,7 @@ def _board(scheduler):
 
 class _BoardHandler(web.RequestHandler):
     def initialize(self, dask_server=None):
+        """Tornado's hook: the handler reads the board of ``dask_server``."""
         self.scheduler = dask_server
 
     async def fits(self):

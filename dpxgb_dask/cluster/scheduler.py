@@ -67,7 +67,8 @@ def _send_to_client(scheduler, client_id, topic, event):
 
 class DPXGBSchedulerPlugin(SchedulerPlugin):
     """Installs the ``dpxgb_fit`` handler on the scheduler, which runs one fit's coordinator
-    (:meth:`coordinate`), and the ``dpxgb_budget`` handler, which creates, reads and checks
+    (:meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`), and the
+    ``dpxgb_budget`` handler, which creates, reads and checks
     the privacy budgets across fits (:class:`~dpxgb_dask.privacy.budget.BudgetStore` in
     :func:`budget_file`). Both reply with :func:`~dpxgb_dask.cluster.wire.reply` or
     :func:`~dpxgb_dask.cluster.wire.error_reply`."""
@@ -76,6 +77,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
     name = PLUGIN_NAME
 
     async def start(self, scheduler):
+        """Install the handlers and the dashboard page on ``scheduler``."""
         self._scheduler = scheduler
         if getattr(self, "board", None) is None:  # a preloaded plugin is started twice
             self.running = {}  # fit id -> client id, while its coordinator runs
@@ -86,6 +88,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         install_routes(scheduler)
 
     async def close(self):
+        """Remove the handlers."""
         self._scheduler.handlers.pop("dpxgb_fit", None)
         self._scheduler.handlers.pop("dpxgb_budget", None)
 

@@ -7,15 +7,17 @@ only to load NumPy and pandas rows. A call names the fit, proves it belongs to i
 fit's capability (a 256-bit secret of the fitting client and its coordinator; the worker
 keeps only its SHA-256), and names an action:
 
-``load``        validate rows and labels sent with the call and keep them as a partition
-                (or as the replica of a partition held by another worker)
-``restore``     rebuild a lost partition here, from its replica (or from a block a load
-                task just put here) and the log of the fit's messages so far
-``aggregate``   exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
-``prepare``     bin the rows and set the initial margins
-``round``       one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition
-``touch``       keep the fit alive (see ``LEASE_SECONDS``)
-``drop``        forget the fit
+=============  =====================================================================
+``load``       validate rows and labels sent with the call and keep them as a partition
+               (or as the replica of a partition held by another worker)
+``restore``    rebuild a lost partition here, from its replica (or from a block a load
+               task just put here) and the log of the fit's messages so far
+``aggregate``  exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
+``prepare``    bin the rows and set the initial margins
+``round``      one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition
+``touch``      keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
+``drop``       forget the fit
+=============  =====================================================================
 
 The plugin is registered once per cluster by the first fit and stays, like an installed
 library: it holds no data between fits. This module imports only what a partition needs
@@ -45,8 +47,9 @@ from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, re
 SWEEP_SECONDS = 1.0
 #: A round of a fit holding at most this many feature values (rows x features) on the
 #: worker runs on the worker's event loop (blocking it for a few ms at most); larger
-#: rounds, and every other action but ``touch``, run in a thread. The hop to a thread and back costs about 2 ms per call
-#: (measured on the Adult default fit: 10.4 ms per tree with threads, 5.8 ms inline).
+#: rounds, and every other action but ``touch``, run in a thread. The hop to a thread and
+#: back costs about 2 ms per call (measured on the Adult default fit: 10.4 ms per tree with
+#: threads, 5.8 ms inline).
 INLINE_CELLS = 1 << 22
 
 
@@ -62,6 +65,7 @@ class DPXGBWorkerPlugin(WorkerPlugin):
     name = PLUGIN_NAME
 
     def setup(self, worker):
+        """Install the handler and start the sweeper on ``worker``."""
         address = worker.address
 
         async def call(comm=None, **kwargs):
@@ -71,6 +75,7 @@ class DPXGBWorkerPlugin(WorkerPlugin):
         self._sweeper = asyncio.ensure_future(sweep_forever(address))
 
     def teardown(self, worker):
+        """Remove the handler and drop every fit of ``worker``."""
         worker.handlers.pop("dpxgb_call", None)
         if getattr(self, "_sweeper", None) is not None:
             self._sweeper.cancel()
@@ -120,8 +125,9 @@ def add_partition(worker_address, fit_id, digest, index, state):
     Parameters
     ----------
     digest : str
-        :func:`capability_digest` of the fit's capability (loads may come from a task,
-        whose arguments the scheduler keeps: they carry the digest, never the secret).
+        :func:`~dpxgb_dask.cluster.wire.capability_digest` of the fit's capability (loads
+        may come from a task, whose arguments the scheduler keeps: they carry the digest,
+        never the secret).
     """
     fit = _fit(worker_address, fit_id, digest, create=True)
     with fit.lock:

@@ -469,8 +469,8 @@ class Booster:
 
         Every total the file states (ε under each accountant, δ, the number of releases)
         is recomputed from its ledger's events; a file whose claims disagree is refused
-        (:class:`~dpxgb_dask.model.certificate.PrivacyClaimError`). With ``key``, the file must carry
-        a valid signature under that key (``ValueError`` otherwise).
+        (:class:`~dpxgb_dask.model.certificate.PrivacyClaimError`). With ``key``, the file
+        must carry a valid signature under that key (``ValueError`` otherwise).
         """
         with open(os.fspath(path)) as f:
             try:

@@ -43,7 +43,8 @@ def privacy_summary(ledger, params, budget_scale):
         The releases the fit made.
     params : TrainParams
     budget_scale : float
-        The plan's calibrated budget scale (:func:`calibrate_budget_scale`).
+        The plan's calibrated budget scale
+        (:func:`~dpxgb_dask.boosting.plan.calibrate_budget_scale`).
 
     Returns
     -------
@@ -128,7 +129,7 @@ def model_privacy_report(summary):
         ε under every accountant at the model's δ, the accountant the fit was calibrated
         with and its ε, the non-DP choices (``is_dp`` is False when there is any), the
         budget across fits the fit was charged to (``training.budget_record``; None when
-        it named none), and one row per release (:meth:`Ledger.table`).
+        it named none), and one row per release (:meth:`~dpxgb_dask.privacy.ledger.Ledger.table`).
     """
     ledger = Ledger.from_dict(summary["events"])
     report = privacy_report(ledger, summary["delta"])

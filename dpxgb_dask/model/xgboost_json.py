@@ -1,4 +1,4 @@
-"""Export a :class:`~dpxgb_dask.model.Booster` to XGBoost's JSON model format.
+"""Export a :class:`~dpxgb_dask.model.booster.Booster` to XGBoost's JSON model format.
 
 ``xgboost.Booster(model_file=path)`` loads the file and predicts what the Booster
 predicts. Only public values and DP releases are written, as in our own format: XGBoost's

@@ -1,5 +1,6 @@
-"""Training parameters: :class:`TrainParams`, how a fit's are resolved from a preset or the
-default and the user's own (:func:`resolve_params`), and their validation.
+"""Training parameters: :class:`~dpxgb_dask.params.TrainParams`, how a fit's are resolved
+from a preset or the default and the user's own (:func:`~dpxgb_dask.params.resolve_params`),
+and their validation.
 
 The papers' presets are in :mod:`~dpxgb_dask.params.presets`, the default's ε schedule in
 :mod:`~dpxgb_dask.params.defaults`. Every parameter is public: it is saved with the model.
@@ -49,11 +50,12 @@ class TrainParams:
         Depth of every tree (trees are grown level by level to this depth).
     learning_rate : float
         Shrinkage applied to every leaf value. Not given, the binary default carries its
-        schedule point's η to the fit's number of trees (:func:`tree_count_learning_rate`).
+        schedule point's η to the fit's number of trees
+        (:func:`~dpxgb_dask.params.defaults.tree_count_learning_rate`).
     reg_lambda : float
         L2 regularisation λ of leaf values and gains. Not given, the binary default
         carries its schedule point's λ to the fit's ε and number of trees
-        (:func:`noise_following_lambda`).
+        (:func:`~dpxgb_dask.params.defaults.noise_following_lambda`).
     subsample : float in (0, 1]
         Poisson subsampling rate γ: each row joins each tree independently with this
         probability (privacy amplification by subsampling).
@@ -74,10 +76,10 @@ class TrainParams:
         Public (lo, hi) of the label (regression).
     categories : dict or list, optional
         Public category lists of the categorical features: ``{column: [categories]}`` or one
-        entry (a list, or None) per feature (``categories.py``); pandas ``category``
-        columns take their dtype's list. Their splits send a set of categories left, the
-        rest right (``decisions``: a random subset, the best prefix of the categories sorted
-        by noisy G/(H + λ), or one category with the exponential mechanism); a value
+        entry (a list, or None) per feature (``categories.py``); pandas ``category`` columns
+        take their dtype's list. Their splits send a set of categories left, the rest right
+        (:mod:`~dpxgb_dask.boosting.splits`: a random subset, the best prefix of the categories
+        sorted by noisy G/(H + λ), or one category with the exponential mechanism); a value
         outside the list is missing.
     bounds_epsilon : float, optional
         Budget spent on a DP estimate of missing feature bounds.
@@ -107,7 +109,7 @@ class TrainParams:
     newton : bool
         Use hessians (Newton step) in gains and leaf denominators; False uses row counts.
     gradient_bound : float
-        g*: gradients are clipped (or rows filtered) to |g| <= g*.
+        g*: gradients are clipped (or rows filtered) to ``|g| <= g*``.
     hessian_bound : float
         h*: hessians are clipped to [0, h*] (Newton only).
     gradient_rule : {"clip", "filter"}

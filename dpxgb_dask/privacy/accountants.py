@@ -193,7 +193,7 @@ class BasicAccountant(Accountant):
         """Sum of the terms' ε (amplified per subsample); δ only serves Gaussian terms.
 
         δ is split into equal shares, one per Gaussian term counted by
-        :func:`_gaussian_shares` (recursively, the maximum over the parts of a disjoint
+        ``_gaussian_shares`` (recursively, the maximum over the parts of a disjoint
         group), so the δ spent in total is at most ``delta``.
         """
         delta = check_delta(delta)

@@ -63,8 +63,9 @@ def _check_name(name):
 
 
 def check_within(events, epsilon, delta, accountant):
-    """The ε that ``events`` spend together, or :class:`BudgetError` if it exceeds
-    ``epsilon`` (compared exactly: a budget is never overdrawn by a rounding margin).
+    """The ε that ``events`` spend together, or
+    :class:`~dpxgb_dask.privacy.validation.BudgetError` if it exceeds ``epsilon`` (compared
+    exactly: a budget is never overdrawn by a rounding margin).
 
     Check before a release touches data, record after it: a caller checks its planned
     events with those already spent.
@@ -172,8 +173,8 @@ class PrivacyBudget:
         return float(get_accountant(self.accountant).get_epsilon(Ledger(events), self.delta))
 
     def spent(self):
-        """float: ε the charged fits have spent together, at :attr:`delta` under
-        :attr:`accountant` (reservations count in full)."""
+        """float: ε the charged fits have spent together, at ``delta`` under
+        ``accountant`` (reservations count in full)."""
         return self._epsilon_of(self._events())
 
     def reserve(self, fit_id, events):
@@ -193,7 +194,7 @@ class PrivacyBudget:
         Raises
         ------
         BudgetError
-            If the total would exceed :attr:`epsilon`; nothing is recorded.
+            If the total would exceed ``epsilon``; nothing is recorded.
         ValueError
             If ``fit_id`` is already charged.
         """
@@ -204,8 +205,9 @@ class PrivacyBudget:
         return total
 
     def check(self, fit_id, events):
-        """The total ε with a fit's planned releases, or :class:`BudgetError` (nothing is
-        recorded either way; :meth:`reserve` checks and records).
+        """The total ε with a fit's planned releases, or
+        :class:`~dpxgb_dask.privacy.validation.BudgetError` (nothing is recorded either way;
+        :meth:`reserve` checks and records).
 
         Parameters
         ----------

@@ -131,6 +131,8 @@ def _term_profile(term):
 
 
 def part_profile(part):
+    """A hashable description of one part of a disjoint group: its terms' profiles,
+    counted (identical parts compose as one)."""
     return tuple(sorted(collections.Counter(_term_profile(t) for t in part).items()))
 
 
@@ -152,10 +154,13 @@ def effective_multiplier(events):
 
 
 def pure_sum(events):
+    """Σ count·ε of pure-ε events (their basic composition)."""
     return sum(e.count * e.epsilon for e in events)
 
 
 def as_ledger(ledger):
+    """``ledger`` as a :class:`~dpxgb_dask.privacy.ledger.Ledger` (an iterable of events
+    is wrapped)."""
     if isinstance(ledger, Ledger):
         return ledger
     return Ledger(ledger)

@@ -102,7 +102,7 @@ class ExponentialMechanism:
         mask : array_like of bool, same shape, optional
             True for valid candidates; invalid ones are never chosen. Default: all valid.
         rng : RandomStream or None
-            Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
+            Stream from :meth:`~dpxgb_dask.privacy.randomness.NoiseSource.stream`; None draws from a fresh secure stream.
 
         Returns
         -------
@@ -141,7 +141,7 @@ class ExponentialMechanism:
     __call__ = select
 
     def ledger_fields(self, stream=None):
-        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, epsilon.
+        """Fields for :meth:`~dpxgb_dask.privacy.ledger.Ledger.record`: mechanism, sensitivity, epsilon.
 
         Parameters
         ----------

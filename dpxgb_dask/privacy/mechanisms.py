@@ -1,7 +1,7 @@
 """Laplace and Gaussian mechanisms on NumPy arrays, with exact discrete noise.
 
 Fixed-point design (why not ``x + rng.laplace(b)``)
---------------------------------------------------
+---------------------------------------------------
 Textbook floating-point noise leaks: Mironov (2012) shows that the set of doubles
 ``x + Lap(b)`` can take depends on ``x``, so the low-order bits of a release can identify
 the input. The Laplace and Gaussian mechanisms here therefore work on a fixed-point grid:
@@ -154,7 +154,8 @@ class _GridMechanism:
             Exact query answers (e.g. (n_nodes, n_features, n_bins) gradient sums), finite;
             entries beyond ±2**61 grid steps are clipped.
         rng : RandomStream or None
-            Stream from :meth:`NoiseSource.stream`; None draws from a fresh secure stream.
+            Stream from :meth:`~dpxgb_dask.privacy.randomness.NoiseSource.stream`; None
+            draws from a fresh secure stream.
         noise : ndarray of int64, optional
             The release's noise drawn beforehand by :meth:`draw_noise` (``rng`` is then
             unused): the noise depends only on the stream and the number of values, so
@@ -163,7 +164,7 @@ class _GridMechanism:
         Returns
         -------
         ndarray of float64, same shape as ``values``
-            Noisy values, multiples of :attr:`resolution`.
+            Noisy values, multiples of ``resolution``.
         """
         params = self._activate(_release_coords(self.coords_per_row, values))
         k = to_grid(values, self.resolution)
@@ -200,7 +201,7 @@ class LaplaceMechanism(_GridMechanism):
 
     Releases ``f(D) + Lap(Δ/ε)`` (Dwork & Roth 2014; DP-XGBoost §2
     ``f(D) + Lap(Δf/ε)``; DPBoost Theorem 1, eq. (7)) in the exact discrete form described
-    in the module docstring: integer noise with pmf ∝ exp(-|y|/t), t >= Δ_int/ε.
+    in the module docstring: integer noise with pmf ``∝ exp(-|y|/t)``, ``t >= Δ_int/ε``.
 
     Parameters
     ----------
@@ -272,7 +273,7 @@ class LaplaceMechanism(_GridMechanism):
         return discrete_laplace(params["t"], size, stream)
 
     def ledger_fields(self, stream=None):
-        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, epsilon, resolution.
+        """Fields for :meth:`~dpxgb_dask.privacy.ledger.Ledger.record`: mechanism, sensitivity, epsilon, resolution.
 
         Parameters
         ----------
@@ -377,7 +378,7 @@ class GaussianMechanism(_GridMechanism):
         return discrete_gaussian(params["t"], params["m"], size, stream)
 
     def ledger_fields(self, stream=None):
-        """Fields for :meth:`Ledger.record`: mechanism, sensitivity, noise_multiplier, resolution.
+        """Fields for :meth:`~dpxgb_dask.privacy.ledger.Ledger.record`: mechanism, sensitivity, noise_multiplier, resolution.
 
         Parameters
         ----------

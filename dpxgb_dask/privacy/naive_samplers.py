@@ -1,4 +1,4 @@
-"""Slow NumPy twins of the compiled exact samplers (:mod:`dpxgb_dask.privacy._samplers`).
+"""Slow NumPy twins of the compiled exact samplers (``dpxgb_dask.privacy._samplers``).
 
 The algorithms of :mod:`dpxgb_dask.privacy.samplers` (where they are described and their
 arguments are checked) in vectorised NumPy: each round is a handful of array operations

@@ -111,7 +111,7 @@ class NoiseSource:
         different noise, and recomputing a release within this source's lifetime returns the
         same noise. An int >= 0 or bytes: deterministic streams, a pure function of
         ``(seed, tree, depth, purpose, index)``. Seeds shorter than 128 bits trigger a
-        :class:`PrivacyLeakWarning` because they can be guessed. The check measures the
+        :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning` because they can be guessed. The check measures the
         seed's length (the int's bit length, or 8 bits per byte), not its entropy: a long but
         guessable seed such as ``2**200`` does not warn and is not secret either.
     secret : bool, default True

@@ -106,7 +106,7 @@ def bernoulli_exp_neg(numerator, denominator, stream):
 
 
 def discrete_laplace(scale, size, stream):
-    """Exact discrete Laplace samples, P(Y = y) ∝ exp(-|y| / scale) for integer y.
+    """Exact discrete Laplace samples, ``P(Y = y) ∝ exp(-|y| / scale)`` for integer y.
 
     Canonne–Kamath–Steinke (2020), Algorithm 2 with integer scale t (s = 1):
     U ~ Uniform{0..t-1} kept with probability exp(-U/t), V ~ Geometric(1 - e^-1),
@@ -140,9 +140,9 @@ def discrete_gaussian(scale, mean_shift, size, stream):
     """Exact discrete Gaussian samples, P(Y = y) ∝ exp(-y² / (2σ²)), with σ² = scale · mean_shift.
 
     Canonne–Kamath–Steinke (2020), Algorithm 3: Y ~ DiscreteLaplace(t), accepted with
-    probability exp(-(|Y| - σ²/t)² / (2σ²)). The algorithm is correct for any integer t > 0
+    probability ``exp(-(|Y| - σ²/t)² / (2σ²))``. The algorithm is correct for any integer t > 0
     (t = floor(σ) + 1 makes it efficient); choosing σ² = t·m with integer m makes
-    σ²/t = m an integer and the acceptance exponent (|Y| - m)² / (2tm) a ratio of integers.
+    σ²/t = m an integer and the acceptance exponent ``(|Y| - m)² / (2tm)`` a ratio of integers.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Sensitivities of the queries a DP gradient-boosted tree releases.
 
 Neighbouring relation: add or remove one row. ``g_star`` (g*) bounds every row's gradient,
-|g_i| <= g*, by gradient-based data filtering (GDF, DPBoost §3.1) or clipping; ``h_star``
+``|g_i| <= g*``, by gradient-based data filtering (GDF, DPBoost §3.1) or clipping; ``h_star``
 bounds its Hessian, 0 <= h_i <= h*.
 
 The split-gain and leaf-value bounds of DP-XGBoost and DPBoost are derived for unit
@@ -56,7 +56,7 @@ def dpxgboost_gain_sensitivity(g_star):
 
     DP-XGBoost (Grislain & Gonzalvez 2021), eq. (5), taken from Li et al. (2020). The
     exponential mechanism then samples candidate j with p_j ∝ exp(ε G_j / (6 g*²)).
-    It is the supremum of |G_L²/(n_L+λ) - G_L'²/(n_L+1+λ)| over n_L when one row with
+    It is the supremum of ``|G_L²/(n_L+λ) - G_L'²/(n_L+1+λ)|`` over n_L when one row with
     gradient of the opposite sign to the node's sum is added: the change is
     (3n² + 2λn - n - λ)/((n+1+λ)(n+λ)) · g*² < 3g*² for every n and λ >= 0.
 
@@ -78,12 +78,12 @@ def dpboost_gain_sensitivity(g_star, reg_lambda):
     """DPBoost's split-gain bound (3λ + 2) / ((λ + 1)(λ + 2)) · g*² -- NOT a valid sensitivity.
 
     DPBoost (Li et al. 2020), Lemma 1 and eq. (10). Returned for the ``"dpboost"`` preset,
-    which must reproduce the paper, but every call issues a :class:`PrivacyLeakWarning`:
+    which must reproduce the paper, but every call issues a :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`:
     the proof of Lemma 1 makes two errors.
 
     1. It takes g_s = +g* with Σ g_i = n_l g* as the worst case of
        h = (n_l+λ) g_s² + 2(n_l+λ) g_s Σg_i - (Σg_i)²; the opposite sign g_s = -g* is
-       worse: |ΔG| = (3n_l² + 2λn_l - n_l - λ) / ((n_l+1+λ)(n_l+λ)) · g*², which tends to
+       worse: ``|ΔG| = (3n_l² + 2λn_l - n_l - λ) / ((n_l+1+λ)(n_l+λ)) · g*²``, which tends to
        3g*² as n_l grows.
     2. Even for its own configuration, 1 - λ²/((n_l+λ+1)(n_l+λ)) *increases* with n_l,
        so replacing n_l by 1 gives a lower bound, not an upper bound.
@@ -117,9 +117,9 @@ def dpboost_gain_sensitivity(g_star, reg_lambda):
 
 
 def leaf_value_sensitivity(g_star, reg_lambda, min_child_weight, leaf_bound):
-    """Sensitivity of one leaf value ``V = -G / (max(n, N) + λ)`` (counts, |g| <= g*).
+    """Sensitivity of one leaf value ``V = -G / (max(n, N) + λ)`` (counts, ``|g| <= g*``).
 
-    Adding a row of gradient g to a leaf of n rows (|G| <= g* n) moves V by:
+    Adding a row of gradient g to a leaf of n rows (``|G| <= g* n``) moves V by:
 
     * floor in force (n + 1 <= N): ``|g| / (N + λ) <= g* / (N + λ)``;
     * no floor (n >= N): ``|G - g (n + λ)| / ((n + λ)(n + 1 + λ)) <=
@@ -327,7 +327,7 @@ def row_contribution_bounds(g_star, h_star, newton, n_classes=None):
     so the gradient bound is ``min(sqrt(K) g*, sqrt 2)``, the Hessian one ``min(sqrt(K) h*,
     1/2)`` and their sum ``min(K h*, 1)``. With row counts a row adds 1 to each of the K
     trees: ``sqrt(K)``, and 1 to the class-summed root. The worker scales each row's vectors
-    down to these bounds (``ops.clip_row_vectors``), so they hold after clipping and
+    down to these bounds (``boosting.gradients.clip_row_vectors``), so they hold after clipping and
     rounding too. One joint release of σ = z·Δ thus costs what one binary tree's release
     costs with (g*, h*) replaced by these bounds, instead of K such releases: with g* = 1,
     h* = 1/4 and K >= 4, Δ² per feature is 2 + 1/4 against K (1 + 1/16) for K separate

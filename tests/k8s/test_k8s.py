@@ -337,13 +337,14 @@ def test_every_container_starts_a_command_of_the_image():
         assert argv and argv[0] in commands, (container["name"], argv[:2])
 
 
-# -- README and the example -----------------------------------------------------------------
+# -- the docs page and the example -------------------------------------------------------
 
-def test_readme_section_and_example():
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_page_and_the_example():
+    page = (ROOT / "docs" / "kubernetes.md").read_text()
     for needle in ("docker build -f k8s/Dockerfile", "-f k8s/values.yaml",
-                   "kubectl apply -f k8s/daskcluster.yaml", "/dpxgb", "k8s/train.py"):
-        assert needle in readme, needle
+                   "kubectl apply -f k8s/daskcluster.yaml", "/dpxgb", "k8s/train.py",
+                   "--preload dpxgb_dask.cluster.preload"):
+        assert needle in page, needle
     result = subprocess.run([sys.executable, str(K8S / "train.py"), "--help"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "--epsilon" in result.stdout

@@ -47,7 +47,7 @@ def test_xgboost_predicts_what_the_model_predicts(fitted):
     booster, loaded, _ = fitted
     # (XGBoost refuses infinite features.) Values representable in float32: XGBoost reads
     # features as float32, and a float64 value within float32 rounding of a threshold can
-    # take the other branch there (export.py); for float32 values x <= t iff x < c exactly.
+    # take the other branch there (model/xgboost_json.py); for float32 values x <= t iff x < c exactly.
     X = _data(3000, 1, big=1e30).astype(np.float32).astype(np.float64)
     ours = booster.predict(X, output_margin=True)
     theirs = loaded.predict(xgboost.DMatrix(X), output_margin=True).astype(np.float64)

@@ -1,4 +1,5 @@
-"""What importing the package costs and binds (run in fresh interpreters)."""
+"""What importing the package costs and binds (run in fresh interpreters); the static rules
+of the layout are in ``tests/test_architecture.py``."""
 import subprocess
 import sys
 
@@ -30,3 +31,25 @@ def test_filters_set_after_import_override_the_packages_own(tmp_path):
             "try:\n    NoiseSource(seed=5)\nexcept dpxgb_dask.PrivacyLeakWarning:\n"
             "    print('raised')")
     assert _run(code, tmp_path) == "raised"
+
+
+def test_importing_the_algorithm_loads_no_dask(tmp_path):
+    code = ("import sys, dpxgb_dask.boosting.coordinator, dpxgb_dask.privacy; "
+            "print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('dask', 'distributed')))")
+    assert _run(code, tmp_path) == "[]"
+
+
+def test_a_worker_imports_no_estimator_or_accountant_code(tmp_path):
+    code = ("import sys, dpxgb_dask.cluster.worker; "
+            "print(sorted(m for m in ('sklearn', 'dp_accounting', 'pandas', 'scipy') "
+            "if m in sys.modules))")
+    assert _run(code, tmp_path) == "[]"
+
+
+def test_the_command_line_loads_no_cluster_code_to_score_a_model(tmp_path):
+    """``dpxgb predict`` and ``dpxgb report`` read a model file: the CLI reaches the rest
+    of the package through its public names, which load on first use."""
+    code = ("import sys, dpxgb_dask.cli, dpxgb_dask; dpxgb_dask.load_model; "
+            "print(sorted(m for m in ('distributed', 'sklearn') if m in sys.modules))")
+    assert _run(code, tmp_path) == "[]"

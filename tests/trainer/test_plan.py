@@ -1,4 +1,4 @@
-"""The release plan (plan.py): calibration to a total (ε, δ) under each accountant, and the
+"""The release plan (boosting/plan.py): calibration to a total (ε, δ) under each accountant, and the
 ε of a plan as a function of its scale."""
 import numpy as np
 import pytest

@@ -1,0 +1,99 @@
+"""The documentation builds, and its examples run.
+
+The docs (``docs/``, MyST Markdown) build with Sphinx with warnings as errors: a broken
+cross-reference, or a public object without a docstring (numpydoc's GL08), fails. Every code
+block a reader would run, in ``README.md`` and the docs, is run: a page's ``python`` blocks
+in one interpreter, in order, and its ``bash`` blocks as commands, in a fresh directory. A
+block marked ``<!-- not run: why -->`` on the line before it is shown only; the mark must
+say why.
+"""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+NOT_RUN = re.compile(r"^<!-- not run: (?P<why>\S.*\S) -->$")
+FENCE = re.compile(r"^```(?P<info>\S*)\s*$")
+
+
+def code_blocks(path):
+    """``(language, code, first line, reason it is not run or None)`` of each fenced block
+    of a Markdown page."""
+    lines = path.read_text().splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening or not opening["info"]:
+            i += 1
+            continue
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        mark = NOT_RUN.match(previous.strip())
+        blocks.append((opening["info"], "\n".join(lines[i + 1:end]), i + 2,
+                       mark["why"] if mark else None))
+        i = end + 1
+    return blocks
+
+
+def page_script(path):
+    """A Python program that runs the page's blocks in order (None: nothing to run)."""
+    steps = []
+    for language, code, line, not_run in code_blocks(path):
+        if not_run is not None or language not in ("python", "bash"):
+            continue
+        where = f"{path.name}:{line}"
+        if language == "python":
+            steps.append(f"exec(compile({code!r}, {where!r}, 'exec'), namespace)")
+        else:
+            for command in code.splitlines():
+                if command.strip() and not command.lstrip().startswith("#"):
+                    steps.append(f"run({command!r}, {where!r})")
+    if not steps:
+        return None
+    return "\n".join([
+        "import subprocess",
+        "namespace = {'__name__': '__main__'}",
+        "def run(command, where):",
+        "    done = subprocess.run(command, shell=True)",
+        "    assert done.returncode == 0, f'{where}: {command} exited with {done.returncode}'",
+        *steps,
+    ])
+
+
+def test_every_block_a_reader_would_not_run_says_why():
+    for page in PAGES:
+        for language, _, line, not_run in code_blocks(page):
+            if language in ("python", "bash", "console", "shell", "sh"):
+                assert not_run is None or len(not_run) > 10, f"{page.name}:{line}"
+        text = page.read_text()
+        assert len(re.findall(r"^<!-- not run", text, flags=re.M)) == \
+            sum(b[3] is not None for b in code_blocks(page)), \
+            f"{page.name}: a 'not run' mark stands before no code block"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if page_script(p) is not None],
+                         ids=lambda p: p.name)
+def test_the_code_blocks_of_the_page_run(page, tmp_path):
+    # in an empty directory: the installed package, not the checkout's uncompiled sources;
+    # the environment's own commands (dpxgb) first on the PATH
+    env = dict(os.environ, MPLBACKEND="Agg",
+               PATH=os.pathsep.join([os.path.dirname(sys.executable),
+                                     os.environ.get("PATH", "")]))
+    done = subprocess.run([sys.executable, "-c", page_script(page)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+
+
+def test_the_docs_build_with_warnings_as_errors(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-E", "-q", "-b", "html",
+         "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(tmp_path / "html")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-8000:]
+    assert (tmp_path / "html" / "api.html").exists()
+    assert (tmp_path / "html" / "generated" / "dpxgb_dask.boosting.splits.html").exists()
