@@ -49,7 +49,8 @@ nitpick_ignore_regex = [
 
 html_theme = "pydata_sphinx_theme"
 html_title = "dpxgb_dask"
-html_theme_options = {"navigation_with_keys": False}
+html_theme_options = {"navigation_with_keys": False, "header_links_before_dropdown": 6}
+html_sidebars = {"**": []}  # the pages are few: the header links them, the content is wider
 
 
 def _skip_foreign_members(app, what, name, obj, skip, options):
