@@ -48,8 +48,10 @@ class _DPXGBModel(BaseEstimator):
         δ of (ε, δ)-DP.
     dp_epsilon_per_tree : float, optional
         DP-XGBoost's budget per tree, instead of ``epsilon``.
-    feature_bounds : array of shape (n_features, 2) or "data", optional
-        Public per-feature (lo, hi). "data" reads them from the data (not private: warns).
+    feature_bounds : array of shape (n_features, 2), dict or "data", optional
+        Public per-feature (lo, hi), or ``{column: (lo, hi)}`` for a DataFrame (a
+        categorical column needs none). "data" reads them from the data (not private:
+        warns).
     label_bounds : tuple (lo, hi), optional
         Public label range (regression: required).
     bounds_epsilon : float, optional
@@ -288,10 +290,24 @@ class _DPXGBModel(BaseEstimator):
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["client"] = None  # a Client is bound to a process and an event loop
+        if not isinstance(state["client"], str):  # a scheduler's address travels
+            state["client"] = None  # a Client is bound to a process and an event loop
         return state
 
 
+_PARAMETERS = "\n    Parameters\n    ----------\n"
+
+
+def _with_shared_parameters(cls):
+    """Give a public estimator's docstring the parameters every estimator takes (those of
+    ``_DPXGBModel``, written once), before its own."""
+    shared = _DPXGBModel.__doc__.split(_PARAMETERS, 1)[1].rstrip()
+    head, _, own = cls.__doc__.partition(_PARAMETERS)
+    cls.__doc__ = f"{head.rstrip()}\n{_PARAMETERS}{shared}\n{own.rstrip()}\n    "
+    return cls
+
+
+@_with_shared_parameters
 class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
     """Differentially private gradient-boosted classifier: binary (``binary:logistic``)
     for two classes, softmax (``multi:softprob``, one tree per class and round) for three
@@ -299,7 +315,6 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
 
     Fitted attributes: ``booster_`` (:class:`~dpxgb_dask.model.booster.Booster`), ``classes_``,
     ``n_classes_``, ``epsilon_spent_`` (under the chosen accountant), ``n_features_in_``.
-    See :class:`DPXGBRegressor` for the other parameters.
 
     Parameters
     ----------
@@ -308,8 +323,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         with two, ``classes_[1]`` is the positive class). Without it the classes are read
         from in-memory labels, which is not differentially private (the set of labels
         present is revealed, e.g. that no row has a rare label) and warns with a
-        :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`, as diffprivlib does; with it a ``y`` that lacks some
-        classes trains. Dask labels are never read in the user's process: with ``classes``
+        :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`, as diffprivlib does;
+        with it a ``y`` that lacks some classes trains. Dask labels are never read in the user's process: with ``classes``
         they are encoded lazily (binary: a label other than ``classes[1]`` counts as
         ``classes[0]``; multiclass: a label outside ``classes`` leaves its row out of the
         fit), without it they must be 0 and 1.
@@ -468,6 +483,7 @@ def _as_dask_array(margin):
     return margin.to_dask_array() if hasattr(margin, "to_dask_array") else margin
 
 
+@_with_shared_parameters
 class DPXGBRegressor(RegressorMixin, _DPXGBModel):
     """Differentially private gradient-boosted regressor (squared error).
 

@@ -14,11 +14,8 @@ import numpy as np
 from .. import categories
 from .._core.sketch import make_summary, query_cuts
 from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism
+from ..privacy.validation import DPBoundsWarning
 from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS
-
-
-class DPBoundsWarning(UserWarning):
-    """The DP feature-bounds estimate fell back to a public default for some features."""
 
 
 def uniform_cuts(feature_bounds, max_bin):

@@ -91,17 +91,13 @@ class Coordinator:
         self.n_features = n_features
         self.feature_names = feature_names
         self.objective = Objective.of(params)
-        categorical = categories.is_categorical(params.categories, n_features)
-        #: the categorical features (bool per feature), or None when there are none
-        self.categorical = categorical if categorical.any() else None
         self.missing_bin = categories.missing_bin(params.categories, params.max_bin)
         self._publish_to = publish or (lambda event: None)
         self.streams, self.warnings = FitStreams.for_fit(params)
         self.releases = FitLedger(plan)
         self.candidates = CandidateReleases(plan, self.streams)
         self.initial_score = InitialScore(plan, self.streams, self.objective)
-        self.splitter = make_split_method(plan, self.streams, self.categorical,
-                                          self.missing_bin)
+        self.splitter = make_split_method(plan, self.streams)
         self.leaf_method = make_leaf_method(plan, self.streams)
         self.rows = TreeRows(plan, self.streams)
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
@@ -124,6 +120,15 @@ class Coordinator:
             return await asyncio.to_thread(fn, *args)
         finally:
             self.timings["release"] += time.perf_counter() - start
+
+    def _recorded(self, release, *args):
+        """``release(*args)``, whose last result is its ledger event (or a list of them),
+        recorded as soon as the noise is drawn (in the release's thread): a release is
+        charged even if the fit is cancelled before its result is used."""
+        *result, events = release(*args)
+        for event in (events if isinstance(events, list) else [events]):
+            self.releases.record(event)
+        return result[0] if len(result) == 1 else tuple(result)
 
     async def _round(self, **fields):
         self._seq += 1
@@ -284,14 +289,13 @@ class Coordinator:
         if p.split_candidates == "iterative_hessian":
             root = await self._round(end_tree=tree_end, start_tree=root_start,
                                      histogram_nodes=np.array([0]))
-            cuts, event = await self._cpu(self.candidates.hessian_refresh, t, root, cuts,
-                                          bounds, n_values=root.size)
+            cuts = await self._cpu(self._recorded, self.candidates.hessian_refresh, t, root,
+                                   cuts, bounds, n_values=root.size)
         else:
             fine = await self._round(end_tree=tree_end, start_tree=root_start,
                                      fine_histogram=(p.n_sketch_bins, p.newton))
-            cuts, event = await self._cpu(self.candidates.tree_sketch, t, fine, bounds,
-                                          n_values=fine.size)
-        self.releases.record(event)
+            cuts = await self._cpu(self._recorded, self.candidates.tree_sketch, t, fine,
+                                   bounds, n_values=fine.size)
         return cuts
 
     def _publish(self, event):
@@ -385,10 +389,8 @@ class Coordinator:
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
         order = np.argsort(leaves)
         leaves, sums = leaves[order], sums[order]
-        values, events = await self._cpu(self.leaf_method.release, t, sums,
-                                         n_values=2 * sums.size)
-        for event in events:
-            self.releases.record(event)
+        values = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
+                                 n_values=2 * sums.size)
         del sums
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values
@@ -459,10 +461,9 @@ class Coordinator:
             self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
             # with the noise drawn, what is left is post-processing of exact.size cells
             choice = await self._cpu(
-                self.splitter.choose, t, d, open_nodes, exact, n_cuts, ranges, noise,
+                self._choose_recorded, t, d, open_nodes, exact, n_cuts, ranges, noise,
                 n_values=exact.size if noise is not None else 2 * exact.size)
             del exact
-            self.releases.record(choice.event)
             splits = choice.splits
             closed_nodes.extend(open_nodes[~splits.is_split].tolist())
             closed_sums.append(choice.closed_sums)
@@ -476,6 +477,13 @@ class Coordinator:
                            "n_nodes": int(splits.is_split.size)})
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
         return tree, leaves, np.concatenate(closed_sums + [child_sums]), last_splits
+
+    def _choose_recorded(self, *args):
+        """The split method's choice of a level, its release recorded (as
+        :meth:`_recorded`)."""
+        choice = self.splitter.choose(*args)
+        self.releases.record(choice.event)
+        return choice
 
     def _root(self, cuts, n_cuts):
         """An empty tree, its open root and the root's reachable bin ranges (every bin)."""

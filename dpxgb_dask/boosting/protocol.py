@@ -165,6 +165,13 @@ def add(*arrays):
     return np.sum(arrays, axis=0)
 
 
+def add_results(results):
+    """:func:`add` of the results that are not None (a round may return nothing); None when
+    none is left."""
+    results = [r for r in results if r is not None]
+    return add(*results) if results else None
+
+
 class PartitionBackend(Protocol):
     """The per-partition work of a fit, as the coordinator sees it."""
 
@@ -215,8 +222,7 @@ class LocalBackend:
             s.prepare(spec)
 
     async def round(self, step):
-        results = [r for r in (s.run(step) for s in self.states) if r is not None]
-        total = add(*results) if results else None
+        total = add_results(s.run(step) for s in self.states)
         if total is not None:
             self.bytes_gathered += total.nbytes
         return total

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import categories
 from ..privacy.exponential import ExponentialMechanism
 from .gains import (candidate_mask, category_order, collapse_at_thresholds,
                     decode_candidates, random_category_subset, split_gains, threshold_ranges)
@@ -56,24 +57,35 @@ class SplitMethod:
     Parameters
     ----------
     plan : ReleasePlan
-        The fit's calibrated plan; its ``params`` give λ and the denominators.
+        The fit's calibrated plan; its ``params`` give λ, the denominators and the public
+        category lists.
     streams : FitStreams
         The fit's noise and structure streams.
-    categorical : ndarray of bool, shape (n_features,), optional
+
+    Attributes
+    ----------
+    categorical : ndarray of bool, shape (n_features,) or None
         The categorical features (None: there are none).
     missing_bin : int
         The histograms' missing-value bin (bins per feature: ``missing_bin + 1``).
+
+    Notes
+    -----
+    A data-dependent method (``data_dependent``) decides each level from its histograms
+    (:meth:`choose`); a data-independent one draws a whole tree before any row is read
+    (:meth:`RandomSplits.draw`).
     """
 
     #: The method reads the rows: one message round and one release per level.
     data_dependent = True
 
-    def __init__(self, plan, streams, categorical=None, missing_bin=None):
+    def __init__(self, plan, streams):
         p = plan.params
         self.plan, self.streams = plan, streams
-        self.categorical = categorical
-        self.missing_bin = missing_bin
         self.n_features = plan.n_features
+        categorical = categories.is_categorical(p.categories, self.n_features)
+        self.categorical = categorical if categorical.any() else None
+        self.missing_bin = categories.missing_bin(p.categories, p.max_bin)
         self.reg_lambda = p.reg_lambda
         self.newton = p.newton
 
@@ -135,8 +147,8 @@ class RandomSplits(SplitMethod):
 
     data_dependent = False
 
-    def __init__(self, plan, streams, categorical=None, missing_bin=None):
-        super().__init__(plan, streams, categorical, missing_bin)
+    def __init__(self, plan, streams):
+        super().__init__(plan, streams)
         self.feature_selection = plan.params.feature_selection
         self.trees_per_round = plan.trees_per_round
 
@@ -197,8 +209,8 @@ class ExponentialSplits(SplitMethod):
     gain's sensitivity holds for any partition of a node's rows into two children).
     """
 
-    def __init__(self, plan, streams, categorical=None, missing_bin=None):
-        super().__init__(plan, streams, categorical, missing_bin)
+    def __init__(self, plan, streams):
+        super().__init__(plan, streams)
         release = plan.releases["split"]
         self.mechanism = ExponentialMechanism(release.sensitivity, release.epsilon)
 
@@ -230,8 +242,8 @@ class _GaussianHistogramSplits(SplitMethod):
     #: Cells per feature and node in the release.
     _cells_per_feature = None
 
-    def __init__(self, plan, streams, categorical=None, missing_bin=None):
-        super().__init__(plan, streams, categorical, missing_bin)
+    def __init__(self, plan, streams):
+        super().__init__(plan, streams)
         bounds = plan.row_bounds
         self.mechanism = histogram_mechanism(self.n_features, bounds.gradient,
                                              bounds.denominator,
@@ -276,9 +288,9 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
     sorted by the released G/(H + λ) (:func:`~dpxgb_dask.boosting.gains.category_order`).
     """
 
-    def __init__(self, plan, streams, categorical=None, missing_bin=None):
-        super().__init__(plan, streams, categorical, missing_bin)
-        self._cells_per_feature = missing_bin + 1
+    def __init__(self, plan, streams):
+        super().__init__(plan, streams)
+        self._cells_per_feature = self.missing_bin + 1
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
         """:meth:`SplitMethod.choose` on the released histograms (:meth:`choose_released`)."""
@@ -414,18 +426,16 @@ SPLIT_METHODS = {"random": RandomSplits, "exponential": ExponentialSplits,
                  "partially_random": PartiallyRandomSplits}
 
 
-def make_split_method(plan, streams, categorical=None, missing_bin=None):
+def make_split_method(plan, streams):
     """The fit's split method (``plan.params.split_method``), built once per fit.
 
     Parameters
     ----------
     plan : ReleasePlan
     streams : FitStreams
-    categorical : ndarray of bool, shape (n_features,), optional
-    missing_bin : int
 
     Returns
     -------
     SplitMethod
     """
-    return SPLIT_METHODS[plan.params.split_method](plan, streams, categorical, missing_bin)
+    return SPLIT_METHODS[plan.params.split_method](plan, streams)

@@ -12,7 +12,7 @@ import time
 
 from distributed import Client
 
-from ..boosting.protocol import add
+from ..boosting.protocol import add_results
 from .wire import capability_digest, unpack_reply
 from .worker import load_task_delayed
 
@@ -197,7 +197,7 @@ class DaskBackend:
         return [out[i] for i in sorted(out)]
 
     async def reduce(self, name, *args):
-        return _sum(await self._all("aggregate", (name, False, args)))
+        return add_results(await self._all("aggregate", (name, False, args)))
 
     async def prepare(self, spec):
         self._prepare, self._rounds = spec, []
@@ -208,7 +208,7 @@ class DaskBackend:
         self._rounds.append(step)
         self._pending_round = True
         try:
-            return _sum(await self._all("round", step))
+            return add_results(await self._all("round", step))
         finally:
             self._pending_round = False
 
@@ -233,6 +233,3 @@ def _pickled(args):
     return pickle.dumps(args, protocol=5)
 
 
-def _sum(results):
-    results = [r for r in results if r is not None]
-    return add(*results) if results else None

@@ -40,7 +40,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..boosting.aggregates import aggregate
 from ..boosting.partition import load_partition
-from ..boosting.protocol import add
+from ..boosting.protocol import add_results
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
 
 #: How often a worker looks for expired fits.
@@ -188,10 +188,6 @@ def _runs_inline(worker_address, fit_id, action):
     return sum(s.raw.X.size for s in states) <= INLINE_CELLS
 
 
-def _sum(results):
-    results = [r for r in results if r is not None]
-    return add(*results) if results else None
-
 
 def execute(worker_address, fit_id, capability, action, args):
     """Run one action of a fit on this worker's partitions (CPU work: in a thread, or on
@@ -229,13 +225,13 @@ def _execute(fit, action, args):
     if action == "aggregate":
         name, per_partition, extra = args
         results = {s.index: aggregate(s, name, *extra) for s in states}
-        return results if per_partition else _sum(list(results.values()))
+        return results if per_partition else add_results(list(results.values()))
     if action == "prepare":
         for s in states:
             s.prepare(args)
         return None
     if action == "round":
-        return _sum([s.run(args) for s in states])
+        return add_results([s.run(args) for s in states])
     if action == "restore":
         index, prepare, rounds = args
         state = fit.states.get(index) or fit.replicas.pop(index)

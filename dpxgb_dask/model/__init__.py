@@ -5,3 +5,8 @@ and its JSON format, :mod:`~dpxgb_dask.model.certificate` its privacy certificat
 :mod:`~dpxgb_dask.model.xgboost_json` the export to XGBoost and
 :mod:`~dpxgb_dask.model.plotting` the plots. Everything here is public or a DP release.
 """
+# The package's face: the names of the module ``dpxgb_dask.model`` was before it became a
+# package (Boosters pickled then are found under it).
+from .booster import Booster, load_model
+
+__all__ = ["Booster", "load_model"]

@@ -128,7 +128,7 @@ def model_privacy_report(summary):
         "neighbouring_relation", "not_dp", "is_dp", "budget", "events": [dict, ...]}``:
         ε under every accountant at the model's δ, the accountant the fit was calibrated
         with and its ε, the non-DP choices (``is_dp`` is False when there is any), the
-        budget across fits the fit was charged to (``training.budget_record``; None when
+        budget across fits the fit was charged to (:func:`~dpxgb_dask.privacy.budget.budget_record`; None when
         it named none), and one row per release (:meth:`~dpxgb_dask.privacy.ledger.Ledger.table`).
     """
     ledger = Ledger.from_dict(summary["events"])

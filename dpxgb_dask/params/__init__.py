@@ -125,7 +125,7 @@ class TrainParams:
         weight (sketch 0.1 with iterative-Hessian candidates or 1 with the DP sketch,
         split 1, leaf 0.9 with random splits or 1, init 0.05); the weights are then
         normalised to sum to 1. Sketch weights are per fit, split and leaf weights per
-        tree (``plan.ReleasePlan``). "equal_noise" (Maddock et al.): every Gaussian query
+        tree (:class:`~dpxgb_dask.boosting.plan.ReleasePlan`). "equal_noise" (Maddock et al.): every Gaussian query
         (one feature's histogram in a release, or one tree's leaves) gets the same noise
         multiplier; needs Gaussian leaves, random, noisy-histogram or partially random
         splits, uniform or iterative-Hessian candidates and ``init_score="zero"``.

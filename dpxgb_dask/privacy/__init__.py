@@ -1,7 +1,7 @@
 """Differential-privacy layer: mechanisms, sensitivities, secure noise, accounting, ledger.
 
 Pure Python + NumPy (and Google's ``dp_accounting`` for RDP/PLD); nothing here imports Dask.
-The coordinator uses it once per tree level::
+A release draws its noise from a keyed stream and records its event in a ledger::
 
     source = NoiseSource()                                   # secure; NoiseSource(seed) to replay
     mech = GaussianMechanism(gradient_histogram_l2_sensitivity(g_star, h_star, n_features),
@@ -63,6 +63,7 @@ _EXPORTS = {
 from .validation import (
     EPSILON_WARNING_THRESHOLD,
     BudgetError,
+    DPBoundsWarning,
     LargeEpsilonWarning,
     NoBudgetWarning,
     PrivacyLeakWarning,
@@ -79,6 +80,7 @@ __all__ = [
     "BestOfAccountant",
     "BudgetError",
     "BudgetStore",
+    "DPBoundsWarning",
     "EPSILON_WARNING_THRESHOLD",
     "ExponentialMechanism",
     "GaussianMechanism",

@@ -48,6 +48,11 @@ class BudgetError(RuntimeError):
     """A release would make the accounted privacy loss exceed the budget the user granted."""
 
 
+class DPBoundsWarning(UserWarning):
+    """The DP feature-bounds estimate found nothing above the noise for some features, which
+    took a public default range instead (a post-processing of the release)."""
+
+
 class NoBudgetWarning(UserWarning):
     """A fit names no privacy budget across fits: nothing stops repeated fits on the same
     data from adding up (ten fits at ε = 1 spend about 3.5 under PLD, unchecked)."""

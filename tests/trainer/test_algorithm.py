@@ -137,7 +137,7 @@ def test_zero_lambda_never_yields_nan_or_a_data_dependent_error(seed):
 
 
 def test_dp_bounds_fall_back_for_an_unresolvable_feature(seed):
-    from dpxgb_dask.boosting.candidates import DPBoundsWarning
+    from dpxgb_dask import DPBoundsWarning
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(3000, 3))

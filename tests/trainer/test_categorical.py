@@ -162,9 +162,10 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
     hist["sum_gradients"][:, 0, :6] = [4.0, -3.0, 5.0, -4.0, 3.5, 0.1]  # two groups
     hist["sum_gradients"][:, 1] = 0.01
     hist[:, 0, 6] = 0  # no row in a bin beyond the categories (the release drops its noise)
-    method = NoisyHistogramSplits(
-        release_plan(2, split_method="noisy_histogram", reg_lambda=1.0), fit_streams(0),
-        categorical=np.array([True, False]), missing_bin=7)
+    method = NoisyHistogramSplits(  # feature 0: 6 public categories; 7 bins and the missing
+        release_plan(2, split_method="noisy_histogram", reg_lambda=1.0, max_bin=7,
+                     categories=[list("abcdef"), None]), fit_streams(0))
+    assert method.missing_bin == 7 and method.categorical.tolist() == [True, False]
     method.mechanism = histogram_mechanism(2, 1.0, 1.0, noise_multiplier)  # the test's noise
     splits, noisy_g, noisy_h = method.choose_released(0, 0, np.arange(3), hist, n_cuts)
     exact_orders, checked = [], 0
@@ -222,8 +223,8 @@ def test_random_category_splits_draw_every_category_and_keep_the_ranges(release_
     ranges = np.zeros((400, 2, 2), dtype=np.int64)
     ranges[:, :, 1] = n_cuts
     ranges[:, 1] = [3, 5]  # a numerical range narrowed by ancestors
-    method = RandomSplits(release_plan(2, feature_selection="random"), fit_streams(0),
-                          categorical=np.array([True, False]))
+    method = RandomSplits(release_plan(2, feature_selection="random",
+                                       categories=[list("abcde"), None]), fit_streams(0))
     splits = method.draw(0, 0, np.arange(400), ranges, n_cuts)
     on_category = splits.feature == 0
     sets = [set(category_set_codes(w)) for w in splits.category_set[on_category]]

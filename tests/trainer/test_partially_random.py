@@ -68,11 +68,14 @@ def _split(h, ranges, n_cuts, z, structure_seed=1, noise_seed=2, categorical=Non
     """One level of partially random splits (Maddock's λ 1, g* 1, h* 1/4, Newton) whose
     release has noise multiplier ``z``: (splits, mechanism, node sums, child sums)."""
     n_features = h.shape[1]
+    lists = None if categorical is None else [  # the public lists of the categorical ones
+        [f"c{k}" for k in range(n_cuts[f] + 1)] if categorical[f] else None
+        for f in range(n_features)]
     params = resolve_params("binary:logistic", preset="maddock", epsilon=1.0,
-                            split_method="partially_random",
+                            split_method="partially_random", categories=lists,
                             feature_bounds=[[0.0, 1.0]] * n_features)
     streams = FitStreams(NoiseSource(2**200 + noise_seed), NoiseSource(2**200 + structure_seed))
-    method = PartiallyRandomSplits(make_plan(params, n_features), streams, categorical)
+    method = PartiallyRandomSplits(make_plan(params, n_features), streams)
     method.mechanism = histogram_mechanism(n_features, 1.0, 0.25, z)  # the test's noise
     splits, node_sums, child_sums = method.choose_released(
         0, 0, np.arange(h.shape[0]), h, n_cuts, ranges)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpxgb_dask import PrivacyLeakWarning, train
-from dpxgb_dask.boosting.candidates import DPBoundsWarning
+from dpxgb_dask import DPBoundsWarning
 
 
 def test_scheduler_warnings_reach_a_remote_client(monkeypatch, tmp_path):
