@@ -188,11 +188,13 @@ def test_regressor_predictions_are_clipped_to_the_label_bounds_in_every_api(
     model = DPXGBRegressor(feature_bounds=bounds, label_bounds=(-1.0, 1.0),
                            random_state=seed, client=client, **SMALL).fit(X, y)
     raw = model.booster_.predict(X, output_margin=True)
-    # Narrower bounds on the fitted model, so that the clipping bites for half the rows.
-    q = float(np.median(np.abs(raw)))
+    # Narrower bounds on the fitted model, so that the clipping bites: at the median of the
+    # distinct margins (a few trees give many rows the same margin, so the median row's
+    # could be the largest), every margin above it is clipped.
+    q = float(np.median(np.unique(np.abs(raw))))
     model.booster_.label_bounds = (-q, q)
     expected = np.clip(raw, -q, q)
-    assert (expected != raw).mean() > 0.4
+    assert 0 < (expected != raw).mean() < 1
     _, X_frame, _ = _frames(X, y)
     np.testing.assert_array_equal(model.predict(X), expected)
     np.testing.assert_array_equal(model.booster_.predict(X), expected)
