@@ -122,13 +122,14 @@ class Coordinator:
             self.timings["release"] += time.perf_counter() - start
 
     def _recorded(self, release, *args):
-        """``release(*args)``, whose last result is its ledger event (or a list of them),
-        recorded as soon as the noise is drawn (in the release's thread): a release is
-        charged even if the fit is cancelled before its result is used."""
-        *result, events = release(*args)
+        """The result of ``release(*args)``, which returns ``(result, event)`` (or a list of
+        events), its events recorded as soon as the noise is drawn (in the release's
+        thread): a release is charged even if the fit is cancelled before its result is
+        used."""
+        result, events = release(*args)
         for event in (events if isinstance(events, list) else [events]):
             self.releases.record(event)
-        return result[0] if len(result) == 1 else tuple(result)
+        return result
 
     async def _round(self, **fields):
         self._seq += 1

@@ -9,6 +9,8 @@ Every leaf value is ``V = -G̃ / (max(H̃, N) + λ)`` on released sums (:func:`l
 or a released value itself (Laplace leaves): ``N = min_child_weight`` is a floor on the
 denominator, never an eligibility test on exact counts, which would leak.
 """
+import abc
+
 import numpy as np
 
 from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism
@@ -52,7 +54,7 @@ def leaf_values(noisy_g, noisy_h, min_child_weight, reg_lambda, leaf_bound):
     return np.clip(values, -leaf_bound, leaf_bound)
 
 
-class LeafMethod:
+class LeafMethod(abc.ABC):
     """The leaf values of one tree from its leaves' sums.
 
     Parameters
@@ -69,6 +71,7 @@ class LeafMethod:
         self.min_child_weight = p.min_child_weight
         self.leaf_bound = p.leaf_bound
 
+    @abc.abstractmethod
     def release(self, tree, sums):
         """Release the leaves of tree ``tree``.
 
@@ -86,7 +89,6 @@ class LeafMethod:
         events : list of dict
             The ledger fields of the releases made, in recording order.
         """
-        raise NotImplementedError
 
     def _values(self, noisy_g, noisy_h):
         return leaf_values(noisy_g, noisy_h, self.min_child_weight, self.reg_lambda,

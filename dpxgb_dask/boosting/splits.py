@@ -16,6 +16,7 @@ partially_random       one random threshold per feature, the best     one Gaussi
                        noisy gain                                     of three cells/feature
 =====================  =============================================  =====================
 """
+import abc
 from typing import NamedTuple
 
 import numpy as np
@@ -52,7 +53,7 @@ class LevelChoice(NamedTuple):
 
 
 class SplitMethod:
-    """The decisions of one level, from the level's exact reduced histograms.
+    """What every split method of a fit holds: its plan, streams and per-fit constants.
 
     Parameters
     ----------
@@ -71,13 +72,13 @@ class SplitMethod:
 
     Notes
     -----
-    A data-dependent method (``data_dependent``) decides each level from its histograms
-    (:meth:`choose`); a data-independent one draws a whole tree before any row is read
+    A data-dependent method (:class:`LevelSplitMethod`) decides each level from its
+    histograms; a data-independent one draws a whole tree before any row is read
     (:meth:`RandomSplits.draw`).
     """
 
     #: The method reads the rows: one message round and one release per level.
-    data_dependent = True
+    data_dependent = False
 
     def __init__(self, plan, streams):
         p = plan.params
@@ -89,6 +90,13 @@ class SplitMethod:
         self.reg_lambda = p.reg_lambda
         self.newton = p.newton
 
+
+class LevelSplitMethod(SplitMethod, abc.ABC):
+    """A method that decides each level from the level's exact reduced histograms, which
+    its release reads (:meth:`~dpxgb_dask.boosting.splits.LevelSplitMethod.choose`)."""
+
+    data_dependent = True
+
     def noise_size(self, n_nodes):
         """Values of noise per (G, H) release of a level of ``n_nodes`` nodes that can be
         drawn before the histograms arrive (0: none)."""
@@ -98,6 +106,7 @@ class SplitMethod:
         """The noise of level ``depth``'s release, drawn ahead (None for this method)."""
         return None
 
+    @abc.abstractmethod
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
         """Decide the splits of one level.
 
@@ -113,13 +122,12 @@ class SplitMethod:
         ranges : ndarray of int, shape (n_nodes, n_features, 2)
             Bin range of each feature still reachable at each node.
         noise : tuple of two ndarray of int64, optional
-            :meth:`SplitMethod.draw_noise`'s result for this level.
+            :meth:`draw_noise`'s result for this level.
 
         Returns
         -------
         LevelChoice
         """
-        raise NotImplementedError
 
     def _denominators(self, histograms):
         """The H of the gains: hessian sums, or counts without Newton steps."""
@@ -144,8 +152,6 @@ class RandomSplits(SplitMethod):
     structure stream. Nothing here reads the data: no privacy is spent, and the whole tree
     is drawn before its one round (:meth:`draw`).
     """
-
-    data_dependent = False
 
     def __init__(self, plan, streams):
         super().__init__(plan, streams)
@@ -198,7 +204,7 @@ class RandomSplits(SplitMethod):
                             left_codes)
 
 
-class ExponentialSplits(SplitMethod):
+class ExponentialSplits(LevelSplitMethod):
     """DP split choice by the exponential mechanism (DP-XGBoost §4.2; DPBoost Alg. 1).
 
     One selection per node, all at the level's ε (the nodes hold disjoint rows: parallel
@@ -215,7 +221,7 @@ class ExponentialSplits(SplitMethod):
         self.mechanism = ExponentialMechanism(release.sensitivity, release.epsilon)
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
-        """:meth:`SplitMethod.choose` by the exponential mechanism."""
+        """:meth:`LevelSplitMethod.choose` by the exponential mechanism."""
         sum_g = histograms["sum_gradients"]
         sum_h = self._denominators(histograms)
         n_nodes, n_features, n_bins = sum_g.shape
@@ -234,7 +240,7 @@ class ExponentialSplits(SplitMethod):
         return self._with_exact_sums(splits, event, histograms)
 
 
-class _GaussianHistogramSplits(SplitMethod):
+class _GaussianHistogramSplits(LevelSplitMethod):
     """A method that releases the level's (G, H) sums with Gaussian noise
     (:func:`~dpxgb_dask.boosting.plan.histogram_mechanism`, built once per fit), the noise
     drawn while the workers build the histograms."""
@@ -251,7 +257,7 @@ class _GaussianHistogramSplits(SplitMethod):
                                              plan.joint_classes or 1)
 
     def noise_size(self, n_nodes):
-        """:meth:`SplitMethod.noise_size`: the release's cells."""
+        """:meth:`LevelSplitMethod.noise_size`: the release's cells."""
         return n_nodes * self.n_features * self._cells_per_feature
 
     def draw_noise(self, tree, depth, n_nodes):
@@ -293,7 +299,8 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
         self._cells_per_feature = self.missing_bin + 1
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
-        """:meth:`SplitMethod.choose` on the released histograms (:meth:`choose_released`)."""
+        """:meth:`LevelSplitMethod.choose` on the released histograms
+        (:meth:`choose_released`)."""
         splits, _, _ = self.choose_released(tree, depth, nodes, histograms, n_cuts, noise)
         event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
         return self._with_exact_sums(splits, event, histograms)
@@ -369,7 +376,7 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
     _cells_per_feature = 3
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
-        """:meth:`SplitMethod.choose`; the choice's sums are the released (G, H)."""
+        """:meth:`LevelSplitMethod.choose`; the choice's sums are the released (G, H)."""
         splits, node_sums, child_sums = self.choose_released(tree, depth, nodes, histograms,
                                                              n_cuts, ranges, noise)
         event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))

@@ -1,6 +1,11 @@
-"""Exact samplers against their exact reference distributions (chi-square / binomial / KS)."""
+"""Exact samplers against their exact reference distributions (chi-square / binomial / KS).
+
+``DPXGB_SAMPLER_DRAWS=K`` multiplies the draws of every statistical test by K (default 1),
+for a stronger check after a change to the samplers or to how releases draw their noise.
+"""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -18,6 +23,13 @@ from dpxgb_dask.privacy.samplers import (
 
 SEED = 2**128 + 99
 ALPHA = 1e-4  # per-test significance; all tests use fixed seeds, so they are deterministic
+#: Multiplier of every statistical test's draws (``DPXGB_SAMPLER_DRAWS``).
+DRAWS = int(os.environ.get("DPXGB_SAMPLER_DRAWS", "1"))
+
+
+def draws(n):
+    """``n`` draws, times the DRAWS multiplier."""
+    return n * DRAWS
 
 
 def stream(name, index=0):
@@ -52,7 +64,7 @@ def binned_chisquare(samples, support, pmf, min_expected=20.0):
 def test_bernoulli_exp_neg_matches_exp(num, den):
     # (2**60, 2**61 + 1): gamma ~ 1/2, so about 1/2 of the trials reach K = 2, where
     # den * K >= 2**62 takes the split branch Bernoulli(num/den) AND Bernoulli(1/K)
-    n = 100_000
+    n = draws(100_000)
     x = bernoulli_exp_neg(np.full(n, num), den, stream("bexp", num))
     p = math.exp(-num / den)
     if p == 1.0:
@@ -76,7 +88,7 @@ def dlap_pmf(y, t):
 
 @pytest.mark.parametrize("t", [1, 2, 7, 100])
 def test_discrete_laplace_small_scales_chi_square(t):
-    n = 100_000
+    n = draws(100_000)
     y = discrete_laplace(t, n, stream("dlap", t))
     support = np.arange(-40 * t, 40 * t + 1)
     assert binned_chisquare(y, support, dlap_pmf(support, t)) > ALPHA
@@ -84,14 +96,14 @@ def test_discrete_laplace_small_scales_chi_square(t):
 
 def test_discrete_laplace_large_scale_is_laplace_on_grid():
     t = 2**22
-    y = discrete_laplace(t, 100_000, stream("dlap-large"))
+    y = discrete_laplace(t, draws(100_000), stream("dlap-large"))
     # at this scale the discrete Laplace equals the continuous one on the integers (relative 2**-22)
     assert stats.kstest(y / t, stats.laplace.cdf).pvalue > ALPHA
 
 
 def test_discrete_laplace_symmetric_and_exact_zero_mass():
     t = 3
-    n = 200_000
+    n = draws(200_000)
     y = discrete_laplace(t, n, stream("dlap-zero"))
     assert stats.binomtest(int((y == 0).sum()), n, float(dlap_pmf(0, t))).pvalue > ALPHA
     assert stats.binomtest(int((y > 0).sum()), int((y != 0).sum()), 0.5).pvalue > ALPHA
@@ -113,7 +125,7 @@ def dgauss_pmf(support, sigma2):
 @pytest.mark.parametrize("t,m", [(1, 1), (2, 2), (3, 5), (11, 10), (40, 39)])
 def test_discrete_gaussian_chi_square(t, m):
     sigma2 = t * m
-    n = 100_000
+    n = draws(100_000)
     y = discrete_gaussian(t, m, n, stream("dg", t))
     half = int(12 * math.sqrt(sigma2)) + 2
     support = np.arange(-half, half + 1)
@@ -125,13 +137,13 @@ def test_discrete_gaussian_proposal_scale_does_not_matter():
     # only the efficient choice): sigma^2 = 12 from (t, m) = (3, 4), (2, 6) and (12, 1)
     support = np.arange(-30, 31)
     for t, m in [(3, 4), (2, 6), (12, 1)]:
-        y = discrete_gaussian(t, m, 60_000, stream("dg-t", t))
+        y = discrete_gaussian(t, m, draws(60_000), stream("dg-t", t))
         assert binned_chisquare(y, support, dgauss_pmf(support, 12.0)) > ALPHA
 
 
 def test_discrete_gaussian_large_scale_ks():
     t, m = 2**22 + 1, 2**22
-    y = discrete_gaussian(t, m, 100_000, stream("dg-large"))
+    y = discrete_gaussian(t, m, draws(100_000), stream("dg-large"))
     assert stats.kstest(y / math.sqrt(t * m), stats.norm.cdf).pvalue > ALPHA
 
 
@@ -149,10 +161,10 @@ def test_discrete_gaussian_overflow_path_is_exact(monkeypatch):
     monkeypatch.setattr(naive_samplers, "_bernoulli_exp_neg_big", counting)
     t = m = 2**30
     twin_stream, compiled_stream = stream("dg-big"), stream("dg-big")
-    y = naive_samplers.discrete_gaussian(t, m, 20_000, twin_stream)
+    y = naive_samplers.discrete_gaussian(t, m, draws(20_000), twin_stream)
     assert len(calls) > 50
     assert stats.kstest(y / 2.0**30, stats.norm.cdf).pvalue > ALPHA
-    np.testing.assert_array_equal(discrete_gaussian(t, m, 20_000, compiled_stream), y)
+    np.testing.assert_array_equal(discrete_gaussian(t, m, draws(20_000), compiled_stream), y)
     assert compiled_stream.blocks_drawn == twin_stream.blocks_drawn
 
 
@@ -166,7 +178,7 @@ def test_discrete_gaussian_validates():
 
 
 def test_bernoulli_ln2():
-    n = 100_000
+    n = draws(100_000)
     x = bernoulli_ln2(n, stream("ln2"))
     assert stats.binomtest(int(x.sum()), n, math.log(2)).pvalue > ALPHA
     assert bernoulli_ln2(0, stream("ln2-0")).shape == (0,)
@@ -174,7 +186,7 @@ def test_bernoulli_ln2():
 
 @pytest.mark.parametrize("num,q", [(0, 3), (1, 1), (3, 2), (2**56 - 1, 56), (12345, 20)])
 def test_bernoulli_exp2_neg_matches_power_of_two(num, q):
-    n = 100_000
+    n = draws(100_000)
     x = bernoulli_exp2_neg(np.full(n, num), q, stream("exp2", num))
     p = 2.0 ** (-num / 2**q)
     if p == 1.0:
@@ -192,7 +204,7 @@ def test_exponential_choice_base2_chi_square(head_bits):
     # head_bits=1 and 3 send most candidates through the tail path (unit slots, lazy coins)
     d = np.array([0, 1, 2, 3, 5, 8, 13, 21, 34, 200])
     num, q = 3, 2  # lambda = 3/4
-    n = 100_000
+    n = draws(100_000)
     choice = exponential_choice_base2(np.tile(d, (n, 1)), num, q, stream("em2", head_bits or 0),
                                       head_bits=head_bits)
     p = 2.0 ** (-num * d / 2**q)
@@ -209,7 +221,8 @@ def test_exponential_choice_base2_mask_rows_and_validation():
     valid = np.array([[True, False, True], [False, True, True], [False, False, False]])
     c = exponential_choice_base2(d, 1, 0, stream("em2-mask"), valid=valid)
     assert c[0] in (0, 2) and c[1] in (1, 2) and c[2] == -1
-    uniform = exponential_choice_base2(np.tile([0, 50], (40_000, 1)), 0, 0, stream("em2-uniform"))
+    uniform = exponential_choice_base2(np.tile([0, 50], (draws(40_000), 1)), 0, 0,
+                                       stream("em2-uniform"))
     assert stats.binomtest(int(uniform.sum()), uniform.size, 0.5).pvalue > ALPHA
     with pytest.raises(ValueError, match="distance"):
         exponential_choice_base2(np.array([[-1, 0]]), 1, 0, stream("x"))
