@@ -87,14 +87,15 @@ def _extensions():
             )
         )
     for pyx in sorted(glob(os.path.join(PRIVACY_DIR, "*.pyx"))):
-        # single-threaded: the samplers consume one stream in order
+        # the samplers draw the chunks of a release in parallel (one keystream lane each)
         extensions.append(
             Extension(
                 f"dpxgb_dask.privacy.{Path(pyx).stem}",
                 [pyx],
                 include_dirs=[np.get_include()],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                extra_compile_args=["-O3"],
+                extra_compile_args=compile_args,
+                extra_link_args=link_args,
             )
         )
     debug_bounds = bool(os.environ.get("DPXGB_DEBUG_BOUNDS"))

@@ -56,7 +56,7 @@ def candidate_mask(n_cuts, n_bins, node_ranges=None, categorical=None):
     return base[None] & reachable
 
 
-def split_gains(sum_g, sum_h, reg_lambda, categorical=None):
+def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True):
     """Gain of every candidate: G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ).
 
     This is XGBoost's gain without its factor 1/2 (DP-XGBoost eq. (5); DPBoost eq. (3)
@@ -70,6 +70,12 @@ def split_gains(sum_g, sum_h, reg_lambda, categorical=None):
         ``newton=False`` the caller passes counts as ``sum_h``.
     reg_lambda : float
     categorical : ndarray of bool, shape (n_features,), optional
+    parent_term : bool, default True
+        False leaves out −G²/(H+λ), which is the same for every candidate of a node: the
+        exponential mechanism's utilities, which are rounded to a grid, must not carry a
+        data-dependent common term (its rounding would move a utility by one grid step
+        more than the children's terms can, see
+        :class:`~dpxgb_dask.privacy.exponential.ExponentialMechanism`).
 
     Returns
     -------
@@ -85,7 +91,7 @@ def split_gains(sum_g, sum_h, reg_lambda, categorical=None):
         one = np.asarray(categorical)[:, None]  # one category against the rest
         gl = np.where(one, sum_g[..., :-1], gl)
         hl = np.where(one, sum_h[..., :-1], hl)
-    parent = safe_ratio(g_tot**2, np.maximum(h_tot, 0.0) + reg_lambda)
+    parent = safe_ratio(g_tot**2, np.maximum(h_tot, 0.0) + reg_lambda) if parent_term else 0.0
     gains = np.empty(gl.shape + (2,))
     for missing_left in (0, 1):
         g_left = gl + missing_left * g_miss

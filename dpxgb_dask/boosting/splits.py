@@ -209,7 +209,10 @@ class ExponentialSplits(LevelSplitMethod):
 
     One selection per node, all at the level's ε (the nodes hold disjoint rows: parallel
     composition). Utility: :func:`~dpxgb_dask.boosting.gains.split_gains` on the EXACT
-    histograms, with the plan's sensitivity (ΔG = 3g*², or DPBoost's Lemma 1 on request).
+    histograms without the parent's term (the same for every candidate of a node, so it
+    does not change the selection; left in, its rounding to the utility grid could move a
+    utility by one step more than the sensitivity allows), with the plan's sensitivity of
+    the children's terms (ΔG = 3g*², or DPBoost's Lemma 1 on request).
     No candidate is excluded on exact statistics (no min_child_weight check): that would
     leak. A categorical feature's candidates are its categories, one against the rest (the
     gain's sensitivity holds for any partition of a node's rows into two children).
@@ -225,7 +228,7 @@ class ExponentialSplits(LevelSplitMethod):
         sum_g = histograms["sum_gradients"]
         sum_h = self._denominators(histograms)
         n_nodes, n_features, n_bins = sum_g.shape
-        gains = split_gains(sum_g, sum_h, self.reg_lambda, self.categorical)
+        gains = split_gains(sum_g, sum_h, self.reg_lambda, self.categorical, parent_term=False)
         mask = np.broadcast_to(candidate_mask(n_cuts, n_bins, categorical=self.categorical)[
             None, :, :, None], gains.shape)
         choice = self.mechanism.select(gains.reshape(n_nodes, -1),

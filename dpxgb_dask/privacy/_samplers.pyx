@@ -1,485 +1,311 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled exact samplers: the algorithms of :mod:`dpxgb_dask.privacy.samplers`, in C loops.
+"""Compiled exact samplers: the algorithms of :mod:`dpxgb_dask.privacy.samplers`, one value
+at a time, on bits read lazily from a ChaCha20 keystream, without the GIL.
 
-Same algorithms and the same requests to the stream as the NumPy twins in
-:mod:`dpxgb_dask.privacy.naive_samplers`: every round asks the stream for a block of the
-same size, in the same order, and treats the words the same way, so for one stream key
-both return the same integers and leave the stream at the same counter (the tests compare
-them). A seeded fit therefore draws the same noise with either. What changes is the cost
-of a round: a few C loops over the elements still running instead of a dozen NumPy calls.
+How a call draws
+----------------
+A call takes one request ``j`` of the stream (:meth:`RandomStream.take_request`) and splits
+its ``size`` values into chunks of ``CHUNK_VALUES``. Chunk ``c`` reads only lane ``c`` of the
+request, the keystream ``ChaCha20(key, nonce = (j, c))`` (see
+:mod:`dpxgb_dask.privacy.randomness`), so a chunk's values are a pure function of the key,
+``j`` and ``c``: the chunks run in parallel (``prange``) and the result is the same for any
+number of threads. Each value is drawn by its own sequential loop (CKS Algorithms 1-3), which
+reads the lane in order through a ``Bits`` reader:
 
-The uniform words come from ``stream.random_bytes`` (SHAKE-256 of key and counter, see
-:mod:`dpxgb_dask.privacy.randomness`): one Python call per block, as before.
+* ``word``: the next 64-bit little-endian word of the lane;
+* ``bit``: the next bit of a cached word, least significant first (a new word when the
+  cache is empty);
+* ``below(n)``: uniform on [0, n) by Lemire's multiply-and-reject (one word, a second one
+  with probability < n / 2**64);
+* ``bernoulli(num, den)``: exact Bernoulli(num/den) as ``below(den) < num``.
 
-Every function below draws from a ``_Words`` wrapper of the stream and writes into
-caller-owned buffers; sizes that reach zero draw nothing, as in NumPy (an empty request
-does not advance the stream's counter there either).
+The keystream of each lane is generated (with the GIL, by ``cryptography``) before the
+chunk runs, sized from the sampler's average use; a chunk that reaches the end of its
+buffer stops, and is run again from the start of its lane with a buffer four times larger.
+Both runs read the same prefix of the same lane, so the result is that of an unbounded
+lane: the buffer size never changes a value.
+
+The slow twins in :mod:`dpxgb_dask.privacy.naive_samplers` are the same loops in Python on
+the same lanes; the tests compare them value for value.
 """
-from libc.stdint cimport int64_t, uint64_t, uint32_t, uint8_t
-from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from cpython.bytes cimport PyBytes_AS_STRING
-from libc.string cimport memcpy
-
-import sys
+from libc.stdint cimport int64_t, uint64_t, uint8_t
+from cython.parallel cimport prange
 
 import numpy as np
 
-# The stream's words are little-endian; on a little-endian host they are copied as they are.
-cdef bint LITTLE_ENDIAN = sys.byteorder == "little"
+cdef extern from *:
+    """
+    /* 128-bit products, in C: Cython would narrow a 128-bit type to 64 bits in mixed arithmetic */
+    static inline uint64_t dpxgb_mul_high(uint64_t a, uint64_t b, uint64_t* low) {
+        unsigned __int128 m = (unsigned __int128)a * b;
+        *low = (uint64_t)m;
+        return (uint64_t)(m >> 64);
+    }
+    /* a*a = whole*den + frac, whole as (high, low) words; returns frac */
+    static inline uint64_t dpxgb_square_divmod(uint64_t a, uint64_t den, uint64_t* whole_high,
+                                               uint64_t* whole_low) {
+        if ((a >> 32) == 0) {
+            uint64_t square = a * a;
+            *whole_high = 0;
+            *whole_low = square / den;
+            return square % den;
+        }
+        unsigned __int128 square = (unsigned __int128)a * a;
+        unsigned __int128 whole = square / den;
+        *whole_high = (uint64_t)(whole >> 64);
+        *whole_low = (uint64_t)whole;
+        return (uint64_t)(square - whole * den);
+    }
+    """
+    uint64_t mul_high "dpxgb_mul_high" (uint64_t a, uint64_t b, uint64_t* low) noexcept nogil
+    uint64_t square_divmod "dpxgb_square_divmod" (uint64_t a, uint64_t den, uint64_t* whole_high,
+                                                  uint64_t* whole_low) noexcept nogil
 
-cdef int64_t INT64_SAFE = (<int64_t>1) << 62
-# |a| below this keeps a*a below 2**63
-cdef int64_t SQUARE_SAFE = 3037000499
-# Bernoulli(exp(-1)): one uniform U on [0, 12!) decides the rounds K = 1..13 at once
-cdef int64_t E1_LAST = 12
-cdef int64_t E1_FACT = 479001600  # 12!
-# E1_THRESHOLDS[k - 1] = 12!/(k-1)! for k = 1..13, descending
-cdef int64_t E1_THRESHOLDS[13]
+#: Values per chunk (one lane of the keystream each). Public: it fixes which lane a value reads.
+CHUNK_VALUES = 4096
+cdef Py_ssize_t CHUNK = 4096
+cdef uint64_t SAFE = (<uint64_t>1) << 62
+# exp_minus_one: E1_THRESHOLDS[k] = 12!/k! for k = 1..12
+cdef int E1_LAST = 12
+cdef uint64_t E1_FACT = 479001600
+cdef uint64_t E1_THRESHOLDS[13]
 E1_THRESHOLDS[0] = E1_FACT
 for _k in range(1, 13):
     E1_THRESHOLDS[_k] = E1_THRESHOLDS[_k - 1] // _k
 
-
-cdef void* _alloc(Py_ssize_t n_bytes) except NULL:
-    cdef void* p = PyMem_Malloc(n_bytes if n_bytes > 0 else 1)
-    if p == NULL:
-        raise MemoryError()
-    return p
-
-
+# kinds of draw (one per entry point)
 cdef enum:
-    MAX_SCRATCH = 8  # scratch arrays one sampler call may take
+    KIND_BELOW = 0          # uniform on [0, a_i)
+    KIND_BERN_EXP_NEG = 1   # Bernoulli(exp(-a_i / p))
+    KIND_BERN_EXP2_NEG = 2  # Bernoulli(2^-(a_i / p)), 0 <= a_i < p
+    KIND_BERN_LN2 = 3       # Bernoulli(ln 2)
+    KIND_LAPLACE = 4        # discrete Laplace, scale p
+    KIND_GAUSSIAN = 5       # discrete Gaussian, sigma^2 = p * q
+
+#: Initial keystream words per value of each kind: a little above the average use, so that
+#: almost no chunk has to be run again.
+_WORDS_PER_VALUE = {KIND_BELOW: 1.05, KIND_BERN_EXP_NEG: 1.3, KIND_BERN_EXP2_NEG: 2.0,
+                    KIND_BERN_LN2: 0.6, KIND_LAPLACE: 6.5, KIND_GAUSSIAN: 10.5}
 
 
-cdef class _Scratch:
-    """The scratch arrays of one sampler call: taken one by one, freed together when the
-    call returns or raises (the object is dropped then)."""
-    cdef void* blocks[MAX_SCRATCH]
-    cdef int n_blocks
-
-    cdef void* take(self, Py_ssize_t n_bytes) except NULL:
-        if self.n_blocks == MAX_SCRATCH:
-            raise MemoryError(f"a sampler call takes at most {MAX_SCRATCH} scratch arrays")
-        cdef void* p = _alloc(n_bytes)
-        self.blocks[self.n_blocks] = p
-        self.n_blocks += 1
-        return p
-
-    def __dealloc__(self):
-        cdef int i
-        for i in range(self.n_blocks):
-            PyMem_Free(self.blocks[i])
+cdef struct Bits:
+    const uint64_t* words
+    Py_ssize_t n_words
+    Py_ssize_t pos
+    uint64_t cache
+    int n_cached
+    bint exhausted
 
 
-cdef inline Py_ssize_t _keep_where(Py_ssize_t* active, const uint8_t* flag, bint want,
-                                   Py_ssize_t n) noexcept nogil:
-    """Keep the entries ``active[i]`` whose ``flag[i]`` is ``want``, in order, at the
-    front of ``active``; return how many."""
-    cdef Py_ssize_t i, c = 0
-    for i in range(n):
-        if (flag[i] != 0) == want:
-            active[c] = active[i]
-            c += 1
-    return c
-
-
-cdef inline int _bit_length(uint64_t v) noexcept nogil:
-    cdef int n = 0
-    while v:
-        v >>= 1
-        n += 1
-    return n
-
-
-cdef class _Words:
-    """Uniform words from a RandomStream, one ``random_bytes`` block per request."""
-    cdef object stream
-    cdef object _random_bytes
-
-    def __cinit__(self, stream):
-        self.stream = stream
-        self._random_bytes = stream.random_bytes
-
-    cdef int words32(self, uint32_t* out, Py_ssize_t n) except -1:
-        cdef bytes block = self._random_bytes(4 * n)
-        cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(block)
-        cdef Py_ssize_t i
-        if LITTLE_ENDIAN:
-            memcpy(out, b, 4 * n)
-            return 0
-        for i in range(n):
-            out[i] = (<uint32_t>b[4 * i] | (<uint32_t>b[4 * i + 1] << 8)
-                      | (<uint32_t>b[4 * i + 2] << 16) | (<uint32_t>b[4 * i + 3] << 24))
+cdef inline uint64_t word(Bits* b) noexcept nogil:
+    if b.pos >= b.n_words:
+        b.exhausted = True
         return 0
-
-    cdef int words64(self, uint64_t* out, Py_ssize_t n) except -1:
-        cdef bytes block = self._random_bytes(8 * n)
-        cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(block)
-        cdef Py_ssize_t i
-        cdef int j
-        cdef uint64_t w
-        if LITTLE_ENDIAN:
-            memcpy(out, b, 8 * n)
-            return 0
-        for i in range(n):
-            w = 0
-            for j in range(7, -1, -1):
-                w = (w << 8) | b[8 * i + j]
-            out[i] = w
-        return 0
-
-    cdef int below(self, uint64_t bound, Py_ssize_t n, int64_t* out) except -1:
-        """``RandomStream.uniform_below(bound, n)``: masked rejection, 32-bit words below 2**32."""
-        if n == 0:
-            return 0
-        cdef int n_bits = _bit_length(bound - 1)
-        cdef uint64_t mask = ((<uint64_t>1) << n_bits) - 1 if n_bits < 64 else <uint64_t>(-1)
-        cdef bint narrow = bound < ((<uint64_t>1) << 32)
-        cdef _Scratch scratch = _Scratch()
-        cdef uint64_t* words = <uint64_t*> scratch.take(n * sizeof(uint64_t))
-        cdef uint32_t* words32 = <uint32_t*> scratch.take(n * sizeof(uint32_t))
-        cdef Py_ssize_t* bad = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-        cdef Py_ssize_t i, n_bad = 0, k
-        cdef uint64_t v
-        if narrow:
-            self.words32(words32, n)
-            for i in range(n):
-                words[i] = words32[i]
-        else:
-            self.words64(words, n)
-        for i in range(n):
-            v = words[i] & mask
-            out[i] = <int64_t>v
-            if v >= bound:
-                bad[n_bad] = i
-                n_bad += 1
-        while n_bad:
-            if narrow:
-                self.words32(words32, n_bad)
-                for i in range(n_bad):
-                    words[i] = words32[i]
-            else:
-                self.words64(words, n_bad)
-            k = 0
-            for i in range(n_bad):
-                v = words[i] & mask
-                out[bad[i]] = <int64_t>v
-                if v >= bound:
-                    bad[k] = bad[i]
-                    k += 1
-            n_bad = k
-        return 0
-
-    cdef int below_each(self, const int64_t* bound, Py_ssize_t n, int64_t* out) except -1:
-        """``RandomStream.uniform_below(bound_array)``: one 64-bit draw per bound (>= 1)."""
-        if n == 0:
-            return 0
-        cdef _Scratch scratch = _Scratch()
-        cdef uint64_t* words = <uint64_t*> scratch.take(n * sizeof(uint64_t))
-        cdef uint64_t* mask = <uint64_t*> scratch.take(n * sizeof(uint64_t))
-        cdef Py_ssize_t* bad = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-        cdef Py_ssize_t i, n_bad = 0, k
-        cdef uint64_t v, m
-        cdef int shift
-        for i in range(n):
-            m = <uint64_t>bound[i] - 1
-            shift = 1
-            while shift <= 32:
-                m |= m >> shift
-                shift <<= 1
-            mask[i] = m
-        self.words64(words, n)
-        for i in range(n):
-            v = words[i] & mask[i]
-            out[i] = <int64_t>v
-            if v >= <uint64_t>bound[i]:
-                bad[n_bad] = i
-                n_bad += 1
-        while n_bad:
-            self.words64(words, n_bad)
-            k = 0
-            for i in range(n_bad):
-                v = words[i] & mask[bad[i]]
-                out[bad[i]] = <int64_t>v
-                if v >= <uint64_t>bound[bad[i]]:
-                    bad[k] = bad[i]
-                    k += 1
-            n_bad = k
-        return 0
-
-    cdef int bits(self, Py_ssize_t n, uint8_t* out) except -1:
-        """``RandomStream.random_bits(n)``: fair coins, most significant bit of each byte first."""
-        if n == 0:
-            return 0
-        cdef bytes block = self._random_bytes((n + 7) // 8)
-        cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(block)
-        cdef Py_ssize_t i
-        for i in range(n):
-            out[i] = (b[i >> 3] >> (7 - (i & 7))) & 1
-        return 0
+    b.pos += 1
+    return b.words[b.pos - 1]
 
 
-cdef int _ln2(_Words w, Py_ssize_t n, uint8_t* out) except -1:
-    """Bernoulli(ln 2): K fair flips up to the first head, accept with 1/K."""
-    if n == 0:
-        return 0
-    cdef _Scratch scratch = _Scratch()
-    cdef int64_t* k = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef int64_t* u = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-    cdef uint8_t* heads = <uint8_t*> scratch.take(n)
-    cdef Py_ssize_t i, n_active = n
-    for i in range(n):
-        k[i] = 1
-        active[i] = i
-    while n_active:
-        w.bits(n_active, heads)
-        n_active = _keep_where(active, heads, False, n_active)
-        for i in range(n_active):
-            k[active[i]] += 1
-    w.below_each(k, n, u)
-    for i in range(n):
-        out[i] = u[i] == 0
-    return 0
+cdef inline int bit(Bits* b) noexcept nogil:
+    cdef int out
+    if b.n_cached == 0:
+        b.cache = word(b)
+        b.n_cached = 64
+    out = <int>(b.cache & 1)
+    b.cache >>= 1
+    b.n_cached -= 1
+    return out
 
 
-cdef int _exp_neg_unit(_Words w, const int64_t* num, Py_ssize_t n, int64_t den, int64_t k0,
-                       bint times_ln2, uint8_t* out) except -1:
-    """Bernoulli(exp(-num/den)) for 0 <= num <= den (CKS Algorithm 1), K resumed at k0;
-    with ``times_ln2`` the exponent is (num/den)·ln 2."""
-    if n == 0:
-        return 0
-    cdef _Scratch scratch = _Scratch()
-    cdef int64_t* k = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef int64_t* u = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef int64_t* u2 = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* chosen = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-    cdef uint8_t* a = <uint8_t*> scratch.take(n)
-    cdef uint8_t* coin = <uint8_t*> scratch.take(n)
-    cdef Py_ssize_t i, n_active = n, c
-    cdef int64_t kk = k0
-    for i in range(n):
-        k[i] = k0
-        active[i] = i
-    while n_active:
-        if den <= (INT64_SAFE - 1) // kk:
-            w.below(<uint64_t>(den * kk), n_active, u)
-            for i in range(n_active):
-                a[i] = u[i] < num[active[i]]
+cdef inline uint64_t below(Bits* b, uint64_t n) noexcept nogil:
+    """Uniform on [0, n), 1 <= n: Lemire (2019), multiply-high with rejection of the low part."""
+    cdef uint64_t low
+    cdef uint64_t high = mul_high(word(b), n, &low)
+    cdef uint64_t threshold
+    if low < n:
+        threshold = (<uint64_t>0 - n) % n  # 2**64 mod n
+        while low < threshold and not b.exhausted:
+            high = mul_high(word(b), n, &low)
+    return high
+
+
+cdef inline bint bernoulli(Bits* b, uint64_t num, uint64_t den) noexcept nogil:
+    """Bernoulli(num/den) exactly, 1 <= den < 2**63: ``below(den) < num``; no draw when the
+    answer is certain (num = 0 or num >= den)."""
+    if num == 0:
+        return False
+    if num >= den:
+        return True
+    return below(b, den) < num
+
+
+cdef inline bint ln2_coin(Bits* b) noexcept nogil:
+    """Bernoulli(ln 2) = Σ_k 2^-k / k: K fair flips up to the first 1, accepted with 1/K."""
+    cdef uint64_t k = 1
+    while bit(b) == 0 and not b.exhausted:
+        k += 1
+    return bernoulli(b, 1, k)
+
+
+cdef inline bint exp_neg_unit(Bits* b, uint64_t num, uint64_t den, uint64_t k,
+                              bint times_ln2) noexcept nogil:
+    """Bernoulli(exp(-γ)), γ = num/den in [0, 1] (CKS Algorithm 1) with K resumed at ``k``:
+    K grows while Bernoulli(γ/K) succeeds; True when K stops odd. With ``times_ln2`` the
+    exponent is γ·ln 2 and each coin is Bernoulli(γ/K) AND Bernoulli(ln 2)."""
+    cdef bint a
+    while not b.exhausted:
+        if den <= (SAFE - 1) // k:
+            a = bernoulli(b, num, den * k)
         else:
             # Bernoulli(num/(den K)) = Bernoulli(num/den) AND Bernoulli(1/K)
-            w.below(<uint64_t>den, n_active, u)
-            w.below(<uint64_t>kk, n_active, u2)
-            for i in range(n_active):
-                a[i] = (u[i] < num[active[i]]) and u2[i] == 0
-        if times_ln2:
-            c = 0
-            for i in range(n_active):
-                if a[i]:
-                    chosen[c] = i
-                    c += 1
-            _ln2(w, c, coin)
-            for i in range(c):
-                a[chosen[i]] = coin[i]
-        n_active = _keep_where(active, a, True, n_active)
-        kk += 1
-        for i in range(n_active):
-            k[active[i]] = kk
-    for i in range(n):
-        out[i] = (k[i] & 1) == 1
-    return 0
+            a = bernoulli(b, num, den) and bernoulli(b, 1, k)
+        if a and times_ln2:
+            a = ln2_coin(b)
+        if not a:
+            break
+        k += 1
+    return (k & 1) == 1
 
 
-cdef int _exp_minus_one(_Words w, Py_ssize_t n, uint8_t* out) except -1:
-    """Bernoulli(exp(-1)): K reaches k iff U < 12!/(k-1)!, for U uniform on [0, 12!)."""
-    if n == 0:
-        return 0
-    cdef _Scratch scratch = _Scratch()
-    cdef int64_t* u = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef Py_ssize_t* tail = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-    cdef int64_t* ones = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef uint8_t* tail_out = <uint8_t*> scratch.take(n)
-    cdef Py_ssize_t i, n_tail = 0
-    cdef int64_t kk
-    w.below(<uint64_t>E1_FACT, n, u)
-    for i in range(n):
-        # K = the number of thresholds 12!/(k-1)!, k = 1..13, strictly above U
-        kk = 2  # 12!/0! = 12!/1! = 12! > U always
-        while kk <= E1_LAST and E1_THRESHOLDS[kk] > u[i]:
-            kk += 1
-        out[i] = (kk & 1) == 1
-        if kk == E1_LAST + 1:
-            tail[n_tail] = i
-            ones[n_tail] = 1
-            n_tail += 1
-    if n_tail:
-        _exp_neg_unit(w, ones, n_tail, 1, E1_LAST + 1, False, tail_out)
-        for i in range(n_tail):
-            out[tail[i]] = tail_out[i]
-    return 0
+cdef inline bint exp_minus_one(Bits* b) noexcept nogil:
+    """Bernoulli(exp(-1)): CKS Algorithm 1 at γ = 1, whose K reaches k + 1 with probability
+    1/k!; one U uniform below 12! decides K up to 13 (K >= k + 1 iff U < 12!/k!), and a K
+    that reaches 13 continues the algorithm from there."""
+    cdef uint64_t u = below(b, E1_FACT)
+    cdef int k = 1
+    while k <= E1_LAST and u < E1_THRESHOLDS[k]:
+        k += 1
+    if k <= E1_LAST:
+        return (k & 1) == 1
+    return exp_neg_unit(b, 1, 1, E1_LAST + 1, False)
 
 
-cdef int _exp_neg(_Words w, const int64_t* num, Py_ssize_t n, int64_t den, uint8_t* out) except -1:
-    """Bernoulli(exp(-num/den)), num >= 0: exp(-1)^floor(γ) AND exp(-frac(γ))."""
-    cdef _Scratch scratch = _Scratch()
-    cdef int64_t* whole = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef int64_t* frac = <int64_t*> scratch.take(n * sizeof(int64_t))
-    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-    cdef uint8_t* ok = <uint8_t*> scratch.take(n)
-    cdef Py_ssize_t i, n_active = 0, c, r
-    for i in range(n):
-        whole[i] = num[i] // den
-        frac[i] = num[i] - whole[i] * den
-        out[i] = 1
-        if whole[i] > 0:
-            active[n_active] = i
-            n_active += 1
-    while n_active:
-        _exp_minus_one(w, n_active, ok)
-        c = 0
-        for i in range(n_active):
-            r = active[i]
-            if not ok[i]:
-                out[r] = 0
-            whole[r] -= 1
-            if ok[i] and whole[r] > 0:
-                active[c] = r
-                c += 1
-        n_active = c
-    c = 0
-    for i in range(n):
-        if out[i] and frac[i] > 0:
-            active[c] = i
-            whole[c] = frac[i]  # reused: the fractional numerators of the survivors
-            c += 1
-    if c:
-        _exp_neg_unit(w, whole, c, den, 1, False, ok)
-        for i in range(c):
-            out[active[i]] = ok[i]
-    return 0
-
-
-cdef int _geometric_exp_neg_one(_Words w, Py_ssize_t n, int64_t* v) except -1:
-    """V with P(V = v) = (1 - e^-1) e^-v: successes of Bernoulli(e^-1) before a failure."""
-    cdef _Scratch scratch = _Scratch()
-    cdef Py_ssize_t* active = <Py_ssize_t*> scratch.take(n * sizeof(Py_ssize_t))
-    cdef uint8_t* ok = <uint8_t*> scratch.take(n)
-    cdef Py_ssize_t i, n_active = n, c
-    for i in range(n):
-        v[i] = 0
-        active[i] = i
-    while n_active:
-        _exp_minus_one(w, n_active, ok)
-        c = 0
-        for i in range(n_active):
-            if ok[i]:
-                v[active[i]] += 1
-                active[c] = active[i]
-                c += 1
-        n_active = c
-    return 0
-
-
-cdef int _laplace(_Words w, int64_t t, Py_ssize_t size, int64_t* out) except -1:
-    """Discrete Laplace of integer scale t (CKS Algorithm 2), ``size`` samples into ``out``."""
-    cdef _Scratch scratch = _Scratch()
-    cdef Py_ssize_t* pending = <Py_ssize_t*> scratch.take(size * sizeof(Py_ssize_t))
-    cdef int64_t* u = <int64_t*> scratch.take(size * sizeof(int64_t))
-    cdef int64_t* x = <int64_t*> scratch.take(size * sizeof(int64_t))
-    cdef int64_t* g = <int64_t*> scratch.take(size * sizeof(int64_t))
-    cdef uint8_t* keep = <uint8_t*> scratch.take(size)
-    cdef uint8_t* negative = <uint8_t*> scratch.take(size)
-    cdef Py_ssize_t i, n_pending = size, n_kept, c, j
-    for i in range(size):
-        pending[i] = i
-    while n_pending:
-        w.below(<uint64_t>t, n_pending, u)
-        _exp_neg(w, u, n_pending, t, keep)
-        n_kept = 0
-        for i in range(n_pending):
-            if keep[i]:
-                x[n_kept] = u[i]
-                n_kept += 1
-        _geometric_exp_neg_one(w, n_kept, g)
-        for i in range(n_kept):
-            x[i] += t * g[i]
-        w.bits(n_kept, negative)
-        c = 0
-        j = 0
-        for i in range(n_pending):
-            if keep[i]:
-                if negative[j] and x[j] == 0:  # "-0" is rejected
-                    pending[c] = pending[i]
-                    c += 1
-                else:
-                    out[pending[i]] = -x[j] if negative[j] else x[j]
-                j += 1
-            else:
-                pending[c] = pending[i]
-                c += 1
-        n_pending = c
-    return 0
-
-
-cdef bint _exp_neg_big(_Words w, object a, int64_t den) except -1:
-    """Bernoulli(exp(-a*a/den)) with Python integers, for |a| too large for int64 squares."""
-    cdef uint8_t ok
-    cdef int64_t frac_num
-    whole, frac = divmod(a * a, den)
-    while whole > 0:
-        _exp_minus_one(w, 1, &ok)
-        if not ok:
+cdef inline bint exp_neg_parts(Bits* b, uint64_t whole_high, uint64_t whole_low, uint64_t frac,
+                               uint64_t den) noexcept nogil:
+    """Bernoulli(exp(-γ)), γ = whole + frac/den with whole = whole_high·2**64 + whole_low:
+    exp(-1)^whole AND exp(-frac/den) (CKS Algorithm 1)."""
+    while whole_high or whole_low:
+        if not exp_minus_one(b) or b.exhausted:
             return False
-        whole -= 1
-    if frac == 0:
-        return True
-    frac_num = frac
-    _exp_neg_unit(w, &frac_num, 1, den, 1, False, &ok)
-    return ok
+        if whole_low == 0:
+            whole_high -= 1
+        whole_low -= 1
+    return exp_neg_unit(b, frac, den, 1, False)
 
 
-cdef int _gaussian(_Words w, int64_t t, int64_t m, Py_ssize_t size, int64_t* out) except -1:
-    """Discrete Gaussian with σ² = t·m (CKS Algorithm 3), ``size`` samples into ``out``."""
-    cdef int64_t den = 2 * t * m
-    cdef _Scratch scratch = _Scratch()
-    cdef Py_ssize_t* pending = <Py_ssize_t*> scratch.take(size * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* small = <Py_ssize_t*> scratch.take(size * sizeof(Py_ssize_t))
-    cdef int64_t* y = <int64_t*> scratch.take(size * sizeof(int64_t))
-    cdef int64_t* a = <int64_t*> scratch.take(size * sizeof(int64_t))
-    cdef int64_t* squares = <int64_t*> scratch.take(size * sizeof(int64_t))
-    cdef uint8_t* accept = <uint8_t*> scratch.take(size)
-    cdef uint8_t* small_accept = <uint8_t*> scratch.take(size)
-    cdef Py_ssize_t i, n_pending = size, n_small, c
-    for i in range(size):
-        pending[i] = i
-    while n_pending:
-        _laplace(w, t, n_pending, y)
-        n_small = 0
-        for i in range(n_pending):
-            a[i] = (y[i] if y[i] >= 0 else -y[i]) - m
-            if -SQUARE_SAFE < a[i] < SQUARE_SAFE:
-                small[n_small] = i
-                squares[n_small] = a[i] * a[i]
-                n_small += 1
-        _exp_neg(w, squares, n_small, den, small_accept)
-        c = 0
-        for i in range(n_pending):
-            if c < n_small and small[c] == i:
-                accept[i] = small_accept[c]
-                c += 1
-        for i in range(n_pending):
-            if not (-SQUARE_SAFE < a[i] < SQUARE_SAFE):
-                accept[i] = _exp_neg_big(w, a[i], den)
-        c = 0
-        for i in range(n_pending):
-            if accept[i]:
-                out[pending[i]] = y[i]
-            else:
-                pending[c] = pending[i]
-                c += 1
-        n_pending = c
+cdef inline bint exp_neg(Bits* b, uint64_t num, uint64_t den) noexcept nogil:
+    """Bernoulli(exp(-num/den)) for num >= 0."""
+    return exp_neg_parts(b, 0, num // den, num % den, den)
+
+
+cdef inline int64_t laplace(Bits* b, uint64_t t) noexcept nogil:
+    """Discrete Laplace of scale t (CKS Algorithm 2, s = 1): U uniform below t kept with
+    exp(-U/t), plus t·V for V geometric with ratio e^-1, a random sign, "-0" rejected."""
+    cdef uint64_t u, v, x
+    cdef int negative
+    while not b.exhausted:
+        u = below(b, t)
+        if not exp_neg(b, u, t):
+            continue
+        v = 0
+        while exp_minus_one(b) and not b.exhausted:
+            v += 1
+        x = u + t * v
+        negative = bit(b)
+        if negative and x == 0:
+            continue
+        return -<int64_t>x if negative else <int64_t>x
     return 0
+
+
+cdef inline int64_t gaussian(Bits* b, uint64_t t, uint64_t m) noexcept nogil:
+    """Discrete Gaussian with σ² = t·m (CKS Algorithm 3): Y ~ Laplace(t) accepted with
+    exp(-(|Y| - m)² / (2tm))."""
+    cdef int64_t y
+    cdef uint64_t magnitude, a, whole_high, whole_low, frac
+    while not b.exhausted:
+        y = laplace(b, t)
+        magnitude = <uint64_t>(y if y >= 0 else -y)
+        a = magnitude - m if magnitude >= m else m - magnitude
+        frac = square_divmod(a, 2 * t * m, &whole_high, &whole_low)
+        if exp_neg_parts(b, whole_high, whole_low, frac, 2 * t * m):
+            return y
+    return 0
+
+
+cdef inline int64_t draw_one(int kind, Bits* b, int64_t a, uint64_t p, uint64_t q) noexcept nogil:
+    if kind == KIND_BELOW:
+        return <int64_t>below(b, <uint64_t>a)
+    if kind == KIND_BERN_EXP_NEG:
+        return exp_neg(b, <uint64_t>a, p)
+    if kind == KIND_BERN_EXP2_NEG:
+        return exp_neg_unit(b, <uint64_t>a, p, 1, True)
+    if kind == KIND_BERN_LN2:
+        return ln2_coin(b)
+    if kind == KIND_LAPLACE:
+        return laplace(b, p)
+    return gaussian(b, p, q)
+
+
+cdef void run_chunk(int kind, const uint64_t* words, Py_ssize_t n_words, const int64_t* a,
+                    bint per_value, uint64_t p, uint64_t q, Py_ssize_t start, Py_ssize_t stop,
+                    int64_t* out, uint8_t* exhausted) noexcept nogil:
+    cdef Bits b
+    cdef Py_ssize_t i
+    b.words = words
+    b.n_words = n_words
+    b.pos = 0
+    b.cache = 0
+    b.n_cached = 0
+    b.exhausted = False
+    for i in range(start, stop):
+        out[i] = draw_one(kind, &b, a[i] if per_value else a[0], p, q)
+        if b.exhausted:
+            exhausted[0] = 1
+            return
+    exhausted[0] = 0
+
+
+cdef _draw(int kind, const int64_t[::1] a, bint per_value, uint64_t p, uint64_t q,
+           Py_ssize_t size, stream, int n_threads):
+    """``size`` values of one kind, chunked into lanes of one request of ``stream``."""
+    out = np.empty(size, dtype=np.int64)
+    if size == 0:
+        return out
+    cdef int64_t[::1] o = out
+    request = stream.take_request()
+    cdef Py_ssize_t n_chunks = (size + CHUNK - 1) // CHUNK
+    cdef Py_ssize_t first_words = int(_WORDS_PER_VALUE[kind] * min(size, CHUNK)) + 64
+    cdef Py_ssize_t batch = max(4 * n_threads, 16)  # lanes held in memory at once
+    cdef Py_ssize_t start, n_todo, n_words, i, c
+    cdef Py_ssize_t[::1] todo
+    cdef uint64_t[:, ::1] words
+    cdef uint8_t[::1] exhausted
+    cdef int threads
+    for start in range(0, n_chunks, batch):
+        todo = np.arange(start, min(start + batch, n_chunks), dtype=np.intp)
+        n_todo = todo.shape[0]
+        n_words = first_words
+        while n_todo:
+            lanes = np.empty((n_todo, n_words), dtype=np.uint64)
+            for i in range(n_todo):
+                stream.fill_lane(request, todo[i], lanes[i])
+            words = lanes
+            exhausted = np.zeros(n_todo, dtype=np.uint8)
+            threads = <int>max(1, min(n_threads, n_todo))
+            with nogil:
+                for i in prange(n_todo, num_threads=threads, schedule="dynamic"):
+                    c = todo[i]
+                    run_chunk(kind, &words[i, 0], n_words, &a[0], per_value, p, q,
+                              c * CHUNK, min(size, (c + 1) * CHUNK), &o[0], &exhausted[i])
+            # a lane that ran out is drawn again from its start with four times the words
+            c = 0
+            for i in range(n_todo):
+                if exhausted[i]:
+                    todo[c] = todo[i]
+                    c += 1
+            n_todo = c
+            n_words *= 4
+    return out
 
 
 # -- entry points (arguments validated by dpxgb_dask.privacy.samplers and .randomness; the
@@ -490,85 +316,57 @@ cdef _positive(int64_t value, name):
         raise ValueError(f"{name} must be >= 1, got {value}")
 
 
-def uniform_below(uint64_t bound, Py_ssize_t size, stream):
+cdef int64_t[::1] _NO_VALUES = np.zeros(1, dtype=np.int64)
+
+
+def uniform_below(uint64_t bound, Py_ssize_t size, stream, int n_threads=1):
     """``size`` uniform integers on [0, bound), 1 <= bound < 2**63, ndarray of int64."""
     _positive(<int64_t>bound, "bound")
-    out = np.empty(size, dtype=np.int64)
-    cdef int64_t[::1] o = out
-    if size:
-        _Words(stream).below(bound, size, &o[0])
-    return out
+    return _draw(KIND_BELOW, np.array([bound], dtype=np.int64), False, 0, 0, size, stream, n_threads)
 
 
-def uniform_below_each(const int64_t[::1] bound, stream):
+def uniform_below_each(const int64_t[::1] bound, stream, int n_threads=1):
     """One uniform integer on [0, bound[i]) per bound (each >= 1), ndarray of int64."""
     cdef Py_ssize_t n = bound.shape[0], i
     for i in range(n):
         _positive(bound[i], "bound")
-    out = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] o = out
-    if n:
-        _Words(stream).below_each(&bound[0], n, &o[0])
-    return out
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    return _draw(KIND_BELOW, bound, True, 0, 0, n, stream, n_threads)
 
 
-def bernoulli_exp_neg(const int64_t[::1] numerator, int64_t denominator, stream):
+def bernoulli_exp_neg(const int64_t[::1] numerator, int64_t denominator, stream, int n_threads=1):
     """Bernoulli(exp(-numerator/denominator)), ndarray of bool, shape (numerator.size,)."""
     _positive(denominator, "denominator")
-    cdef Py_ssize_t n = numerator.shape[0]
-    out = np.empty(n, dtype=np.uint8)
-    cdef uint8_t[::1] o = out
-    if n:
-        _exp_neg(_Words(stream), &numerator[0], n, denominator, &o[0])
-    return out.view(bool)
+    if numerator.shape[0] == 0:
+        return np.empty(0, dtype=bool)
+    return _draw(KIND_BERN_EXP_NEG, numerator, True, <uint64_t>denominator,
+                 0, numerator.shape[0], stream, n_threads).astype(bool)
 
 
-def bernoulli_exp2_neg(const int64_t[::1] numerator, int64_t denominator, stream):
+def bernoulli_exp2_neg(const int64_t[::1] numerator, int64_t denominator, stream, int n_threads=1):
     """Bernoulli(2^-(numerator/denominator)) for 0 <= numerator < denominator, bool (n,)."""
     _positive(denominator, "denominator")
-    cdef Py_ssize_t n = numerator.shape[0], i, c = 0
-    out = np.ones(n, dtype=np.uint8)
-    cdef uint8_t[::1] o = out
-    cdef int64_t[::1] positive = np.empty(n, dtype=np.int64)
-    cdef Py_ssize_t[::1] where = np.empty(n, dtype=np.intp)
-    cdef uint8_t[::1] coins = np.empty(n, dtype=np.uint8)
-    for i in range(n):
-        if numerator[i] > 0:
-            where[c] = i
-            positive[c] = numerator[i]
-            c += 1
-    if c:
-        _exp_neg_unit(_Words(stream), &positive[0], c, denominator, 1, True, &coins[0])
-        for i in range(c):
-            o[where[i]] = coins[i]
-    return out.view(bool)
+    if numerator.shape[0] == 0:
+        return np.empty(0, dtype=bool)
+    return _draw(KIND_BERN_EXP2_NEG, numerator, True, <uint64_t>denominator,
+                 0, numerator.shape[0], stream, n_threads).astype(bool)
 
 
-def bernoulli_ln2(Py_ssize_t size, stream):
+def bernoulli_ln2(Py_ssize_t size, stream, int n_threads=1):
     """Bernoulli(ln 2) trials, ndarray of bool, shape (size,)."""
-    out = np.empty(size, dtype=np.uint8)
-    cdef uint8_t[::1] o = out
-    if size:
-        _ln2(_Words(stream), size, &o[0])
-    return out.view(bool)
+    return _draw(KIND_BERN_LN2, _NO_VALUES, False, 0, 0, size, stream, n_threads).astype(bool)
 
 
-def discrete_laplace(int64_t scale, Py_ssize_t size, stream):
+def discrete_laplace(int64_t scale, Py_ssize_t size, stream, int n_threads=1):
     """Discrete Laplace samples of integer scale t, ndarray of int64, shape (size,)."""
     _positive(scale, "scale")
-    out = np.empty(size, dtype=np.int64)
-    cdef int64_t[::1] o = out
-    if size:
-        _laplace(_Words(stream), scale, size, &o[0])
-    return out
+    return _draw(KIND_LAPLACE, _NO_VALUES, False, <uint64_t>scale, 0, size, stream, n_threads)
 
 
-def discrete_gaussian(int64_t scale, int64_t mean_shift, Py_ssize_t size, stream):
+def discrete_gaussian(int64_t scale, int64_t mean_shift, Py_ssize_t size, stream, int n_threads=1):
     """Discrete Gaussian samples with σ² = scale·mean_shift, ndarray of int64, shape (size,)."""
     _positive(scale, "scale")
     _positive(mean_shift, "mean_shift")
-    out = np.empty(size, dtype=np.int64)
-    cdef int64_t[::1] o = out
-    if size:
-        _gaussian(_Words(stream), scale, mean_shift, size, &o[0])
-    return out
+    return _draw(KIND_GAUSSIAN, _NO_VALUES, False, <uint64_t>scale, <uint64_t>mean_shift, size,
+                 stream, n_threads)

@@ -26,24 +26,30 @@ exponential    ε                          ``ZCDpEvent(ε²/8)``         ε-DP w
   discretised pessimistically by "connect the dots" (Doroshenko et al. 2022) -- valid,
   exact for pure composition up to the discretisation, and continuous in ε.
 * Discrete noise: the mechanisms add discrete Laplace / discrete Gaussian noise with a
-  sensitivity that includes one extra grid step. With that margin the hockey-stick
-  divergences of the continuous Laplace and Gaussian pairs dominate those of the 1-D
-  discrete pairs at every ε >= 0 (checked numerically in the tests; the pairs are
-  symmetric, so this covers ε < 0 too). By Blackwell's theorem the discrete pair is then a
-  post-processing of the continuous one, so its RDP, PLD and subsampled curves are
-  dominated as well. The discrete Laplace release of a vector is covered exactly: its
-  privacy loss is a sum of 1-D losses bounded by the L1 change, so it is ε-DP with
-  ε = (integer L1 change)/t, and the margin covers the continuous proxy. For the *vector*
-  discrete Gaussian the PLD step rests on an assumption: that the pair of d-dimensional
-  discrete Gaussians shifted by an integer vector v is dominated by the 1-D continuous
-  Gaussian pair with shift ||v||₂ + 1. This is checked numerically in 2-D
-  (``tests/privacy/test_privacy_accountants.py``) but not proved for every d. The RDP
-  accountant does not need it: Canonne, Kamath & Steinke (2020, multivariate discrete
-  Gaussian, Theorem 15 of arXiv:2004.00010) prove that adding independent discrete Gaussian
-  noise of parameter σ to each coordinate is ½ε̂²-zCDP with ε̂² exceeding the continuous
-  ||v||²/σ² only by terms in τ = 10·Σ_{k>=1} exp(-2π²σ²·k/(k+1)), which are 0 in float64
-  for the σ >= 2**22 grid steps the mechanisms use; that zCDP curve is the Gaussian RDP
-  curve used here. Use the RDP accountant if the PLD assumption is not acceptable.
+  sensitivity that includes a margin of one extra grid step (Laplace: in L1; Gaussian: on
+  each coordinate a row changes). With that margin the hockey-stick divergences of the
+  continuous Laplace and Gaussian pairs dominate those of the 1-D discrete pairs at every
+  ε >= 0 (checked numerically in the tests; the pairs are symmetric, so this covers ε < 0
+  too). By Blackwell's theorem the discrete pair is then a post-processing of the
+  continuous one, so its RDP, PLD and subsampled curves are dominated as well. The
+  discrete Laplace release of a vector is covered exactly: its privacy loss is a sum of
+  1-D losses bounded by the L1 change, so it is ε-DP with ε = (integer L1 change)/t, and
+  the margin covers the continuous proxy. The *vector* discrete Gaussian (independent
+  coordinates; a row shifts k of them by the integers v_i) is a product of 1-D pairs, each
+  dominated by the continuous pair with shift ``abs(v_i) + 1`` (the 1-D result above; an
+  unchanged coordinate is an identical pair, dominated by anything). Dominating pairs
+  compose under products (Zhu, Dong & Wang 2022, "Optimal accounting of differential
+  privacy via characteristic function", the composition theorem for dominating pairs),
+  and the product of the continuous pairs is the isotropic Gaussian pair with shift
+  vector ``(abs(v_i) + 1)_i``, i.e. (by rotation) the 1-D pair with shift
+  ``||(abs(v_i) + 1)_i||₂ <= ||v||₂ + sqrt(k)``. The Gaussian mechanism's accounted sensitivity
+  Δ/g + sqrt(k) (rounding) + sqrt(k) (margin) is that bound, so the PLD of the continuous
+  Gaussian with the accounted noise multiplier dominates the vector release for every k.
+  The RDP accountant has, in addition, Canonne, Kamath & Steinke (2020, Theorem 15 of
+  arXiv:2004.00010): independent discrete Gaussian noise of parameter σ on each
+  coordinate is ½ε̂²-zCDP with ε̂² exceeding the continuous ||v||²/σ² only by terms in
+  τ = 10·Σ_{k>=1} exp(-2π²σ²·k/(k+1)), which are 0 in float64 for the σ >= 2**22 grid
+  steps the mechanisms use.
 * Subsampling (Poisson, rate γ, add/remove): basic composition uses
   ε' = log(1 + γ(e^ε - 1)), δ' = γδ (DP-XGBoost §4.4; Balle, Barthe & Gaboardi 2018)
   for the composite ε of the subsample. RDP uses ``PoissonSampledDpEvent`` of

@@ -6,7 +6,12 @@ Candidate ``j`` is chosen with probability ``∝ exp(ε u_j / (2Δu))`` (McSherr
 1. Utilities are clipped to ±2**60 steps of a public power-of-two grid
    ``g_u = 2**(floor(log2 Δu) - 20)`` and rounded, ``K_j = rint(u_j / g_u)``; one row changes
    every ``K_j`` by at most ``Δ_K = floor(Δu / g_u) + 1`` (rounding adds at most one step,
-   clipping none).
+   clipping none). Δu must bound the change of each utility *as passed*: a term common to
+   every candidate cancels from the exact probabilities, but not from the rounded
+   utilities (rint(x - c) - rint(x) - c takes different values for different x), so a
+   data-dependent common term left in the utilities can move a ``K_j`` by ``Δ_K + 1``
+   and exceed ε. Callers drop such terms first (the split gains leave out the parent's
+   term, ``dpxgb_dask.boosting.gains.split_gains``).
 2. The weights are ``2^(λ K_j)`` with a dyadic rational ``λ = n / 2**q`` rounded *down*
    from ``ε / (2 Δ_K ln 2)`` (``ε / (Δ_K ln 2)`` for monotonic utilities), using a rational
    upper bound of ln 2. One row then changes every log-weight by at most
@@ -68,6 +73,8 @@ class ExponentialMechanism:
         Nominal ε/(2Δu) (ε/Δu if monotonic).
     resolution : float
         Grid step g_u of the rounded utilities (a power of two).
+    sensitivity_steps : int
+        Δ_K = floor(Δu/g_u) + 1, the largest change of a rounded utility.
     weight_numerator, weight_log2_denominator : int
         λ = n / 2**q: candidate j has weight 2^(λ·rint(u_j/g_u)).
     """
@@ -78,7 +85,7 @@ class ExponentialMechanism:
         self.monotonic = bool(monotonic)
         self.log_weight_scale = self.epsilon / (self.sensitivity if self.monotonic else 2.0 * self.sensitivity)
         self.resolution = grid_step(self.sensitivity, UTILITY_GRID_BITS)
-        delta_k = math.floor(self.sensitivity / self.resolution) + 1
+        delta_k = self.sensitivity_steps = math.floor(self.sensitivity / self.resolution) + 1
         # λ <= ε / (c Δ_K ln 2), rounded down to n / 2**q with n < 2**62 and q <= 56
         lam = Fraction(self.epsilon) / ((1 if self.monotonic else 2) * delta_k * _LN2_UPPER)
         q = max(0, min(56, 61 - math.ceil(lam).bit_length()))
@@ -128,7 +135,7 @@ class ExponentialMechanism:
                 raise ValueError(f"mask shape {np.shape(mask)} does not match utilities shape {np.shape(utilities)}")
         if not np.all(np.isfinite(u[valid])):
             raise ValueError("utilities must be finite for every valid candidate")
-        k = to_grid(np.where(valid, u, 0.0), self.resolution, "utilities", clip=_UTILITY_CLIP)
+        k = self.grid_utilities(np.where(valid, u, 0.0))
         any_valid = valid.any(axis=1)
         k = np.where(valid, k, 0)
         k_max = np.where(any_valid, np.max(np.where(valid, k, -(2**62)), axis=1, initial=-(2**62)), 0)
@@ -139,6 +146,19 @@ class ExponentialMechanism:
         return int(choice[0]) if one_d else choice
 
     __call__ = select
+
+    def grid_utilities(self, utilities):
+        """The rounded utilities K = rint(clip(u / g_u)), whose changes Δ_K bounds.
+
+        Parameters
+        ----------
+        utilities : array_like of float64, any shape, finite
+
+        Returns
+        -------
+        ndarray of int64, same shape
+        """
+        return to_grid(utilities, self.resolution, "utilities", clip=_UTILITY_CLIP)
 
     def ledger_fields(self, stream=None):
         """Fields for :meth:`~dpxgb_dask.privacy.ledger.Ledger.record`: mechanism, sensitivity, epsilon.

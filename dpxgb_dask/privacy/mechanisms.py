@@ -23,11 +23,11 @@ rounded logarithm, which NumPy does not guarantee.
 Rounding changes the sensitivity slightly. If one row changes at most ``k`` coordinates
 (``coords_per_row``) by Δ in total, the integer query changes by at most
 ``floor(Δ/g) + k`` in L1 and ``Δ/g + sqrt(k)`` in L2 (each coordinate gains at most one
-grid step). We add one more grid step (a "discreteness margin", see
-:mod:`dpxgb_dask.privacy.accountants`) and size the integer noise so that the nominal
-(Δ, ε) or (Δ, σ) the caller asked for is a valid, conservative description of the
-release; the extra noise is about k·2**-20 of the total (Laplace) or sqrt(k)·2**-22
-(Gaussian). ``coords_per_row=None`` (the default) takes k = the number of entries of the
+grid step). We add a "discreteness margin" (see :mod:`dpxgb_dask.privacy.accountants`):
+one more grid step in L1 (Laplace), one more step on each of the k coordinates, i.e.
+sqrt(k) in L2 (Gaussian), and size the integer noise so that the nominal (Δ, ε) or (Δ, σ)
+the caller asked for is a valid, conservative description of the release; the extra
+noise is about k·2**-20 of the total (Laplace) or 2·sqrt(k)·2**-22 (Gaussian). ``coords_per_row=None`` (the default) takes k = the number of entries of the
 released array, which is public and always a valid bound; pass the true, smaller k (e.g.
 ``n_features`` for a histogram) to avoid the extra noise on large arrays.
 
@@ -324,7 +324,7 @@ class GaussianMechanism(_GridMechanism):
     integer_scale, integer_shift : int
         The discrete Gaussian has variance t·m grid steps² (``t``, ``m``).
     noise_multiplier_effective : float
-        sqrt(t·m) / (Δ₂/g + sqrt(k) + 1) >= ``noise_multiplier``.
+        sqrt(t·m) / (Δ₂/g + 2·sqrt(k)) >= ``noise_multiplier``.
     """
 
     def __init__(self, sensitivity, *, sigma=None, noise_multiplier=None, coords_per_row=None):
@@ -341,7 +341,10 @@ class GaussianMechanism(_GridMechanism):
         self._setup_coords(coords_per_row)
 
     def _params(self, k):
-        accounted = (self.sensitivity / self.resolution + math.sqrt(k) + 1.0) * (1.0 + _ROUNDING_SLACK)
+        # sqrt(k): the rounding of k coordinates; sqrt(k): the discreteness margin of one
+        # grid step per coordinate, which lets the continuous RDP/PLD curves describe the
+        # vector discrete Gaussian (accountants.py)
+        accounted = (self.sensitivity / self.resolution + 2.0 * math.sqrt(k)) * (1.0 + _ROUNDING_SLACK)
         sigma_int = self.noise_multiplier * accounted * (1.0 + _ROUNDING_SLACK)
         if sigma_int >= 2.0**29:
             raise ValueError(
@@ -364,7 +367,7 @@ class GaussianMechanism(_GridMechanism):
 
     @property
     def noise_multiplier_effective(self):
-        """float: sqrt(t·m) / (Δ₂/g + sqrt(k) + 1) >= ``noise_multiplier``."""
+        """float: sqrt(t·m) / (Δ₂/g + 2·sqrt(k)) >= ``noise_multiplier``."""
         return self._current("noise_multiplier_effective")["z"]
 
     def __repr__(self):

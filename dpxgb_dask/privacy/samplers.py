@@ -12,12 +12,13 @@ privacy"), which reads the input back from the pattern of floating-point values 
 Implementation
 --------------
 The functions below check their arguments and run the compiled samplers of
-``_samplers.pyx``: CKS Algorithms 1-3 as C loops over the elements still running. Their
-NumPy twins in :mod:`~dpxgb_dask.privacy.naive_samplers` make the same requests to the
-stream in the same order, so for one stream key both return the same integers (the tests
-compare them). A release of 64 discrete Gaussian values takes about 0.4 ms instead of
-3.4 ms; at 50,000 values the SHAKE-256 stream itself (about 80 bytes per value) is half of
-the 28 ms.
+``_samplers.pyx``: CKS Algorithms 1-3 one value at a time in C, without the GIL, each
+value reading the ChaCha20 lane of its chunk of 4096 values
+(:mod:`~dpxgb_dask.privacy.randomness`). Chunks are drawn in parallel on ``n_threads``
+threads (default: :func:`noise_threads`) with the same result for any thread count. Their
+Python twins in :mod:`~dpxgb_dask.privacy.naive_samplers` run the same loops on the same
+lanes, so for one stream key both return the same integers (the tests compare them).
+``benchmarks/bench_samplers.py`` measures the throughput (values per second per core).
 
 Exponential mechanism: exact sampling (no δ)
 ---------------------------------------------
@@ -52,6 +53,8 @@ CCS 2020 (base-2 weights to make the exponential mechanism exactly implementable
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import _samplers
@@ -64,9 +67,44 @@ __all__ = [
     "discrete_gaussian",
     "discrete_laplace",
     "exponential_choice_base2",
+    "noise_threads",
 ]
 
 _INT64_SAFE = 1 << 62
+_THREADS_VARIABLE = "DPXGB_NOISE_THREADS"
+
+
+def noise_threads():
+    """Threads that draw a large release's noise: ``DPXGB_NOISE_THREADS``, else the cores
+    this process may run on.
+
+    Returns
+    -------
+    int
+        At least 1. The draws do not depend on it (each chunk reads its own lane).
+
+    Raises
+    ------
+    ValueError
+        If ``DPXGB_NOISE_THREADS`` is set to anything but an integer >= 1.
+    """
+    value = os.environ.get(_THREADS_VARIABLE)
+    if value is not None:
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(f"{_THREADS_VARIABLE} must be an integer >= 1, got {value!r}")
+        return int(value)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _threads(n_threads):
+    if n_threads is None:
+        return noise_threads()
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
+        raise ValueError(f"n_threads must be None or an integer >= 1, got {n_threads!r}")
+    return int(n_threads)
 
 
 def _check_size(size):
@@ -76,7 +114,7 @@ def _check_size(size):
     return size
 
 
-def bernoulli_exp_neg(numerator, denominator, stream):
+def bernoulli_exp_neg(numerator, denominator, stream, *, n_threads=None):
     """Exact Bernoulli(exp(-γ)) trials for rational γ = numerator / denominator >= 0.
 
     Implements Canonne–Kamath–Steinke (2020), Algorithm 1: for γ > 1, exp(-γ) is
@@ -90,6 +128,8 @@ def bernoulli_exp_neg(numerator, denominator, stream):
         Common positive denominator, below 2**62.
     stream : RandomStream
         Source of uniform integers.
+    n_threads : int or None, default None
+        Threads drawing the chunks (None: :func:`noise_threads`); the draws do not depend on it.
 
     Returns
     -------
@@ -102,10 +142,10 @@ def bernoulli_exp_neg(numerator, denominator, stream):
         raise ValueError(f"denominator must be an integer in [1, 2**62), got {denominator!r}")
     if num.size and num.min() < 0:
         raise ValueError("numerator must be >= 0")
-    return _samplers.bernoulli_exp_neg(num, den, stream)
+    return _samplers.bernoulli_exp_neg(num, den, stream, _threads(n_threads))
 
 
-def discrete_laplace(scale, size, stream):
+def discrete_laplace(scale, size, stream, *, n_threads=None):
     """Exact discrete Laplace samples, ``P(Y = y) ∝ exp(-|y| / scale)`` for integer y.
 
     Canonne–Kamath–Steinke (2020), Algorithm 2 with integer scale t (s = 1):
@@ -120,6 +160,8 @@ def discrete_laplace(scale, size, stream):
         Number of samples.
     stream : RandomStream
         Source of uniform integers.
+    n_threads : int or None, default None
+        Threads drawing the chunks (None: :func:`noise_threads`); the draws do not depend on it.
 
     Returns
     -------
@@ -133,10 +175,10 @@ def discrete_laplace(scale, size, stream):
     t = int(scale)
     if not 1 <= t <= (1 << 50):
         raise ValueError(f"scale must be an integer in [1, 2**50], got {scale!r}")
-    return _samplers.discrete_laplace(t, _check_size(size), stream)
+    return _samplers.discrete_laplace(t, _check_size(size), stream, _threads(n_threads))
 
 
-def discrete_gaussian(scale, mean_shift, size, stream):
+def discrete_gaussian(scale, mean_shift, size, stream, *, n_threads=None):
     """Exact discrete Gaussian samples, P(Y = y) ∝ exp(-y² / (2σ²)), with σ² = scale · mean_shift.
 
     Canonne–Kamath–Steinke (2020), Algorithm 3: Y ~ DiscreteLaplace(t), accepted with
@@ -150,7 +192,7 @@ def discrete_gaussian(scale, mean_shift, size, stream):
         The discrete Laplace proposal scale t >= 1 (normally floor(σ) + 1).
     mean_shift : int
         m >= 1, so that σ² = t·m (in squared grid units); t <= 64·m is required.
-    size, stream
+    size, stream, n_threads
         As for :func:`discrete_laplace`.
 
     Returns
@@ -171,10 +213,10 @@ def discrete_gaussian(scale, mean_shift, size, stream):
             "scale <= 64*mean_shift (a proposal much wider than sigma would almost never be accepted), "
             f"got scale={scale!r}, mean_shift={mean_shift!r}"
         )
-    return _samplers.discrete_gaussian(t, m, _check_size(size), stream)
+    return _samplers.discrete_gaussian(t, m, _check_size(size), stream, _threads(n_threads))
 
 
-def bernoulli_ln2(size, stream):
+def bernoulli_ln2(size, stream, *, n_threads=None):
     """Exact Bernoulli(ln 2) trials.
 
     ln 2 = Σ_{k>=1} 2^-k / k: draw K with P(K = k) = 2^-k (fair coin flips up to the first
@@ -186,15 +228,17 @@ def bernoulli_ln2(size, stream):
         Number of trials.
     stream : RandomStream
         Source of uniform integers.
+    n_threads : int or None, default None
+        As for :func:`discrete_laplace`.
 
     Returns
     -------
     ndarray of bool, shape (size,)
     """
-    return _samplers.bernoulli_ln2(_check_size(size), stream)
+    return _samplers.bernoulli_ln2(_check_size(size), stream, _threads(n_threads))
 
 
-def bernoulli_exp2_neg(numerator, log2_denominator, stream):
+def bernoulli_exp2_neg(numerator, log2_denominator, stream, *, n_threads=None):
     """Exact Bernoulli(2^(-f)) trials for f = numerator / 2**log2_denominator in [0, 1).
 
     2^-f = exp(-f·ln 2) with f·ln 2 in [0, ln 2): CKS Algorithm 1 with the coins
@@ -207,6 +251,8 @@ def bernoulli_exp2_neg(numerator, log2_denominator, stream):
     log2_denominator : int
         q in [0, 56].
     stream : RandomStream
+    n_threads : int or None, default None
+        As for :func:`discrete_laplace`.
 
     Returns
     -------
@@ -220,7 +266,7 @@ def bernoulli_exp2_neg(numerator, log2_denominator, stream):
     den = 1 << q
     if num.size and (num.min() < 0 or num.max() >= den):
         raise ValueError("numerator must be in [0, 2**log2_denominator)")
-    return _samplers.bernoulli_exp2_neg(num, den, stream)
+    return _samplers.bernoulli_exp2_neg(num, den, stream, _threads(n_threads))
 
 
 def _all_heads(n_flips, stream):

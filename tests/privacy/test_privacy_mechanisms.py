@@ -307,3 +307,38 @@ def test_noise_drawn_beforehand_gives_the_same_release(make):
     np.testing.assert_array_equal(mechanism.release(values, noise=noise), direct)
     with pytest.raises(ValueError, match="noise must have shape"):
         mechanism.release(values, noise=noise[:-1])
+
+
+# -- the exponential mechanism's grid and a common term (review of the samplers, finding 1)
+
+
+def test_a_common_term_left_in_the_utilities_can_exceed_the_grid_sensitivity():
+    # Δ = 3 g*² with frac(Δ / g_u) = 0.75 >= 1/2. Two candidates whose own terms move by
+    # +a and -a (|a| <= Δ), in a node whose common (parent) term moves by d: rounded with
+    # the common term in, the two K_j move apart by 2 Δ_K + 1, so no common integer shift
+    # keeps both within Δ_K (epsilon exceeded by the factor (Δ_K + 1) / Δ_K); rounded
+    # without it, each moves by at most Δ_K
+    g_star = math.sqrt((1 + 0.75 * 2**-20) / 3)
+    sensitivity = 3 * g_star**2
+    mech = ExponentialMechanism(sensitivity, 1.0)
+    g_u, delta_k = mech.resolution, mech.sensitivity_steps
+    assert math.modf(sensitivity / g_u)[0] >= 0.5
+    rng = np.random.default_rng(7)
+    n = 200_000
+    x = rng.uniform(-50, 50, (n, 2)) * g_u          # the candidates' own terms on D
+    a = rng.uniform(0.5, 1.0, n) * sensitivity      # how far one row moves them
+    x_next = x + np.stack([a, -a], axis=1)
+
+    def spread(before, after):
+        moved = mech.grid_utilities(after) - mech.grid_utilities(before)
+        # the smallest max |moved - shift| over integer shifts
+        return int(np.ceil((moved.max(axis=-1) - moved.min(axis=-1)) / 2).max())
+
+    assert np.abs(mech.grid_utilities(x_next) - mech.grid_utilities(x)).max() <= delta_k
+    assert spread(x, x_next) <= delta_k
+    # with the common term: own terms at +0.49 and -0.49 steps, moved by ±Δ; the common
+    # term moves from 0 to 0.3 steps
+    own = np.array([0.49, -0.49]) * g_u
+    own_next = own + np.array([sensitivity, -sensitivity])
+    assert spread(own, own_next) <= delta_k
+    assert spread(own - 0.0, own_next - 0.3 * g_u) == delta_k + 1

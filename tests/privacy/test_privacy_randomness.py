@@ -1,4 +1,4 @@
-"""Keyed SHAKE-256 streams: determinism, key separation, exact uniform integers."""
+"""Keyed ChaCha20 streams: test vectors, determinism, key separation, exact uniform integers."""
 
 import numpy as np
 import pytest
@@ -134,7 +134,7 @@ def test_as_stream():
 @pytest.mark.parametrize("bound", [1, 2, 7, 1000, 2**32 - 5, 2**32, 2**32 + 3, 2**62 + 11])
 def test_uniform_below_is_uniform(bound):
     s = NoiseSource(SEED).stream(purpose="uniform", index=bound)
-    n = 60_000
+    n = 600_000
     x = s.uniform_below(bound, n)
     assert x.dtype == np.int64 and x.min() >= 0 and x.max() < bound
     if bound == 1:
@@ -150,7 +150,7 @@ def test_uniform_below_is_uniform(bound):
 
 def test_uniform_below_with_per_element_bounds():
     s = NoiseSource(SEED).stream(purpose="uniform-array")
-    bounds = np.tile(np.array([3, 5, 2**40 + 1]), 20_000)
+    bounds = np.tile(np.array([3, 5, 2**40 + 1]), 200_000)
     x = s.uniform_below(bounds)
     assert (x < bounds).all() and (x >= 0).all()
     threes = x[0::3]
@@ -167,13 +167,42 @@ def test_uniform_below_refuses_bad_bounds():
 
 def test_bernoulli_exact_rational():
     s = NoiseSource(SEED).stream(purpose="bern")
-    n = 100_000
+    n = 1_000_000
     x = s.bernoulli(np.full(n, 3), np.full(n, 7))
     assert stats.binomtest(int(x.sum()), n, 3 / 7).pvalue > 1e-4
 
 
 def test_random_bits_are_fair():
     s = NoiseSource(SEED).stream(purpose="bits")
-    b = s.random_bits(100_001)
-    assert b.shape == (100_001,) and b.dtype == bool
+    b = s.random_bits(1_000_001)
+    assert b.shape == (1_000_001,) and b.dtype == bool
     assert stats.binomtest(int(b.sum()), b.size, 0.5).pvalue > 1e-4
+
+
+def test_keystream_is_rfc_8439_chacha20():
+    # RFC 8439 §2.4.2: key 00 01 .. 1f, nonce 00 00 00 00 00 00 00 4a 00 00 00 00, block
+    # counter 1; our lanes start at block 0, so the RFC's block is bytes 64.. of the lane
+    # whose nonce is le64(request) || le32(lane) = 00 00 00 00 00 00 00 4a || 00 00 00 00
+    from dpxgb_dask.privacy.randomness import chacha20_keystream
+
+    request = int.from_bytes(bytes.fromhex("000000000000004a"), "little")
+    block = chacha20_keystream(bytes(range(32)), request, 0, 128)[64:80]
+    assert block.hex() == "224f51f3401bd9e12fde276fb8631ded"
+
+
+def test_stream_test_vectors():
+    # documented in dpxgb_dask/privacy/randomness.py: the key derivation and the lanes
+    assert RandomStream(bytes(range(32))).random_bytes(16).hex() == "39fd2b7dd9c5196a8dbd0377b8dc4a49"
+    s = NoiseSource(seed=2**200 + 7).stream(tree=0, depth=2, purpose="split")
+    assert s.random_bytes(16).hex() == "1049bf3f819706188aeebe466ff91fed"
+
+
+def test_lanes_are_prefixes_and_independent():
+    s = RandomStream(bytes(range(32)))
+    request = s.take_request()
+    long, short = s.lane_words(request, 3, 100), s.lane_words(request, 3, 10)
+    np.testing.assert_array_equal(long[:10], short)
+    assert not np.array_equal(s.lane_words(request, 4, 10), short)
+    assert not np.array_equal(s.lane_words(request + 1, 3, 10), short)
+    with pytest.raises(ValueError, match="lane"):
+        s.lane_words(request, 2**32, 1)

@@ -1,4 +1,5 @@
-"""Exact samplers against their exact reference distributions (chi-square / binomial / KS).
+"""Exact samplers against their exact reference distributions (chi-square / binomial / KS),
+and the compiled samplers against their Python twins (same values, same stream position).
 
 ``DPXGB_SAMPLER_DRAWS=K`` multiplies the draws of every statistical test by K (default 1),
 for a stronger check after a change to the samplers or to how releases draw their noise.
@@ -64,7 +65,7 @@ def binned_chisquare(samples, support, pmf, min_expected=20.0):
 def test_bernoulli_exp_neg_matches_exp(num, den):
     # (2**60, 2**61 + 1): gamma ~ 1/2, so about 1/2 of the trials reach K = 2, where
     # den * K >= 2**62 takes the split branch Bernoulli(num/den) AND Bernoulli(1/K)
-    n = draws(100_000)
+    n = draws(1_000_000)
     x = bernoulli_exp_neg(np.full(n, num), den, stream("bexp", num))
     p = math.exp(-num / den)
     if p == 1.0:
@@ -88,7 +89,7 @@ def dlap_pmf(y, t):
 
 @pytest.mark.parametrize("t", [1, 2, 7, 100])
 def test_discrete_laplace_small_scales_chi_square(t):
-    n = draws(100_000)
+    n = draws(1_000_000)
     y = discrete_laplace(t, n, stream("dlap", t))
     support = np.arange(-40 * t, 40 * t + 1)
     assert binned_chisquare(y, support, dlap_pmf(support, t)) > ALPHA
@@ -96,14 +97,14 @@ def test_discrete_laplace_small_scales_chi_square(t):
 
 def test_discrete_laplace_large_scale_is_laplace_on_grid():
     t = 2**22
-    y = discrete_laplace(t, draws(100_000), stream("dlap-large"))
+    y = discrete_laplace(t, draws(1_000_000), stream("dlap-large"))
     # at this scale the discrete Laplace equals the continuous one on the integers (relative 2**-22)
     assert stats.kstest(y / t, stats.laplace.cdf).pvalue > ALPHA
 
 
 def test_discrete_laplace_symmetric_and_exact_zero_mass():
     t = 3
-    n = draws(200_000)
+    n = draws(2_000_000)
     y = discrete_laplace(t, n, stream("dlap-zero"))
     assert stats.binomtest(int((y == 0).sum()), n, float(dlap_pmf(0, t))).pvalue > ALPHA
     assert stats.binomtest(int((y > 0).sum()), int((y != 0).sum()), 0.5).pvalue > ALPHA
@@ -125,7 +126,7 @@ def dgauss_pmf(support, sigma2):
 @pytest.mark.parametrize("t,m", [(1, 1), (2, 2), (3, 5), (11, 10), (40, 39)])
 def test_discrete_gaussian_chi_square(t, m):
     sigma2 = t * m
-    n = draws(100_000)
+    n = draws(1_000_000)
     y = discrete_gaussian(t, m, n, stream("dg", t))
     half = int(12 * math.sqrt(sigma2)) + 2
     support = np.arange(-half, half + 1)
@@ -137,35 +138,26 @@ def test_discrete_gaussian_proposal_scale_does_not_matter():
     # only the efficient choice): sigma^2 = 12 from (t, m) = (3, 4), (2, 6) and (12, 1)
     support = np.arange(-30, 31)
     for t, m in [(3, 4), (2, 6), (12, 1)]:
-        y = discrete_gaussian(t, m, draws(60_000), stream("dg-t", t))
+        y = discrete_gaussian(t, m, draws(600_000), stream("dg-t", t))
         assert binned_chisquare(y, support, dgauss_pmf(support, 12.0)) > ALPHA
 
 
 def test_discrete_gaussian_large_scale_ks():
     t, m = 2**22 + 1, 2**22
-    y = discrete_gaussian(t, m, draws(100_000), stream("dg-large"))
+    y = discrete_gaussian(t, m, draws(1_000_000), stream("dg-large"))
     assert stats.kstest(y / math.sqrt(t * m), stats.norm.cdf).pvalue > ALPHA
 
 
-def test_discrete_gaussian_overflow_path_is_exact(monkeypatch):
-    # with sigma = 2**30 about 2% of the discrete Laplace proposals have (|Y| - m)**2 beyond
-    # int64 and take the exact Python-integer branch; the output must still be Gaussian,
-    # and the compiled sampler's branch must match the NumPy twin's draw for draw
-    calls = []
-    original = naive_samplers._bernoulli_exp_neg_big
-
-    def counting(a, den, s):
-        calls.append(a)
-        return original(a, den, s)
-
-    monkeypatch.setattr(naive_samplers, "_bernoulli_exp_neg_big", counting)
+def test_discrete_gaussian_wide_acceptance_exponent_is_exact():
+    # with sigma = 2**30 about 2% of the discrete Laplace proposals have |Y| - m >= 2**32,
+    # whose square (|Y| - m)**2 exceeds 64 bits and takes the 128-bit branch of the compiled
+    # sampler: the output must still be Gaussian and match the Python twin draw for draw
     t = m = 2**30
-    twin_stream, compiled_stream = stream("dg-big"), stream("dg-big")
-    y = naive_samplers.discrete_gaussian(t, m, draws(20_000), twin_stream)
-    assert len(calls) > 50
+    y = discrete_gaussian(t, m, draws(1_000_000), stream("dg-big"))
     assert stats.kstest(y / 2.0**30, stats.norm.cdf).pvalue > ALPHA
-    np.testing.assert_array_equal(discrete_gaussian(t, m, draws(20_000), compiled_stream), y)
-    assert compiled_stream.blocks_drawn == twin_stream.blocks_drawn
+    twin_stream, compiled_stream = stream("dg-big-twin"), stream("dg-big-twin")
+    expected = naive_samplers.discrete_gaussian(t, m, 3000, twin_stream)
+    np.testing.assert_array_equal(discrete_gaussian(t, m, 3000, compiled_stream), expected)
 
 
 def test_discrete_gaussian_validates():
@@ -178,7 +170,7 @@ def test_discrete_gaussian_validates():
 
 
 def test_bernoulli_ln2():
-    n = draws(100_000)
+    n = draws(1_000_000)
     x = bernoulli_ln2(n, stream("ln2"))
     assert stats.binomtest(int(x.sum()), n, math.log(2)).pvalue > ALPHA
     assert bernoulli_ln2(0, stream("ln2-0")).shape == (0,)
@@ -186,7 +178,7 @@ def test_bernoulli_ln2():
 
 @pytest.mark.parametrize("num,q", [(0, 3), (1, 1), (3, 2), (2**56 - 1, 56), (12345, 20)])
 def test_bernoulli_exp2_neg_matches_power_of_two(num, q):
-    n = draws(100_000)
+    n = draws(1_000_000)
     x = bernoulli_exp2_neg(np.full(n, num), q, stream("exp2", num))
     p = 2.0 ** (-num / 2**q)
     if p == 1.0:
@@ -204,7 +196,7 @@ def test_exponential_choice_base2_chi_square(head_bits):
     # head_bits=1 and 3 send most candidates through the tail path (unit slots, lazy coins)
     d = np.array([0, 1, 2, 3, 5, 8, 13, 21, 34, 200])
     num, q = 3, 2  # lambda = 3/4
-    n = draws(100_000)
+    n = draws(1_000_000)
     choice = exponential_choice_base2(np.tile(d, (n, 1)), num, q, stream("em2", head_bits or 0),
                                       head_bits=head_bits)
     p = 2.0 ** (-num * d / 2**q)
@@ -221,7 +213,7 @@ def test_exponential_choice_base2_mask_rows_and_validation():
     valid = np.array([[True, False, True], [False, True, True], [False, False, False]])
     c = exponential_choice_base2(d, 1, 0, stream("em2-mask"), valid=valid)
     assert c[0] in (0, 2) and c[1] in (1, 2) and c[2] == -1
-    uniform = exponential_choice_base2(np.tile([0, 50], (draws(40_000), 1)), 0, 0,
+    uniform = exponential_choice_base2(np.tile([0, 50], (draws(400_000), 1)), 0, 0,
                                        stream("em2-uniform"))
     assert stats.binomtest(int(uniform.sum()), uniform.size, 0.5).pvalue > ALPHA
     with pytest.raises(ValueError, match="distance"):
@@ -261,6 +253,8 @@ def _assert_same_draws(name, index, call):
 
 
 SIZES = [0, 1, 7, 300]
+#: Sizes over two lanes of the keystream (4096 values each): the second chunk reads lane 1.
+TWO_LANES = [4097]
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -294,9 +288,48 @@ def test_compiled_bernoulli_exp2_neg_equals_twin(q):
     _assert_same_draws("twin-e2", q, lambda mod, s: mod.bernoulli_exp2_neg(num, q, s))
 
 
-@pytest.mark.parametrize("size", SIZES + [5000])
+@pytest.mark.parametrize("size", SIZES + TWO_LANES)
 def test_compiled_bernoulli_ln2_equals_twin(size):
     _assert_same_draws("twin-ln2", size, lambda mod, s: mod.bernoulli_ln2(size, s))
+
+
+@pytest.mark.parametrize("sampler", ["gaussian", "laplace"])
+def test_compiled_equals_twin_over_two_lanes(sampler):
+    def call(mod, s):
+        if sampler == "gaussian":
+            return mod.discrete_gaussian(2**22 + 1, 2**22, TWO_LANES[0], s)
+        return mod.discrete_laplace(2**20 + 3, TWO_LANES[0], s)
+    _assert_same_draws("twin-lanes", 0 if sampler == "gaussian" else 1, call)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_draws_do_not_depend_on_the_thread_count(n_threads):
+    reference = discrete_gaussian(2**22 + 1, 2**22, 30_000, stream("threads"), n_threads=1)
+    got = discrete_gaussian(2**22 + 1, 2**22, 30_000, stream("threads"), n_threads=n_threads)
+    np.testing.assert_array_equal(got, reference)
+
+
+def test_a_lane_that_runs_out_is_drawn_again_with_the_same_result(monkeypatch):
+    # the compiled sampler sizes each lane's keystream from the average use; a lane that
+    # runs out is drawn again from its start with more words, which must change no value
+    from dpxgb_dask.privacy import _samplers
+
+    reference = discrete_gaussian(3, 4, 9000, stream("redo"))
+    laplace_reference = discrete_laplace(2**20, 9000, stream("redo-l"))
+    tiny = {kind: 0.01 for kind in _samplers._WORDS_PER_VALUE}
+    monkeypatch.setattr(_samplers, "_WORDS_PER_VALUE", tiny)
+    np.testing.assert_array_equal(discrete_gaussian(3, 4, 9000, stream("redo")), reference)
+    np.testing.assert_array_equal(discrete_laplace(2**20, 9000, stream("redo-l")), laplace_reference)
+
+
+def test_n_threads_is_checked(monkeypatch):
+    with pytest.raises(ValueError, match="n_threads"):
+        discrete_gaussian(3, 4, 5, stream("x"), n_threads=0)
+    monkeypatch.setenv("DPXGB_NOISE_THREADS", "two")
+    with pytest.raises(ValueError, match="DPXGB_NOISE_THREADS"):
+        samplers.noise_threads()
+    monkeypatch.setenv("DPXGB_NOISE_THREADS", "3")
+    assert samplers.noise_threads() == 3
 
 
 def test_compiled_samplers_validate_size():
@@ -310,7 +343,7 @@ def test_compiled_samplers_validate_size():
 
 @pytest.mark.parametrize("bound", [1, 2, 3, 1000, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1,
                                    2**62 + 12345, 2**63 - 1])
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", SIZES + TWO_LANES)
 def test_compiled_uniform_below_equals_twin(bound, size):
     twin_stream, compiled_stream = _twin_streams("twin-ub", bound % 997 + size)
     expected = naive_samplers.uniform_below(twin_stream, bound, size)

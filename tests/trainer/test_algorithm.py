@@ -107,6 +107,32 @@ def test_exponential_splits_pick_the_best_split_at_huge_epsilon(release_plan, fi
     assert splits.feature[0] == 1 and splits.bin_threshold[0] == 1
 
 
+def test_exponential_split_utilities_leave_out_the_parent_term(release_plan, fit_streams, monkeypatch):
+    # the parent's term is common to a node's candidates; rounded with them it could move a
+    # utility by one grid step more than the sensitivity (test_privacy_mechanisms.py)
+    from dpxgb_dask._core import empty_histograms
+
+    plan = release_plan(2, preset="dp-xgboost", reg_lambda=0.1)
+    rng = np.random.default_rng(3)
+    hist = empty_histograms(2, 2, 5)
+    hist["count"] = rng.integers(1, 20, hist["count"].shape)
+    hist["sum_gradients"] = rng.uniform(-0.3, 0.3, hist["sum_gradients"].shape) * hist["count"]
+    method = ExponentialSplits(plan, fit_streams(0))
+    seen = {}
+
+    def capture(utilities, mask=None, rng=None):
+        seen["utilities"] = utilities
+        return np.zeros(utilities.shape[0], dtype=np.int64)
+
+    monkeypatch.setattr(method.mechanism, "select", capture)
+    method.choose(0, 0, np.array([0, 1]), hist, np.array([3, 3]), None)
+    denominators = method._denominators(hist)
+    children = gains.split_gains(hist["sum_gradients"], denominators, 0.1, parent_term=False)
+    full = gains.split_gains(hist["sum_gradients"], denominators, 0.1)
+    np.testing.assert_allclose(seen["utilities"], children.reshape(2, -1))
+    assert not np.allclose(seen["utilities"], full.reshape(2, -1))
+
+
 def test_hessian_refined_cuts_follow_the_mass():
     bounds = np.array([[0.0, 1.0]])
     cuts = uniform_cuts(bounds, 8)

@@ -11,7 +11,8 @@ before the change under test, with::
     DPXGB_RECORD_DIGESTS=1 pytest tests/trainer/test_model_digests.py
 
 A change that is meant to alter models (a new default, a faster sampler drawing other
-noise) records its new digests in the same commit, and says why.
+noise) records its new digests in the same commit, and says why: the reason, given as
+``DPXGB_DIGEST_REASON="..."`` when recording, is stored beside the digests.
 """
 import hashlib
 import json
@@ -152,7 +153,9 @@ def test_model_files_are_byte_identical(client, tmp_path, recorded):
         digests[WARM_START] = _digest(continued, tmp_path, WARM_START)
     assert len(digests) >= 12
     if RECORD:
-        DIGESTS.write_text(json.dumps({"environment": environment(), "digests": digests},
+        reason = os.environ.get("DPXGB_DIGEST_REASON", "the code moved; no model changed")
+        DIGESTS.write_text(json.dumps({"environment": environment(), "digests": digests,
+                                       "recorded_because": reason},
                                       indent=1, sort_keys=True) + "\n")
         return
     changed = sorted(name for name in digests if digests[name] != recorded.get(name))
