@@ -3,7 +3,9 @@
 the scheduler process and reaches the states that live on the workers through the
 ``dpxgb_call`` handler of :class:`~dpxgb_dask.cluster.worker.DPXGBWorkerPlugin`, over the
 scheduler's pooled RPC connections: no task graph, no keys, one request per worker per
-round, all workers at once. It implements
+round, all workers at once. A round's results are summed among the workers along a tree
+(:mod:`~dpxgb_dask.cluster.reduction`), so the coordinator receives one reduced result per
+round whatever the number of workers. It implements
 :class:`~dpxgb_dask.boosting.protocol.PartitionBackend`, and recovers from lost workers.
 """
 import asyncio
@@ -13,6 +15,7 @@ import time
 from distributed import Client
 
 from ..boosting.protocol import add_results
+from .reduction import PeerLost, reduction_order
 from .wire import capability_digest, unpack_reply
 from .worker import load_task_delayed
 
@@ -79,6 +82,7 @@ class DaskBackend:
         self.bytes_gathered = 0
         self.worker_seconds = 0.0
         self.recoveries = 0
+        self._reduction_tag = 0   # one per attempt of a round (reduction.py)
 
     @property
     def n_partitions(self):
@@ -104,7 +108,6 @@ class DaskBackend:
                 # once, long before a connection attempt to it would time out.
                 await asyncio.wait([call], timeout=WORKER_CHECK_SECONDS)
                 if not call.done() and address not in self._scheduler.workers:
-                    call.cancel()
                     raise WorkerLost(f"worker {address} holding partitions "
                                      f"{self._placement[address]} of the fit was lost: it "
                                      "left the cluster during the fit (killed, or the "
@@ -114,8 +117,16 @@ class DaskBackend:
             raise WorkerLost(f"worker {address} holding partitions "
                              f"{self._placement[address]} of the fit was lost: {exc}",
                              address) from None
+        finally:
+            if not call.done():  # lost, or this call was cancelled with its round
+                call.cancel()
         try:
             result = unpack_reply(reply)
+        except PeerLost as exc:  # the worker could not reach its reduction parent
+            lost = exc.address
+            raise WorkerLost(f"worker {lost} holding partitions "
+                             f"{self._placement.get(lost, [])} of the fit was lost: {exc}",
+                             lost) from None
         except ConnectionError as exc:
             raise WorkerLost(f"worker {address} holding partitions "
                              f"{self._placement[address]} of the fit was lost: {exc}",
@@ -128,13 +139,18 @@ class DaskBackend:
         self.worker_seconds += reply["seconds"]
         return result
 
-    async def _all(self, action, args):
+    async def _all(self, action, args, reduced=False):
         """One call to every worker holding partitions; worker losses are recovered from
-        (see the class notes) and the call repeated."""
+        (see the class notes) and the call repeated. ``reduced``: the workers sum their
+        results along the reduction tree (only the root's is not None), and the first
+        failure cancels the other calls (a worker may be waiting for a lost child)."""
         for attempt in range(MAX_RECOVERIES + 1):
-            payload = _pickled(args)
-            outcomes = await asyncio.gather(*(self._call(w, action, payload)
-                                              for w in self.workers), return_exceptions=True)
+            if reduced:
+                self._reduction_tag += 1
+                payload = _pickled((args, (self._reduction_tag, reduction_order(self._placement))))
+            else:
+                payload = _pickled(args)
+            outcomes = await self._gather(action, payload, cancel_on_failure=reduced)
             lost = [o for o in outcomes if isinstance(o, WorkerLost)]
             errors = [o for o in outcomes if isinstance(o, BaseException) and o not in lost]
             if errors:
@@ -144,6 +160,19 @@ class DaskBackend:
             if attempt == MAX_RECOVERIES:
                 raise lost[0]
             await self._recover(lost)
+
+    async def _gather(self, action, payload, cancel_on_failure):
+        """The outcomes (results or exceptions) of one call to every worker; with
+        ``cancel_on_failure`` the calls still running when one fails are cancelled (their
+        outcome is None: the call is repeated)."""
+        calls = [asyncio.ensure_future(self._call(w, action, payload)) for w in self.workers]
+        if not cancel_on_failure:
+            return await asyncio.gather(*calls, return_exceptions=True)
+        _, pending = await asyncio.wait(calls, return_when=asyncio.FIRST_EXCEPTION)
+        for call in pending:
+            call.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return [None if c.cancelled() else (c.exception() or c.result()) for c in calls]
 
     async def _recover(self, lost):
         """Rebuild the partitions of the lost workers on live ones (see the class notes)."""
@@ -208,7 +237,7 @@ class DaskBackend:
         self._rounds.append(step)
         self._pending_round = True
         try:
-            return add_results(await self._all("round", step))
+            return add_results(await self._all("round", step, reduced=True))
         finally:
             self._pending_round = False
 

@@ -14,7 +14,10 @@ keeps only its SHA-256), and names an action:
                task just put here) and the log of the fit's messages so far
 ``aggregate``  exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
 ``prepare``    bin the rows and set the initial margins
-``round``      one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition
+``round``      one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition,
+               its sum added to the children's along the reduction tree
+               (:mod:`~dpxgb_dask.cluster.reduction`)
+``partial``    a child's partial sum of a round, for the reduction tree
 ``touch``      keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
 ``drop``       forget the fit
 =============  =====================================================================
@@ -23,7 +26,8 @@ The plugin is registered once per cluster by the first fit and stays, like an in
 library: it holds no data between fits. This module imports only what a partition needs
 (the partition state and the kernels), not the estimators or the accountants.
 
-Results are summed over the worker's partitions before they leave it. Nothing of a fit
+Results are summed over the worker's partitions before they leave it, and a round's
+sums over the workers along the reduction tree. Nothing of a fit
 is stored under a Dask key, a dataset or an event: its rows and exact aggregates live in
 this module's registry, inside the worker process, until the fit ends, fails, its client
 dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
@@ -41,6 +45,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from ..boosting.aggregates import aggregate
 from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
+from .reduction import MAILBOXES, reduce_along_tree
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
 
 #: How often a worker looks for expired fits.
@@ -66,13 +71,11 @@ class DPXGBWorkerPlugin(WorkerPlugin):
 
     def setup(self, worker):
         """Install the handler and start the sweeper on ``worker``."""
-        address = worker.address
-
         async def call(comm=None, **kwargs):
-            return await handle_call(address, **kwargs)
+            return await handle_call(worker, **kwargs)
 
         worker.handlers["dpxgb_call"] = call
-        self._sweeper = asyncio.ensure_future(sweep_forever(address))
+        self._sweeper = asyncio.ensure_future(sweep_forever(worker.address))
 
     def teardown(self, worker):
         """Remove the handler and drop every fit of ``worker``."""
@@ -152,6 +155,7 @@ def load_task_delayed(x_block, y_block, fit_id, digest, index, objective, n_thre
 
 def drop_fit(worker_address, fit_id):
     """Forget a fit (no capability needed: dropping reveals nothing)."""
+    MAILBOXES.forget(worker_address, fit_id)
     with _REGISTRY_LOCK:
         return _fits_of(worker_address).pop(fit_id, None) is not None
 
@@ -177,7 +181,7 @@ def _runs_inline(worker_address, fit_id, action):
     rows here are few (a shape, public); loads, re-loads, aggregates and binning go to a
     thread whatever their size.
     """
-    if action == "touch":
+    if action in ("touch", "partial"):
         return True
     if action != "round":
         return False
@@ -213,6 +217,10 @@ def execute(worker_address, fit_id, capability, action, args):
     fit = _fit(worker_address, fit_id, digest)
     if action == "touch":
         return None
+    if action == "partial":
+        tag, result = args
+        MAILBOXES.put(worker_address, fit_id, tag, result)
+        return None
     try:
         with fit.lock:
             return _execute(fit, action, args)
@@ -231,7 +239,8 @@ def _execute(fit, action, args):
             s.prepare(args)
         return None
     if action == "round":
-        return add_results([s.run(args) for s in states])
+        step, _ = args  # the reduction is the handler's (handle_call)
+        return add_results([s.run(step) for s in states])
     if action == "restore":
         index, prepare, rounds = args
         state = fit.states.get(index) or fit.replicas.pop(index)
@@ -248,9 +257,13 @@ async def sweep_forever(worker_address):
         _sweep(worker_address)
 
 
-async def handle_call(worker_address, fit=None, capability=None, action=None, payload=None):
+async def handle_call(worker, fit=None, capability=None, action=None, payload=None):
     """The ``dpxgb_call`` handler of a worker: ``payload`` is the argument of ``action``
     (pickled bytes, or an object the comm already deserialised).
+
+    Parameters
+    ----------
+    worker : distributed.Worker
 
     Returns
     -------
@@ -259,22 +272,27 @@ async def handle_call(worker_address, fit=None, capability=None, action=None, pa
         time (which stays with the coordinator, in the cluster), or
         :func:`~dpxgb_dask.cluster.wire.error_reply`.
     """
+    address = worker.address
     if action == "drop":
-        return reply(drop_fit(worker_address, fit), seconds=0.0)
+        return reply(drop_fit(address, fit), seconds=0.0)
     start = time.perf_counter()
     try:
         args = pickle.loads(payload) if isinstance(payload, bytes) else payload
-        if _runs_inline(worker_address, fit, action):
-            result = execute(worker_address, fit, capability, action, args)
+        if _runs_inline(address, fit, action):
+            result = execute(address, fit, capability, action, args)
         else:
-            result = await asyncio.to_thread(execute, worker_address, fit, capability,
-                                             action, args)
+            result = await asyncio.to_thread(execute, address, fit, capability, action, args)
+        seconds = time.perf_counter() - start
+        if action == "round" and args[1] is not None:
+            result = await reduce_along_tree(worker, fit, capability, args[1], result,
+                                             add_results)
     except Exception as exc:  # returned, not raised: the comm would lose its type
         return error_reply(exc)
-    return reply(result, seconds=time.perf_counter() - start)
+    return reply(result, seconds=seconds)
 
 
 def forget_worker(worker_address):
     """Drop every fit of a worker (its plugin is torn down)."""
+    MAILBOXES.forget(worker_address)
     with _REGISTRY_LOCK:
         _REGISTRY.pop(worker_address, None)

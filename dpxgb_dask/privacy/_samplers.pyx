@@ -152,9 +152,11 @@ cdef inline bint exp_neg_unit(Bits* b, uint64_t num, uint64_t den, uint64_t k,
     K grows while Bernoulli(γ/K) succeeds; True when K stops odd. With ``times_ln2`` the
     exponent is γ·ln 2 and each coin is Bernoulli(γ/K) AND Bernoulli(ln 2)."""
     cdef bint a
+    cdef uint64_t den_k
     while not b.exhausted:
-        if den <= (SAFE - 1) // k:
-            a = bernoulli(b, num, den * k)
+        # den·k < 2**62, tested with a product (a division per coin would cost more than the coin)
+        if mul_high(den, k, &den_k) == 0 and den_k < SAFE:
+            a = bernoulli(b, num, den_k)
         else:
             # Bernoulli(num/(den K)) = Bernoulli(num/den) AND Bernoulli(1/K)
             a = bernoulli(b, num, den) and bernoulli(b, 1, k)
@@ -194,6 +196,8 @@ cdef inline bint exp_neg_parts(Bits* b, uint64_t whole_high, uint64_t whole_low,
 
 cdef inline bint exp_neg(Bits* b, uint64_t num, uint64_t den) noexcept nogil:
     """Bernoulli(exp(-num/den)) for num >= 0."""
+    if num < den:
+        return exp_neg_unit(b, num, den, 1, False)
     return exp_neg_parts(b, 0, num // den, num % den, den)
 
 
@@ -287,14 +291,16 @@ cdef _draw(int kind, const int64_t[::1] a, bint per_value, uint64_t p, uint64_t 
         n_words = first_words
         while n_todo:
             lanes = np.empty((n_todo, n_words), dtype=np.uint64)
-            for i in range(n_todo):
-                stream.fill_lane(request, todo[i], lanes[i])
             words = lanes
             exhausted = np.zeros(n_todo, dtype=np.uint8)
             threads = <int>max(1, min(n_threads, n_todo))
             with nogil:
                 for i in prange(n_todo, num_threads=threads, schedule="dynamic"):
                     c = todo[i]
+                    # the keystream of a lane is filled in the thread that draws from it
+                    # (OpenSSL runs without the GIL, so the lanes are filled in parallel too)
+                    with gil:
+                        stream.fill_lane(request, c, lanes[i])
                     run_chunk(kind, &words[i, 0], n_words, &a[0], per_value, p, q,
                               c * CHUNK, min(size, (c + 1) * CHUNK), &o[0], &exhausted[i])
             # a lane that ran out is drawn again from its start with four times the words

@@ -1,0 +1,80 @@
+"""Bytes reaching the coordinator per level, and level time, at 2, 4 and 8 workers.
+
+Usage::
+
+    python benchmarks/bench_reduction.py [--workers 2 4 8] [--features 50 500]
+                                         [--rows 20000] [--output benchmarks/results/reduction.md]
+
+For each worker count, one LocalCluster of that many worker processes x 1 thread (8
+processes on 2 cores is fine for bytes and for relative time); for each feature count, one
+noisy_histogram fit (5 trees of depth 6, 64 bins, ε = 1, public bounds ±8) of ``--rows``
+standard-normal rows split into one partition per worker. A level's histograms are summed
+among the workers along a binary tree (``dpxgb_dask/cluster/reduction.py``), so the
+coordinator receives one reduced histogram per level. Reported: the median and the largest
+bytes per level that reach the coordinator (``timings["bytes_per_level"]``: the pickled
+replies of the level's round), and the median and 90th percentile level time.
+"""
+import argparse
+import shlex
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from distributed import Client, LocalCluster
+
+from dpxgb_dask import train
+
+
+def _fit(client, n_rows, n_features, n_workers):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n_rows, n_features))
+    y = (X[:, : min(10, n_features)].sum(axis=1) > 0).astype(float)
+    params = dict(epsilon=1.0, split_method="noisy_histogram", split_candidates="uniform",
+                  n_estimators=5, max_depth=6, max_bin=64,
+                  feature_bounds=np.tile([-8.0, 8.0], (n_features, 1)))
+    start = time.perf_counter()
+    _, timings = train(params, X, y, client=client, n_partitions=n_workers,
+                       return_timings=True)
+    return timings, time.perf_counter() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--features", type=int, nargs="+", default=[50, 500])
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--output", default=str(Path(__file__).resolve().parent / "results"
+                                                / "reduction.md"))
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", category=UserWarning)
+    rows = []
+    t_start = time.perf_counter()
+    for n_workers in args.workers:
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            _fit(client, 2_000, 10, n_workers)  # warm-up: imports, plugin registration
+            for n_features in args.features:
+                timings, wall = _fit(client, args.rows, n_features, n_workers)
+                sent = np.array(timings["bytes_per_level"]) / 1e6
+                level = np.array(timings["level"]) * 1e3
+                rows.append([n_workers, n_features, f"{np.median(sent):.3f}", f"{sent.max():.3f}",
+                             f"{np.median(level):.1f}", f"{np.percentile(level, 90):.1f}",
+                             f"{wall:.2f}"])
+                print(rows[-1], flush=True)
+    command = "python " + shlex.join(sys.argv)
+    header = ["workers", "features", "MB to the coordinator per level, median",
+              "largest level (MB)", "level median (ms)", "level p90 (ms)", "fit (s)"]
+    text = (f"Produced by: `{command}`\n\n"
+            f"{args.rows:,} rows, noisy_histogram, 5 trees of depth 6, 64 bins, one partition "
+            "per worker process (1 thread each), 2 cores.\n\n"
+            + "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n"
+            + "\n".join("| " + " | ".join(str(v) for v in r) + " |" for r in rows)
+            + f"\n\nTotal run time: {(time.perf_counter() - t_start) / 60:.1f} min.\n")
+    print(text)
+    Path(args.output).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
