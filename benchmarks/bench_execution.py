@@ -11,8 +11,8 @@ Every section runs on the same LocalCluster (2 worker processes x 1 thread) in o
 1. Training at ``--rows`` x 50 float32 (``make_classification``, ``n_informative=20``):
    one dask array with one row block on each worker (persisted before any fit) is given
    to xgboost.dask (``DaskQuantileDMatrix`` + ``xgboost.dask.train``: hist, depth 6, 20
-   rounds, 64 bins, 1 thread) and to the dpxgb methods random, noisy_histogram and
-   exponential (20 trees, depth 6) and default (its full ε = 1 schedule: 400 trees, depth
+   rounds, 64 bins, 1 thread) and to the dpxgb methods random, noisy_histogram,
+   exponential and partially_random (20 trees, depth 6) and default (its full ε = 1 schedule: 400 trees, depth
    6). Fit wall time, and the workers' peak RSS during that fit (a sampler thread on every
    worker polls the RSS every 20 ms; the max over workers is reported). One fit each,
    after a small warm-up fit of each system.
@@ -65,6 +65,7 @@ METHOD_PARAMS = {
     "noisy_histogram": {"split_method": "noisy_histogram", "split_candidates": "uniform"},
     "exponential": {"split_method": "exponential", "leaf_method": "laplace", "newton": False,
                     "split_candidates": "uniform", "accountant": "basic"},
+    "partially_random": {"split_method": "partially_random", "split_candidates": "uniform"},
 }
 
 SAMPLER_NAME = "bench-peak-rss"
@@ -285,7 +286,7 @@ def section_training(client, args, report):
     baseline = max(client.run(_rss).values()) / 2**20
     _, t_ref, m_ref = measured(client, lambda: fit_xgboost(client, X, y))
     rows = [["xgboost.dask (hist)", f"{t_ref:.1f}", f"{m_ref:.0f}", "1.00", "1.00"]]
-    for method in ["random", "noisy_histogram", "exponential", "default"]:
+    for method in ["random", "noisy_histogram", "exponential", "partially_random", "default"]:
         params = dp_params(method, N_FEATURES)
         _, seconds, peak = measured(client, lambda: train(params, X, y, client=client))
         label = f"dpxgb default ({default_schedule()})" if method == "default" \

@@ -1,4 +1,5 @@
-"""Kernel benchmark: histogram updates per ns per core, and the weighted quantile sketch.
+"""Kernel benchmark: histogram updates per ns per core, the weighted quantile sketch, and
+the per-tree passes over the rows (routing through a drawn tree, selecting a tree's rows).
 
 Usage::
 
@@ -20,7 +21,9 @@ from dpxgb_dask._core.histogram import (
     build_root_histogram,
     subtract_histograms,
 )
-from dpxgb_dask._core.partition import rows_of_nodes
+from dpxgb_dask._core.naive.rows import select_tree_rows as select_tree_rows_numpy
+from dpxgb_dask._core.partition import route_to_leaves, rows_of_nodes
+from dpxgb_dask._core.rows import add_leaf_values, select_tree_rows
 from dpxgb_dask._core.sketch import make_summary, query_cuts
 
 
@@ -123,6 +126,50 @@ def main():
     print()
     print(f"sketch: {F} features x (summary of 1024 noisy bins + 63 cuts): "
           f"{seconds * 1e3:.2f} ms")
+    tree_rows(X_binned, rng, args.repeat)
+
+
+def tree_rows(X_binned, rng, repeat):
+    """The default's per-tree passes over the rows, 1 thread: routing every row through a
+    full random tree of depth 6, selecting the tree's rows (all of them) with their
+    quantised gradients, and adding the leaf values to the margins."""
+    n, F = X_binned.shape
+    n_ids = 127
+    is_split = np.zeros(n_ids, np.uint8)
+    is_split[:63] = 1
+    feature = rng.integers(0, F, n_ids).astype(np.int32)
+    split_bin = rng.integers(0, 254, n_ids).astype(np.uint8)
+    missing_left = rng.integers(0, 2, n_ids).astype(np.uint8)
+    category_set = np.zeros((n_ids, 4), np.uint64)
+    positions = np.zeros(n, np.int32)
+
+    def route():
+        positions[:] = 0
+        route_to_leaves(X_binned, positions, is_split, feature, split_bin, missing_left,
+                        category_set, 255, 1)
+
+    g = rng.normal(scale=0.5, size=n)
+    h = rng.uniform(0.0, 0.25, size=n)
+    y = rng.integers(0, 2, n).astype(np.float64)
+    out = (np.empty(n, np.int32), np.empty(n, np.float32), np.empty(n, np.float32))
+    grid = 2.0**-20
+    args = (g, h, y, np.empty(0), 0.0, 2.0, 0.3, 0.25, grid, False, 0.3)
+    margins = np.zeros(n)
+    values = rng.normal(size=n_ids)
+    cases = [
+        ("route to the leaves of a depth-6 tree: kernel", route),
+        ("select a tree's rows, quantise g and h: kernel", lambda: select_tree_rows(*args, *out, 1)),
+        ("select a tree's rows, quantise g and h: numpy twin",
+         lambda: select_tree_rows_numpy(*args)),
+        ("add the leaf values to the margins: kernel",
+         lambda: add_leaf_values(positions, values, margins, False, 0.0, 0.0, 1)),
+    ]
+    print()
+    print(f"per-tree row passes: {n} rows, 1 thread, best of {repeat}")
+    print(f"{'case':<52} {'time (ms)':>10} {'ns per row':>11}")
+    for name, fn in cases:
+        seconds = best_time(fn, repeat)
+        print(f"{name:<52} {seconds * 1e3:>10.2f} {seconds * 1e9 / n:>11.2f}")
 
 if __name__ == "__main__":
     main()

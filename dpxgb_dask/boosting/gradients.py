@@ -27,10 +27,17 @@ def quantize(values, bound, lower=None):
     -------
     ndarray of float64, same shape
     """
-    hi = np.floor(bound / VALUE_GRID) * VALUE_GRID
-    lo = -hi if lower is None else np.ceil(lower / VALUE_GRID) * VALUE_GRID
+    lo, hi = grid_limits(bound, lower)
     return np.clip(np.round(np.asarray(values, dtype=np.float64) / VALUE_GRID) * VALUE_GRID,
                    lo, hi)
+
+
+def grid_limits(bound, lower=None):
+    """The clip interval of :func:`quantize` on the grid: ``(lo, hi)`` with ``hi`` the bound
+    rounded down to the ``VALUE_GRID`` and ``lo = -hi`` (or ``lower`` rounded up)."""
+    hi = np.floor(bound / VALUE_GRID) * VALUE_GRID
+    lo = -hi if lower is None else np.ceil(lower / VALUE_GRID) * VALUE_GRID
+    return lo, hi
 
 
 def clip_row_vectors(g, h, gradient_bound, hessian_bound, vector_bounds):

@@ -25,8 +25,9 @@ from .._core.binning import bin_features
 from .._core.histogram import build_node_histograms, subtract_histograms
 from .._core.partition import apply_splits, route_to_leaves, rows_of_nodes
 from .._core.partition import node_sums as node_sums_kernel
+from .._core.rows import add_leaf_values, select_tree_rows
 from .aggregates import tree_fine_histogram
-from .gradients import VALUE_GRID, clip_row_vectors, quantize
+from .gradients import VALUE_GRID, clip_row_vectors, grid_limits, quantize
 
 
 @dataclass
@@ -310,6 +311,9 @@ class PartitionState:
         gradient and hessian) if it can afford it, whether or not the Poisson sample then
         picks it (the divergence is the sampled mechanism's), and stays out otherwise.
         """
+        if spec.output_class is None and spec.filter_terms is None:
+            self._select_rows(spec)
+            return
         for rows in _row_chunks(self.n_rows):
             if spec.output_class is None:
                 g, h = self.objective.gradients(self.y[rows], self.margins[rows])
@@ -338,6 +342,24 @@ class PartitionState:
             self.positions[rows] = np.where(in_tree, 0, -1)
             self.gradients[rows] = np.where(in_tree, g, 0.0)
             self.hessians[rows] = np.where(in_tree, h, 0.0)
+        self._histograms = self._histogram_nodes = None
+
+    def _select_rows(self, spec):
+        """:meth:`_start_tree` of one output without a Rényi filter: the objective's
+        gradients, then the rows' selection and quantisation in one compiled pass
+        (``_core/rows.pyx``)."""
+        lo, hi = spec.sample_interval
+        every_row = lo <= 0.0 and hi > 1.0
+        g_max = grid_limits(spec.gradient_bound)[1]
+        h_max = grid_limits(spec.hessian_bound, lower=0.0)[1]
+        no_uniforms = np.empty(0)
+        for rows in _row_chunks(self.n_rows):
+            g, h = self.objective.gradients(self.y[rows], self.margins[rows])
+            u = no_uniforms if every_row else \
+                row_uniforms(spec.sample_key, self.row_offset + rows.start, g.size)
+            select_tree_rows(g, h, self.y[rows], u, lo, hi, g_max, h_max, VALUE_GRID,
+                             spec.gradient_rule == "filter", spec.gradient_bound,
+                             self.positions[rows], self.gradients[rows], self.hessians[rows], 1)
         self._histograms = self._histogram_nodes = None
 
     def _paced(self, rows, labelled, g, h, spec):
@@ -399,16 +421,24 @@ class PartitionState:
         if self.pending is self.margins and not end.batch_end:
             self.pending = self.margins.copy()
         clip = self.objective.margin_clip
-        for rows in _row_chunks(self.n_rows):
-            position = self.positions[rows]
-            pending = self.pending[rows] if end.output_class is None else \
-                self.pending[rows, end.output_class]
-            pending += end.values[np.where(position >= 0, position, ~position)]
-            if clip is not None:
-                np.clip(pending, clip[0], clip[1], out=pending)
+        if end.output_class is None:
+            low, high = clip if clip is not None else (0.0, 0.0)
+            add_leaf_values(self.positions, np.ascontiguousarray(end.values, dtype=np.float64),
+                            self.pending, clip is not None, low, high, self.n_threads)
+        else:
+            self._add_class_values(end, clip)
         if end.batch_end:
             self.margins = self.pending
             self._class_gradients = None
+
+    def _add_class_values(self, end, clip):
+        """:meth:`_end_tree`'s margin update of one class column (multiclass)."""
+        for rows in _row_chunks(self.n_rows):
+            position = self.positions[rows]
+            pending = self.pending[rows, end.output_class]
+            pending += end.values[np.where(position >= 0, position, ~position)]
+            if clip is not None:
+                np.clip(pending, clip[0], clip[1], out=pending)
 
 
 #: Rows per chunk of the per-tree row updates. Dask's nanny starts workers with

@@ -1,0 +1,131 @@
+"""Select the rows of a tree and quantise their gradients, in one pass over the rows.
+
+A tree's rows are those whose uniform number lies in ``[low, high)`` (all rows when the
+interval covers [0, 1]) and whose label is known; with ``drop_outside`` also those whose
+gradient is within its bound. Their gradient ``g`` is rounded to the grid and clipped to
+``[-g_max, g_max]``, their hessian to ``[0, h_max]`` (``g_max`` and ``h_max`` already on
+the grid), as ``numpy.round`` (half to even) then ``numpy.clip`` would; rows outside the
+tree get position ``-1`` and zero gradient and hessian.
+"""
+from libc.math cimport fabs, isnan
+from cython.parallel import prange
+
+from .common cimport G_H_DTYPE_C, INDEX_DTYPE_C, Y_DTYPE_C
+
+
+cdef double ROUNDING_SHIFT = 6755399441055744.0  # 1.5 * 2**52
+
+
+cdef inline double _round_half_even(double x) noexcept nogil:
+    """``rint(x)`` (round half to even, the default rounding mode) for |x| < 2**51: adding
+    and subtracting 1.5·2**52 leaves no fraction bits, without a call to libm."""
+    return (x + ROUNDING_SHIFT) - ROUNDING_SHIFT
+
+
+def select_tree_rows(
+    const Y_DTYPE_C[::1] gradients_in,     # IN (n_rows,) g at the margins
+    const Y_DTYPE_C[::1] hessians_in,      # IN (n_rows,) h at the margins
+    const Y_DTYPE_C[::1] labels,           # IN (n_rows,) NaN: unlabelled
+    const Y_DTYPE_C[::1] uniforms,         # IN (n_rows,) or empty: every row is drawn
+    double low,                            # IN the drawn interval [low, high)
+    double high,
+    double g_max,                          # IN gradient clip, on the grid
+    double h_max,                          # IN hessian clip, on the grid
+    double grid,                           # IN a power of two
+    bint drop_outside,                     # IN leave out rows with |g| > g_bound
+    double g_bound,                        # IN the gradient bound (before rounding)
+    INDEX_DTYPE_C[::1] positions,          # OUT (n_rows,) 0 in the tree, -1 outside
+    G_H_DTYPE_C[::1] gradients,            # OUT (n_rows,)
+    G_H_DTYPE_C[::1] hessians,             # OUT (n_rows,)
+    int n_threads,
+):
+    """Positions, quantised gradients and hessians of a tree's rows (module docstring).
+
+    Parameters
+    ----------
+    gradients_in, hessians_in, labels : ndarray of float64, shape (n_rows,)
+    uniforms : ndarray of float64, shape (n_rows,) or (0,)
+        Each row's uniform number; empty when the interval covers every row.
+    low, high : float
+    g_max, h_max, grid : float
+    drop_outside : bool
+    g_bound : float
+    positions : ndarray of int32, shape (n_rows,)
+    gradients, hessians : ndarray of float32, shape (n_rows,)
+    n_threads : int
+    """
+    cdef Py_ssize_t n = labels.shape[0], i
+    cdef bint every_row = uniforms.shape[0] == 0
+    cdef bint in_tree
+    cdef double g, h
+    cdef double inverse_grid = 1.0 / grid  # exact: the grid is a power of two
+    if not (gradients_in.shape[0] == hessians_in.shape[0] == n == positions.shape[0]
+            == gradients.shape[0] == hessians.shape[0]):
+        raise ValueError("the row arrays must have the same length")
+    if not every_row and uniforms.shape[0] != n:
+        raise ValueError(f"uniforms must have {n} entries or none, got {uniforms.shape[0]}")
+    for i in prange(n, schedule="static", nogil=True, num_threads=n_threads):
+        g = gradients_in[i]
+        in_tree = not isnan(labels[i])
+        if not every_row:
+            in_tree = in_tree and uniforms[i] >= low and uniforms[i] < high
+        if drop_outside:
+            in_tree = in_tree and fabs(g) <= g_bound
+        if in_tree:
+            g = _round_half_even(g * inverse_grid) * grid
+            h = _round_half_even(hessians_in[i] * inverse_grid) * grid
+            positions[i] = 0
+            # written as min/max of two values (minsd/maxsd), not as branches: a third of
+            # the rows or more clip, at random
+            g = g if g < g_max else g_max
+            g = g if g > -g_max else -g_max
+            h = h if h < h_max else h_max
+            h = h if h > 0.0 else 0.0
+            gradients[i] = <G_H_DTYPE_C>g
+            hessians[i] = <G_H_DTYPE_C>h
+        else:
+            positions[i] = -1
+            gradients[i] = 0.0
+            hessians[i] = 0.0
+
+
+def add_leaf_values(
+    const INDEX_DTYPE_C[::1] positions,    # IN (n_rows,) leaf heap id p, or ~p outside
+    const Y_DTYPE_C[::1] values,           # IN (n_node_ids,) the tree's value per node id
+    Y_DTYPE_C[::1] margins,                # IN/OUT (n_rows,)
+    bint clip,                             # IN clip the margins to [low, high]
+    double low,
+    double high,
+    int n_threads,
+):
+    """Add each row's leaf value to its margin (rows outside the tree too: their leaf is
+    ``~p``), then clip the margins to ``[low, high]`` if asked, as ``numpy.clip`` would.
+
+    Parameters
+    ----------
+    positions : ndarray of int32, shape (n_rows,)
+    values : ndarray of float64, shape (n_node_ids,)
+    margins : ndarray of float64, shape (n_rows,), updated in place
+    clip : bool
+    low, high : float
+    n_threads : int
+    """
+    cdef Py_ssize_t n = positions.shape[0], i, n_node_ids = values.shape[0]
+    cdef INDEX_DTYPE_C node
+    cdef double m
+    if margins.shape[0] != n:
+        raise ValueError(f"margins has {margins.shape[0]} entries, positions {n}")
+    for i in range(n):
+        node = positions[i]
+        if node < 0:
+            node = -node - 1
+        if node >= n_node_ids:
+            raise ValueError(f"row {i} sits at node {node}, beyond the {n_node_ids} values")
+    for i in prange(n, schedule="static", nogil=True, num_threads=n_threads):
+        node = positions[i]
+        if node < 0:
+            node = -node - 1
+        m = margins[i] + values[node]
+        if clip:
+            m = low if m < low else (high if m > high else m)
+        margins[i] = m

@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+
+from dpxgb_dask._core.naive import rows as naive
+from dpxgb_dask._core.rows import select_tree_rows
+
+GRID = 2.0**-20
+
+
+def _inputs(rng, n):
+    g = rng.normal(scale=0.8, size=n)
+    g[: n // 10] = np.round(g[: n // 10] / GRID + 0.5) * GRID  # ties: half to even
+    h = rng.uniform(0.0, 0.4, size=n)
+    y = rng.integers(0, 2, size=n).astype(np.float64)
+    y[rng.random(n) < 0.05] = np.nan
+    g[np.isnan(y)] = np.nan
+    return g, h, y, rng.random(n)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5000])
+@pytest.mark.parametrize("sampled", [False, True])
+@pytest.mark.parametrize("drop_outside", [False, True])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_select_tree_rows_matches_naive_twin(n, sampled, drop_outside, n_threads):
+    rng = np.random.default_rng(n + 2 * sampled + drop_outside)
+    g, h, y, u = _inputs(rng, n)
+    uniforms = u if sampled else np.empty(0)
+    low, high = (0.2, 0.7) if sampled else (0.0, 2.0)
+    g_max, h_max = np.floor(0.9 / GRID) * GRID, np.floor(0.25 / GRID) * GRID
+    expected = naive.select_tree_rows(g, h, y, uniforms, low, high, g_max, h_max, GRID,
+                                      drop_outside, 0.9)
+    got = (np.empty(n, np.int32), np.empty(n, np.float32), np.empty(n, np.float32))
+    select_tree_rows(g, h, y, uniforms, low, high, g_max, h_max, GRID, drop_outside, 0.9,
+                     *got, n_threads)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+    assert np.all(np.abs(got[1]) <= g_max) and np.all((got[2] >= 0) & (got[2] <= h_max))
+
+
+def test_select_tree_rows_checks_lengths():
+    a = np.zeros(3)
+    out = (np.empty(3, np.int32), np.empty(3, np.float32), np.empty(3, np.float32))
+    with pytest.raises(ValueError, match="uniforms"):
+        select_tree_rows(a, a, a, np.zeros(2), 0.0, 1.0, 1.0, 1.0, GRID, False, 1.0, *out, 1)
+    with pytest.raises(ValueError, match="same length"):
+        select_tree_rows(a, np.zeros(2), a, np.empty(0), 0.0, 1.0, 1.0, 1.0, GRID, False, 1.0,
+                         *out, 1)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3000])
+@pytest.mark.parametrize("clip", [False, True])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_add_leaf_values_matches_naive_twin(n, clip, n_threads):
+    from dpxgb_dask._core.rows import add_leaf_values
+
+    rng = np.random.default_rng(n + clip)
+    positions = rng.integers(-63, 63, size=n).astype(np.int32)
+    values = rng.normal(scale=0.7, size=63)
+    margins = rng.normal(size=n)
+    expected = naive.add_leaf_values(positions, values, margins, clip, -1.0, 1.0)
+    add_leaf_values(positions, values, margins, clip, -1.0, 1.0, n_threads)
+    np.testing.assert_array_equal(margins, expected)
+
+
+def test_add_leaf_values_refuses_a_node_beyond_the_values():
+    from dpxgb_dask._core.rows import add_leaf_values
+
+    with pytest.raises(ValueError, match="beyond"):
+        add_leaf_values(np.array([0, 5], np.int32), np.zeros(3), np.zeros(2), False, 0.0, 0.0, 1)
