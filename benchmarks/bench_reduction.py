@@ -10,7 +10,7 @@ processes on 2 cores is fine for bytes and for relative time); for each feature 
 noisy_histogram fit (5 trees of depth 6, 64 bins, ε = 1, public bounds ±8) of ``--rows``
 standard-normal rows split into one partition per worker. A level's histograms are summed
 among the workers along a binary tree (``dpxgb_dask/cluster/reduction.py``), so the
-coordinator receives one reduced histogram per level. Reported: the median and the largest
+coordinator receives at most two partial sums per level. Reported: the median and the largest
 bytes per level that reach the coordinator (``timings["bytes_per_level"]``: the pickled
 replies of the level's round), and the median and 90th percentile level time.
 """

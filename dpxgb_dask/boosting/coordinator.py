@@ -101,7 +101,7 @@ class Coordinator:
         self.leaf_method = make_leaf_method(plan, self.streams)
         self.rows = TreeRows(plan, self.streams)
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
-                        "phases": {}}
+                        "noise": 0.0, "noise_wait": 0.0, "phases": {}}
         self._seq = 0
         self._published_releases = 0
 
@@ -443,39 +443,39 @@ class Coordinator:
         tree, open_nodes, ranges = self._root(cuts, n_cuts)
         closed_nodes, closed_sums = [], []
         last_splits = child_sums = None
-        for d in range(self.params.max_depth):
-            if open_nodes.size == 0:
-                break
-            t_level = time.perf_counter()
-            bytes_before = self.backend.bytes_gathered
-
-            async def draw_noise(t=t, d=d, n_nodes=open_nodes.size):
-                # The noise depends only on its streams and the (public) number of values:
-                # drawn while the workers build the histograms.
-                size = self.splitter.noise_size(n_nodes)
-                return await self._cpu(self.splitter.draw_noise, t, d, n_nodes,
-                                       n_values=2 * size)
-
-            noise, exact = await self._round_while(
-                draw_noise, **first, splits=last_splits, histogram_nodes=open_nodes)
-            first = {}
-            self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
-            # with the noise drawn, what is left is post-processing of exact.size cells
-            choice = await self._cpu(
-                self._choose_recorded, t, d, open_nodes, exact, n_cuts, ranges, noise,
-                n_values=exact.size if noise is not None else 2 * exact.size)
-            del exact
-            splits = choice.splits
-            closed_nodes.extend(open_nodes[~splits.is_split].tolist())
-            closed_sums.append(choice.closed_sums)
-            child_sums = choice.child_sums
-            last_splits = splits.as_heap_arrays()
-            self._add_splits(tree, open_nodes, splits)
-            ranges = child_ranges(ranges, splits)
-            open_nodes = children(splits)
-            self.timings["level"].append(time.perf_counter() - t_level)
-            self._publish({"event": "level", "tree": t, "depth": d,
-                           "n_nodes": int(splits.is_split.size)})
+        ahead = LevelNoise(self, t)
+        try:
+            for d in range(self.params.max_depth):
+                if open_nodes.size == 0:
+                    break
+                t_level = time.perf_counter()
+                bytes_before = self.backend.bytes_gathered
+                ahead.start(d, open_nodes.size)
+                # the next level's noise is drawn during this level, for all the children
+                ahead.start(d + 1, 2 * open_nodes.size)
+                noise, exact = await self._round_while(
+                    lambda d=d, n=open_nodes.size: ahead.take(d, n), **first,
+                    splits=last_splits, histogram_nodes=open_nodes)
+                first = {}
+                self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
+                # with the noise drawn, what is left is post-processing of exact.size cells
+                choice = await self._cpu(
+                    self._choose_recorded, t, d, open_nodes, exact, n_cuts, ranges, noise,
+                    n_values=exact.size if noise is not None else 2 * exact.size)
+                del exact
+                splits = choice.splits
+                closed_nodes.extend(open_nodes[~splits.is_split].tolist())
+                closed_sums.append(choice.closed_sums)
+                child_sums = choice.child_sums
+                last_splits = splits.as_heap_arrays()
+                self._add_splits(tree, open_nodes, splits)
+                ranges = child_ranges(ranges, splits)
+                open_nodes = children(splits)
+                self.timings["level"].append(time.perf_counter() - t_level)
+                self._publish({"event": "level", "tree": t, "depth": d,
+                               "n_nodes": int(splits.is_split.size)})
+        finally:
+            ahead.cancel()
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
         return tree, leaves, np.concatenate(closed_sums + [child_sums]), last_splits
 
@@ -500,3 +500,67 @@ class Coordinator:
                 tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
                                splits.missing_left[i], categorical,
                                splits.category_set[i] if categorical else None)
+
+
+class LevelNoise:
+    """The split method's noise of one tree's levels, drawn ahead, one level at a time.
+
+    Level ``d + 1``'s noise is drawn while level ``d`` runs, for the most nodes it can have
+    (two per node of level ``d``); a level with ``n`` nodes takes the first values of it, which are
+    the values a draw for ``n`` nodes gives (a release's noise is a prefix-stable function
+    of its stream: :mod:`~dpxgb_dask.privacy.samplers`; the method's noise is node-major),
+    so the model is the one of a draw per level. The noise depends only on the streams and
+    public sizes, and what a level does not use is dropped unreleased.
+
+    Parameters
+    ----------
+    coordinator : Coordinator
+    tree : int
+    """
+
+    def __init__(self, coordinator, tree):
+        self.coordinator, self.tree = coordinator, tree
+        self.splitter = coordinator.splitter
+        self.depth = coordinator.params.max_depth
+        self._tasks = {}
+
+    def start(self, depth, n_nodes):
+        """Start drawing level ``depth``'s noise for ``n_nodes`` nodes, after the level
+        before it (no-op if it is under way, beyond the tree, or the method draws no noise
+        ahead)."""
+        if depth in self._tasks or depth >= self.depth or self.splitter.noise_size(1) == 0:
+            return
+        self._tasks[depth] = asyncio.ensure_future(
+            self._draw(depth, n_nodes, self._tasks.get(depth - 1)))
+
+    async def _draw(self, depth, n_nodes, previous):
+        if previous is not None:
+            await asyncio.wait([previous])  # one level's noise at a time
+        start = time.perf_counter()
+        try:
+            return await self.coordinator._cpu(
+                self.splitter.draw_noise, self.tree, depth, n_nodes,
+                n_values=2 * self.splitter.noise_size(n_nodes))
+        finally:
+            self.coordinator.timings["noise"] += time.perf_counter() - start
+
+    async def take(self, depth, n_nodes):
+        """Level ``depth``'s noise for ``n_nodes`` nodes (None if the method draws none)."""
+        task = self._tasks.pop(depth, None)
+        if task is None:
+            return None
+        start = time.perf_counter()
+        full = await task
+        self.coordinator.timings["noise_wait"] += time.perf_counter() - start
+        size = self.splitter.noise_size(n_nodes)
+        return tuple(values[:size] for values in full)
+
+    def cancel(self):
+        """Stop the draws still under way (the tree ended, failed or was cancelled)."""
+        for task in self._tasks.values():
+            if task.done():
+                if not task.cancelled():
+                    task.exception()  # retrieved: an unused level's failure is moot
+            else:
+                task.cancel()
+        self._tasks.clear()

@@ -4,8 +4,8 @@ the scheduler process and reaches the states that live on the workers through th
 ``dpxgb_call`` handler of :class:`~dpxgb_dask.cluster.worker.DPXGBWorkerPlugin`, over the
 scheduler's pooled RPC connections: no task graph, no keys, one request per worker per
 round, all workers at once. A round's results are summed among the workers along a tree
-(:mod:`~dpxgb_dask.cluster.reduction`), so the coordinator receives one reduced result per
-round whatever the number of workers. It implements
+(:mod:`~dpxgb_dask.cluster.reduction`), so the coordinator receives at most two partial
+sums per round whatever the number of workers. It implements
 :class:`~dpxgb_dask.boosting.protocol.PartitionBackend`, and recovers from lost workers.
 """
 import asyncio
@@ -142,7 +142,8 @@ class DaskBackend:
     async def _all(self, action, args, reduced=False):
         """One call to every worker holding partitions; worker losses are recovered from
         (see the class notes) and the call repeated. ``reduced``: the workers sum their
-        results along the reduction tree (only the root's is not None), and the first
+        results along the reduction tree (only the two workers under the coordinator answer
+        with sums), and the first
         failure cancels the other calls (a worker may be waiting for a lost child)."""
         for attempt in range(MAX_RECOVERIES + 1):
             if reduced:

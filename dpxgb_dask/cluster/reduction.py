@@ -1,15 +1,18 @@
-"""A round's results summed among the workers, along a binary tree, so that the coordinator
-receives one reduced result per round whatever the number of workers.
+"""A round's results summed among the workers, along a binary tree whose root is the
+coordinator, so that the coordinator receives at most two partial sums per round whatever
+the number of workers.
 
-The coordinator puts the workers of a fit in heap order (:func:`reduction_order`: the
-worker holding the most partitions first, as the root) and sends every worker the same
-round with that order and an attempt tag. Worker ``i`` computes its own partitions' sum,
-waits for the partial sums of its children ``2i + 1`` and ``2i + 2`` (``partial`` calls
-they make to it, worker to worker), adds them, and sends the total to its parent
-``(i - 1) // 2``; the root returns the total to the coordinator, the others an empty
-answer. A level's histograms therefore cross the network ``n_workers - 1`` times between
-workers and once to the scheduler, instead of ``n_workers`` times to the scheduler, as in
-the reductions of xgboost (rabit's tree allreduce) and LightGBM.
+The coordinator puts the workers of a fit in order (:func:`reduction_order`: the workers
+holding the most partitions first) and sends every worker the same round with that order
+and an attempt tag. In the binary heap whose position 0 is the coordinator, the worker at
+index ``i`` sits at position ``i + 1``: it computes its own partitions' sum, waits for the
+partial sums of its children (positions ``2i + 3`` and ``2i + 4``, sent to it by ``partial``
+calls, worker to worker), adds them, and sends the total to its parent, or, for the two
+workers under the coordinator, returns it as the answer to the round; the others answer
+nothing. A level's histograms therefore cross the network once per worker, and at most
+twice to the scheduler, instead of once per worker to the scheduler, as in the tree
+reductions of xgboost (rabit's allreduce) and LightGBM. The coordinator keeps two
+children, not one, because a hop between workers costs about as much as a reply to it.
 
 The partial sums are exact aggregates of the fit's rows; they move only between the
 workers that hold those rows, under the fit's capability (a worker receiving a partial sum
@@ -50,7 +53,7 @@ class RoundAbandoned(RuntimeError):
 
 
 def reduction_order(placement):
-    """The workers in heap order, the root first.
+    """The workers in heap order, below the coordinator.
 
     Parameters
     ----------
@@ -60,17 +63,19 @@ def reduction_order(placement):
     Returns
     -------
     tuple of str
-        By decreasing number of partitions, then address: the root holds the most.
+        By decreasing number of partitions, then address: the workers holding the most are
+        nearest the coordinator.
     """
     return tuple(sorted(placement, key=lambda address: (-len(placement[address]), address)))
 
 
 def neighbours(order, address):
-    """``(parent or None, children)`` of ``address`` in the heap ``order``."""
-    i = order.index(address)
-    parent = order[(i - 1) // 2] if i else None
-    children = [order[j] for j in (2 * i + 1, 2 * i + 2) if j < len(order)]
-    return parent, children
+    """``(parent or None, children)`` of ``address`` in the heap ``order`` (None: the
+    parent is the coordinator)."""
+    position = order.index(address) + 1      # the coordinator is position 0
+    parent = (position - 1) // 2
+    children = [order[p - 1] for p in (2 * position + 1, 2 * position + 2) if p <= len(order)]
+    return (order[parent - 1] if parent else None), children
 
 
 class _Mailboxes:
@@ -129,7 +134,8 @@ async def reduce_along_tree(worker, fit_id, capability, reduction, own, add):
     Returns
     -------
     object
-        The tree's total at the root; None elsewhere (sent to the parent).
+        The total of this worker's subtree when its parent is the coordinator; None
+        elsewhere (sent to the parent).
 
     Raises
     ------

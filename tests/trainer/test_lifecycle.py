@@ -204,22 +204,17 @@ def _inputs(kind, X, y):
 
 @pytest.mark.parametrize("kind", ["numpy", "pandas", "dask_array", "dask_frame",
                                   "numpy_multiclass", "numpy_filtered",
-                                  "numpy_categorical_pr", "numpy_tree_sketch",
-                                  "numpy_reduction_leaf"])
+                                  "numpy_categorical_pr", "numpy_tree_sketch"])
 def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_data, kind):
     """The fit finishes after a worker is killed, with the very model (and ledger) of an
     undisturbed fit: the lost partitions are rebuilt and the interrupted round replayed
     (multiclass: the class gradients of the round are recomputed where they were lost;
     with an individual Rényi filter, every row's divergence so far; partially random
-    splits on sets of categories; a DP sketch of each tree's rows). The victim is the root
-    of the reduction tree (cluster/reduction.py), or its leaf for ``numpy_reduction_leaf``:
-    the root may then be waiting for the leaf's partial sum."""
+    splits on sets of categories; a DP sketch of each tree's rows)."""
     import os
     import signal
 
     X, y, bounds = classification_data
-    victim_rank = -1 if kind == "numpy_reduction_leaf" else 0
-    kind = "numpy" if kind == "numpy_reduction_leaf" else kind
     params = {"feature_bounds": bounds, "random_state": seed,
               "reproducible_noise": True, "n_estimators": 150,
               "max_depth": 4, "split_method": "noisy_histogram"}
@@ -245,7 +240,7 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     assert _wait_for(lambda: _running(client), 60) is not None
     time.sleep(0.3)
     pids = client.run(os.getpid)
-    victim = sorted(pids)[victim_rank]  # one partition each: the tree's root sorts first
+    victim = sorted(pids)[0]
     os.kill(pids[victim], signal.SIGKILL)
     thread.join(120)
     client.wait_for_workers(2, timeout=60)

@@ -1,6 +1,6 @@
 """A round's results are summed among the workers (dpxgb_dask/cluster/reduction.py): the
 bytes reaching the coordinator per level do not grow with the number of workers, the tree
-is the documented heap, and a lost worker is recovered from whether it is the root or not."""
+is the documented heap, and a lost worker is recovered from wherever it sits in it."""
 import threading
 import time
 
@@ -22,12 +22,16 @@ def _data(n_rows=4000, seed=0):
 
 
 def test_heap_order_and_neighbours():
-    placement = {"tcp://b": [0, 1], "tcp://a": [2], "tcp://c": [3, 4, 5], "tcp://d": [6]}
+    # the coordinator is position 0 of the heap; c and b answer it, a and d send to c
+    placement = {"tcp://b": [0, 1], "tcp://a": [2], "tcp://c": [3, 4, 5], "tcp://d": [6],
+                 "tcp://e": [7]}
     order = reduction_order(placement)
-    assert order == ("tcp://c", "tcp://b", "tcp://a", "tcp://d")
-    assert neighbours(order, "tcp://c") == (None, ["tcp://b", "tcp://a"])
-    assert neighbours(order, "tcp://b") == ("tcp://c", ["tcp://d"])
-    assert neighbours(order, "tcp://d") == ("tcp://b", [])
+    assert order == ("tcp://c", "tcp://b", "tcp://a", "tcp://d", "tcp://e")
+    assert neighbours(order, "tcp://c") == (None, ["tcp://a", "tcp://d"])
+    assert neighbours(order, "tcp://b") == (None, ["tcp://e"])
+    assert neighbours(order, "tcp://a") == ("tcp://c", [])
+    assert neighbours(order, "tcp://e") == ("tcp://b", [])
+    assert neighbours(("tcp://x",), "tcp://x") == (None, [])
 
 
 def _bytes_per_level(n_workers):
@@ -42,7 +46,7 @@ def _bytes_per_level(n_workers):
 def test_bytes_reaching_the_coordinator_do_not_grow_with_the_workers():
     two, eight = _bytes_per_level(2), _bytes_per_level(8)
     assert two.shape == eight.shape
-    # one reduced histogram per level, plus a few bytes of acknowledgement per worker
+    # two partial sums per level, plus a few bytes of acknowledgement per other worker
     assert np.all(eight <= two + 6 * 200)
 
 
@@ -56,8 +60,9 @@ def _running(client):
 
 @pytest.mark.parametrize("victim", ["root", "inner", "leaf"])
 def test_a_lost_worker_is_recovered_from_wherever_it_sits_in_the_tree(victim):
-    # 4 workers, one partition each: the heap is the sorted addresses, root -> inner
-    # (children: the leaf) -> leaf; the root also waits for the last worker
+    # 4 workers, one partition each, in sorted order below the coordinator: the first
+    # ("root") answers it for itself and its two children (the third and the leaf, the
+    # fourth); the second ("inner") answers it alone
     import os
     import signal
 
