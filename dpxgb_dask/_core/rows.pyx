@@ -7,7 +7,7 @@ gradient is within its bound. Their gradient ``g`` is rounded to the grid and cl
 the grid), as ``numpy.round`` (half to even) then ``numpy.clip`` would; rows outside the
 tree get position ``-1`` and zero gradient and hessian.
 """
-from libc.math cimport fabs, isnan
+from libc.math cimport copysign, fabs, isnan
 from cython.parallel import prange
 
 from .common cimport G_H_DTYPE_C, INDEX_DTYPE_C, Y_DTYPE_C
@@ -18,8 +18,9 @@ cdef double ROUNDING_SHIFT = 6755399441055744.0  # 1.5 * 2**52
 
 cdef inline double _round_half_even(double x) noexcept nogil:
     """``rint(x)`` (round half to even, the default rounding mode) for |x| < 2**51: adding
-    and subtracting 1.5·2**52 leaves no fraction bits, without a call to libm."""
-    return (x + ROUNDING_SHIFT) - ROUNDING_SHIFT
+    and subtracting 1.5·2**52 leaves no fraction bits, without a call to libm; the sign is
+    x's, as rint keeps it (-0.3 rounds to -0.0)."""
+    return copysign((x + ROUNDING_SHIFT) - ROUNDING_SHIFT, x)
 
 
 def select_tree_rows(
@@ -76,11 +77,11 @@ def select_tree_rows(
             h = _round_half_even(hessians_in[i] * inverse_grid) * grid
             positions[i] = 0
             # written as min/max of two values (minsd/maxsd), not as branches: a third of
-            # the rows or more clip, at random
-            g = g if g < g_max else g_max
-            g = g if g > -g_max else -g_max
-            h = h if h < h_max else h_max
-            h = h if h > 0.0 else 0.0
+            # the rows or more clip, at random; NaN and -0.0 pass as through numpy.clip
+            g = g_max if g > g_max else g
+            g = -g_max if g < -g_max else g
+            h = h_max if h > h_max else h
+            h = 0.0 if h < 0.0 else h
             gradients[i] = <G_H_DTYPE_C>g
             hessians[i] = <G_H_DTYPE_C>h
         else:

@@ -169,10 +169,12 @@ class DaskBackend:
         calls = [asyncio.ensure_future(self._call(w, action, payload)) for w in self.workers]
         if not cancel_on_failure:
             return await asyncio.gather(*calls, return_exceptions=True)
-        _, pending = await asyncio.wait(calls, return_when=asyncio.FIRST_EXCEPTION)
-        for call in pending:
-            call.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        try:
+            await asyncio.wait(calls, return_when=asyncio.FIRST_EXCEPTION)
+        finally:  # also when this round is cancelled: no call outlives it
+            for call in calls:
+                call.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
         return [None if c.cancelled() else (c.exception() or c.result()) for c in calls]
 
     async def _recover(self, lost):

@@ -20,15 +20,16 @@ checks it as for every call), and are dropped as soon as they are added.
 
 Faults: a worker that cannot reach its parent answers :class:`PeerLost` naming it, and the
 coordinator treats that as the loss of the parent (:mod:`~dpxgb_dask.cluster.backend`
-recovers the lost worker's partitions and repeats the round with a new attempt tag). A
-worker waiting for a child gives up when a newer attempt of the fit reaches it, when the
-fit is dropped, or after ``CHILD_WAIT_SECONDS``.
+recovers the lost worker's partitions and repeats the round with a new attempt tag); an
+error the parent answers (a dropped fit...) is the worker's answer. A worker waits for its
+children as long as it takes them (a large partition may be slow): it gives up when a
+newer attempt of the fit reaches it (the coordinator saw a loss and repeats the round),
+when the fit is dropped, or when the fit's lease expires (its coordinator is gone).
 """
 import asyncio
 import pickle
 
-#: How long a worker waits for a child's partial sum before it fails the round.
-CHILD_WAIT_SECONDS = 120.0
+from .wire import unpack_reply
 
 
 class PeerLost(ConnectionError):
@@ -141,8 +142,8 @@ async def reduce_along_tree(worker, fit_id, capability, reduction, own, add):
     ------
     PeerLost
         The parent could not be reached.
-    RoundAbandoned, TimeoutError
-        A newer attempt came, the fit ended, or a child did not answer in time.
+    RoundAbandoned
+        A newer attempt came, or the fit ended.
     """
     tag, order = reduction
     parent, children = neighbours(order, worker.address)
@@ -150,7 +151,7 @@ async def reduce_along_tree(worker, fit_id, capability, reduction, own, add):
     try:
         parts = [own]
         for _ in children:
-            part = await asyncio.wait_for(queue.get(), CHILD_WAIT_SECONDS)
+            part = await queue.get()
             if isinstance(part, BaseException):
                 raise part
             parts.append(part)
@@ -166,6 +167,11 @@ async def reduce_along_tree(worker, fit_id, capability, reduction, own, add):
     except OSError as exc:
         raise PeerLost(f"the reduction parent {parent} of worker {worker.address} was lost: "
                        f"{exc}", parent) from None
-    if not isinstance(answer, dict) or "payload" not in answer:
-        raise PeerLost(f"the reduction parent {parent} did not take the partial sum", parent)
+    try:
+        unpack_reply(answer)  # the parent's own error, if it answered one
+    except PeerLost:
+        raise
+    except ConnectionError as exc:  # no dpxgb answer: the parent is going away
+        raise PeerLost(f"the reduction parent {parent} did not take the partial sum: {exc}",
+                       parent) from None
     return None

@@ -172,6 +172,7 @@ def _sweep(worker_address):
         fits = _fits_of(worker_address)
         for fit_id in [f for f, fit in fits.items() if now - fit.touched > LEASE_SECONDS]:
             del fits[fit_id]
+            MAILBOXES.forget(worker_address, fit_id)  # partial sums waiting, and waits
 
 
 def _runs_inline(worker_address, fit_id, action):

@@ -213,6 +213,7 @@ cdef inline int64_t laplace(Bits* b, uint64_t t) noexcept nogil:
         v = 0
         while exp_minus_one(b) and not b.exhausted:
             v += 1
+        # x < 2**63 unless v >= 2**13 at the largest scale t = 2**50: probability e**-8192
         x = u + t * v
         negative = bit(b)
         if negative and x == 0:

@@ -90,7 +90,7 @@ class FilterTerm:
     u (hessian, or 1 for counts) to ``denominator_coords`` entries: an L2 norm
     ``n = sqrt(gradient_coords g² + denominator_coords u²)``. On the mechanism's integer
     grid (step ``resolution``) its rounded sums move by at most ``n/resolution + margin``
-    steps (``margin = sqrt(k) + 1``, ``mechanisms.GaussianMechanism``), against
+    steps (``margin = 2 sqrt(k)``, ``GaussianMechanism.margin_steps``), against
     ``Δ/resolution + margin`` for the worst row, so the row's share of the worst case is
 
         r = (n/resolution + margin) / (Δ/resolution + margin) <= 1,
@@ -123,7 +123,7 @@ def filter_term(mechanism, gradient_coords, denominator_coords, count=1):
         raise ValueError("filter_term needs a GaussianMechanism built with coords_per_row")
     return FilterTerm(int(gradient_coords), int(denominator_coords),
                       float(mechanism.sensitivity), float(mechanism.resolution),
-                      math.sqrt(k) + 1.0, count / mechanism.noise_multiplier**2)
+                      mechanism.margin_steps(k), count / mechanism.noise_multiplier**2)
 
 
 @dataclass(frozen=True)

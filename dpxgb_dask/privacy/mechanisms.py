@@ -341,10 +341,7 @@ class GaussianMechanism(_GridMechanism):
         self._setup_coords(coords_per_row)
 
     def _params(self, k):
-        # sqrt(k): the rounding of k coordinates; sqrt(k): the discreteness margin of one
-        # grid step per coordinate, which lets the continuous RDP/PLD curves describe the
-        # vector discrete Gaussian (accountants.py)
-        accounted = (self.sensitivity / self.resolution + 2.0 * math.sqrt(k)) * (1.0 + _ROUNDING_SLACK)
+        accounted = (self.sensitivity / self.resolution + self.margin_steps(k)) * (1.0 + _ROUNDING_SLACK)
         sigma_int = self.noise_multiplier * accounted * (1.0 + _ROUNDING_SLACK)
         if sigma_int >= 2.0**29:
             raise ValueError(
@@ -354,6 +351,24 @@ class GaussianMechanism(_GridMechanism):
         t = math.floor(sigma_int) + 1
         m = math.ceil(Fraction(sigma_int) ** 2 / t)
         return {"k": k, "accounted": accounted, "t": int(t), "m": int(m), "z": math.sqrt(t * m) / accounted}
+
+    @staticmethod
+    def margin_steps(k):
+        """Grid steps added to Δ/g when a row changes ``k`` coordinates: sqrt(k) for their
+        rounding and sqrt(k) for the discreteness margin of one step per coordinate, which
+        lets the continuous RDP/PLD curves describe the vector discrete Gaussian
+        (:mod:`~dpxgb_dask.privacy.accountants`).
+
+        Parameters
+        ----------
+        k : int
+
+        Returns
+        -------
+        float
+            2·sqrt(k).
+        """
+        return 2.0 * math.sqrt(k)
 
     @property
     def integer_scale(self):

@@ -226,3 +226,16 @@ def test_ledgers_the_rdp_accountant_could_misread_are_refused():
                  rdp_order=4.0, rdp_budget=1.0)
     with pytest.raises(ValueError, match="subsample 'tree:0' has releases under different"):
         RDPAccountant().get_epsilon(split, 1e-6)
+
+
+def test_a_rows_share_uses_the_mechanisms_margin():
+    # the filter's worst row is the mechanism's accounted sensitivity: Δ/g + 2 sqrt(k)
+    from dpxgb_dask.privacy.filter import filter_term
+    from dpxgb_dask.privacy.mechanisms import GaussianMechanism
+
+    mechanism = GaussianMechanism(1.0, noise_multiplier=2.0, coords_per_row=16)
+    term = filter_term(mechanism, 8, 8)
+    assert term.margin == GaussianMechanism.margin_steps(16) == 8.0
+    mechanism.draw_noise(4)
+    assert mechanism._accounted_sensitivity == pytest.approx(
+        mechanism.sensitivity / mechanism.resolution + term.margin, rel=1e-11)
