@@ -24,7 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import categories
-from .inputs import check_numeric_dtypes
+from .inputs import check_numeric_dtypes, label_array
 from .objective import softmax
 from .privacy.validation import PrivacyLeakWarning
 from .training import train
@@ -161,7 +161,7 @@ class _DPXGBModel(BaseEstimator):
         pass as they are (their rows stay on the cluster). Categorical features are
         checked on their codes, and handed on as their values (``train`` encodes them)."""
         if _is_dask(X) or _is_dask(y):
-            return X, y
+            return X, label_array(y)  # a one-column dask frame: its series
         resolved = self._categories_of(X, xgb_model)
         if categories.is_frame(X):
             # (names the columns that need categories=, where float conversion would not)

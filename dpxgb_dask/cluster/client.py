@@ -297,10 +297,36 @@ def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_thr
     return placement, sources
 
 
+def _frame_blocks(X, y):
+    """Row blocks of a dask DataFrame ``X`` and its label Series ``y``, cut the same way.
+
+    Taken apart, each collection is optimised on its own, and dask may fuse the
+    partitions of a projection (``ddf["y"]`` of a Parquet read) differently from the
+    other's; joined into one frame first, both come from the same blocks. Only
+    collections with the same partitions (count and divisions) are joined, partition by
+    partition: others keep their own blocks (and the count check of the caller), never a
+    join on the index that could pair a row with another row's label.
+
+    Returns
+    -------
+    x_blocks, y_blocks : list of dask.delayed.Delayed
+    """
+    if X.npartitions != y.npartitions or tuple(X.divisions) != tuple(y.divisions):
+        return list(X.to_delayed()), list(y.to_delayed())
+    label = "__dpxgb_label__"
+    while label in X.columns:
+        label += "_"
+    joined = X.assign(**{label: y})
+    blocks = joined.to_delayed()
+    return [b.drop(columns=[label]) for b in blocks], [b[label] for b in blocks]
+
+
 def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
     if not (is_dask_collection(X) and is_dask_collection(y)):
         raise ValueError("X and y must both be dask collections, or neither")
-    if hasattr(X, "chunks"):  # dask array
+    if not hasattr(X, "chunks") and not hasattr(y, "chunks"):  # dask DataFrame and Series
+        x_blocks, y_blocks = _frame_blocks(X, y)
+    elif hasattr(X, "chunks"):  # dask array
         X = X.rechunk({1: -1})
         x_blocks = list(X.to_delayed().ravel())
     else:
@@ -310,7 +336,7 @@ def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
                 and not any(np.isnan(c) for c in y.chunks[0]):
             y = y.rechunk((X.chunks[0],))
         y_blocks = list(y.to_delayed().ravel())
-    else:
+    elif hasattr(X, "chunks"):
         y_blocks = list(y.to_delayed())
     if len(x_blocks) != len(y_blocks):
         raise ValueError(f"X and y must have the same row partitions, got {len(x_blocks)} "

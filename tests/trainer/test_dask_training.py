@@ -192,6 +192,27 @@ def test_nan_features_and_all_missing_feature(client, seed, classification_data)
     assert np.all(np.isfinite(proba))
 
 
+def test_parquet_columns_and_a_one_column_label_frame(client, tmp_path):
+    """A Parquet read split into feature columns and a label column: dask fuses the
+    label's projection into fewer partitions (4 files, 2 label partitions), and the fit
+    takes both from the same row blocks; a one-column dask frame is a label too."""
+    import dask.dataframe as dd
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(rng.normal(size=(4000, 5)), columns=list("abcde"))
+    frame["y"] = (frame.a + frame.b > 0).astype(int)
+    for i in range(4):
+        frame.iloc[i * 1000:(i + 1) * 1000].to_parquet(tmp_path / f"part{i}.parquet")
+    table = dd.read_parquet(tmp_path)
+    features = list("abcde")
+    assert table["y"].optimize().npartitions != table[features].optimize().npartitions
+    kw = dict(epsilon=4.0, n_estimators=20, classes=[0, 1], feature_bounds=[(-5.0, 5.0)] * 5)
+    for X, y in [(table[features], table["y"]), (table.drop(columns="y"), table[["y"]])]:
+        model = dpxgb_dask.DPXGBClassifier(**kw).fit(X, y)
+        proba = model.predict_proba(frame[features])[:, 1]
+        assert roc_auc_score(frame["y"], proba) > 0.8
+
+
 def test_a_worker_without_data(client, seed, classification_data):
     X, y, bounds = classification_data
     booster = train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL},
