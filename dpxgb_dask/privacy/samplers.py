@@ -53,6 +53,7 @@ CCS 2020 (base-2 weights to make the exponential mechanism exactly implementable
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -93,6 +94,12 @@ def noise_threads():
         if not value.strip().isdigit() or int(value) < 1:
             raise ValueError(f"{_THREADS_VARIABLE} must be an integer >= 1, got {value!r}")
         return int(value)
+    return _usable_cores()
+
+
+@functools.lru_cache(maxsize=1)
+def _usable_cores():
+    """The cores this process may run on, asked once (a system call per release otherwise)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
