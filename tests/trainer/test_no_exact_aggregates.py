@@ -17,9 +17,16 @@ from dpxgb_dask.objective import Objective
 SEED = 2**200 + 7
 
 
+#: Dask's host metrics of a worker (CPU percent, memory...), sent with ``scheduler_info``:
+#: public machine data, whose values (a CPU share of 12.5%) can equal a small exact sum.
+_HOST_METRICS = "metrics"
+
+
 def _numbers(obj, out):
     if isinstance(obj, dict):
         for k, v in obj.items():
+            if k == _HOST_METRICS:
+                continue
             _numbers(k, out)
             _numbers(v, out)
     elif isinstance(obj, (list, tuple, set)):
