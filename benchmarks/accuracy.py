@@ -5,6 +5,13 @@ Usage::
     python benchmarks/accuracy.py [--epsilons 0.1 0.5 1 4 10] [--n-estimators 20]
                                   [--methods default dp-xgboost dpboost maddock s-bdt]
                                   [--seeds 3] [--no-cluster] [--out FILE.md]
+    python benchmarks/accuracy.py --methods noisy_histogram partially_random exponential \
+        --n-estimators 0 --epsilons 0.5 1 4 --no-cluster \
+        --out benchmarks/results/adult_split_methods.md
+
+A method is ``default``, a preset, or a split method named without a preset (which then
+takes its own defaults, ``params.defaults.SPLIT_METHOD_DEFAULTS``); ``--n-estimators 0``
+keeps each method's own number of trees.
 
 Train on adult.data, test on adult.test, rows with '?' dropped (30,162 / 15,060 rows);
 categorical columns are coded by the category lists of adult.names and every feature has
@@ -26,7 +33,7 @@ from sklearn.metrics import roc_auc_score
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datasets import data_dir, load_adult  # noqa: E402
 
-from dpxgb_dask.params import resolve_params  # noqa: E402
+from dpxgb_dask.params import SPLIT_METHODS, resolve_params  # noqa: E402
 from dpxgb_dask.training import check_bounds_policy, train, train_in_process  # noqa: E402
 
 #: A seed of > 128 bits per repetition (shorter seeds would warn that noise is guessable).
@@ -60,9 +67,13 @@ def error_auc_cell(scores):
 
 def method_params(method, epsilon, n_estimators, bounds, seed):
     params = {"objective": "binary:logistic", "epsilon": epsilon, "feature_bounds": bounds,
-              "n_estimators": n_estimators, "random_state": seed,
+              "random_state": seed,
               "reproducible_noise": True}  # reproducible tables: noise keyed by the seed
-    if method != "default":
+    if n_estimators:
+        params["n_estimators"] = n_estimators
+    if method in SPLIT_METHODS:
+        params["split_method"] = method
+    elif method != "default":
         params["preset"] = method
     return params
 
@@ -100,7 +111,8 @@ def main():
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
         client = Client(cluster)
 
-    lines = [f"Adult (train {len(y)} rows, test {len(y_test)}), {args.n_estimators} trees, "
+    trees = args.n_estimators or "each method's own number of"
+    lines = [f"Adult (train {len(y)} rows, test {len(y_test)}), {trees} trees, "
              f"{args.seeds} seed(s); test error % / AUC, mean ± std",
              "",
              "| method | " + " | ".join(f"ε={e:g}" for e in args.epsilons) + " |",
@@ -119,8 +131,9 @@ def main():
         line = f"| {method} | " + " | ".join(cells) + " |"
         lines.append(line)
         print(line, flush=True)
-    err, auc = nonprivate_xgboost(X, y, X_test, y_test, args.n_estimators)
-    line = ("| xgboost (non-private, depth 6, η 0.3) | " +
+    xgb_trees = args.n_estimators or 20
+    err, auc = nonprivate_xgboost(X, y, X_test, y_test, xgb_trees)
+    line = (f"| xgboost (non-private, {xgb_trees} trees, depth 6, η 0.3) | " +
             " | ".join(f"{100 * err:.1f} / {auc:.3f}" for _ in args.epsilons) + " |")
     lines.append(line)
     print(line)

@@ -56,7 +56,51 @@ def candidate_mask(n_cuts, n_bins, node_ranges=None, categorical=None):
     return base[None] & reachable
 
 
-def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True):
+#: A released child's hessian sum enters a gain as at least this many standard deviations of
+#: its noise (:class:`ReleasedNoise`): below it, the released H cannot be told from zero, and
+#: dividing by it would let the noise of near-empty children pick the splits. The value was
+#: chosen on training folds (``benchmarks/ablate_greedy.py``).
+NOISE_FLOOR_SDS = 2.0
+
+
+class ReleasedNoise:
+    """What is public about the Gaussian noise of a released histogram: which cells carry
+    it, and its standard deviation (the same for G and H).
+
+    Parameters
+    ----------
+    cells : ndarray of float64, shape (n_nodes, n_features, n_bins)
+        1 where a cell was released with noise, 0 where its noise was dropped because the
+        cell is known to hold no row (public: bins the node's ancestors' splits cut off, or
+        beyond a categorical feature's categories).
+    sigma : float
+        The noise's standard deviation σ per cell.
+    """
+
+    def __init__(self, cells, sigma):
+        self.cells = np.asarray(cells, dtype=np.float64)
+        self.sigma = float(sigma)
+
+    def child_term(self, g, h, k, reg_lambda):
+        """A child's term of the gain, from released sums over ``k`` noisy cells:
+
+            max(G̃² − k σ², 0) / (max(H̃, c σ √k) + λ),   c = :data:`NOISE_FLOOR_SDS`.
+
+        G̃ = G + N(0, kσ²), so G̃² − kσ² estimates G² without the noise's bias, which
+        otherwise favours children summed from many cells; the floor keeps a child whose
+        released H is within c standard deviations of zero from dividing by noise. Both
+        use public quantities only (post-processing of the release).
+        """
+        numerator = np.maximum(g**2 - k * self.sigma**2, 0.0)
+        floor = NOISE_FLOOR_SDS * self.sigma * np.sqrt(k)
+        return numerator / (np.maximum(h, floor) + reg_lambda)
+
+    def floored(self, noisy_h):
+        """Released per-cell H floored as :meth:`child_term` floors one cell."""
+        return np.maximum(noisy_h, NOISE_FLOOR_SDS * self.sigma * self.cells)
+
+
+def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True, noise=None):
     """Gain of every candidate: G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ).
 
     This is XGBoost's gain without its factor 1/2 (DP-XGBoost eq. (5); DPBoost eq. (3)
@@ -76,32 +120,42 @@ def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True):
         data-dependent common term (its rounding would move a utility by one grid step
         more than the children's terms can, see
         :class:`~dpxgb_dask.privacy.exponential.ExponentialMechanism`).
+    noise : ReleasedNoise, optional
+        The sums are a Gaussian release: each term is
+        :meth:`ReleasedNoise.child_term` over the noisy cells it sums (its ``cells`` in the
+        bins' order of ``sum_g``). Without it every term is G²/(max(H, 0) + λ).
 
     Returns
     -------
     ndarray of float64, shape (n_nodes, n_features, n_bins - 1, 2)
         ``[..., t, 0]``: missing values right; ``[..., t, 1]``: missing values left.
     """
-    g_miss, h_miss = sum_g[..., -1:], sum_h[..., -1:]
+    cells = np.zeros(sum_g.shape) if noise is None else noise.cells
+    if noise is None:
+        def term(g, h, k):
+            return safe_ratio(g**2, np.maximum(h, 0.0) + reg_lambda)
+    else:
+        def term(g, h, k):
+            return noise.child_term(g, h, k, reg_lambda)
+    g_miss, h_miss, k_miss = sum_g[..., -1:], sum_h[..., -1:], cells[..., -1:]
     gl = np.cumsum(sum_g[..., :-1], axis=-1)
     hl = np.cumsum(sum_h[..., :-1], axis=-1)
-    g_tot = gl[..., -1:] + g_miss
-    h_tot = hl[..., -1:] + h_miss
+    kl = np.cumsum(cells[..., :-1], axis=-1)
+    g_tot, h_tot, k_tot = gl[..., -1:] + g_miss, hl[..., -1:] + h_miss, kl[..., -1:] + k_miss
     if categorical is not None and np.any(categorical):
         one = np.asarray(categorical)[:, None]  # one category against the rest
         gl = np.where(one, sum_g[..., :-1], gl)
         hl = np.where(one, sum_h[..., :-1], hl)
-    parent = safe_ratio(g_tot**2, np.maximum(h_tot, 0.0) + reg_lambda) if parent_term else 0.0
+        kl = np.where(one, cells[..., :-1], kl)
+    parent = term(g_tot, h_tot, k_tot) if parent_term else 0.0
     gains = np.empty(gl.shape + (2,))
     for missing_left in (0, 1):
         g_left = gl + missing_left * g_miss
         h_left = hl + missing_left * h_miss
-        g_right, h_right = g_tot - g_left, h_tot - h_left
-        gains[..., missing_left] = (
-            safe_ratio(g_left**2, np.maximum(h_left, 0.0) + reg_lambda)
-            + safe_ratio(g_right**2, np.maximum(h_right, 0.0) + reg_lambda)
-            - parent
-        )
+        k_left = kl + missing_left * k_miss
+        gains[..., missing_left] = (term(g_left, h_left, k_left)
+                                    + term(g_tot - g_left, h_tot - h_left, k_tot - k_left)
+                                    - parent)
     return gains
 
 
@@ -139,6 +193,34 @@ def category_order(sum_g, sum_h, n_cuts, reg_lambda, categorical=None):
         ratio = safe_ratio(sum_g[:, f, :c], sum_h[:, f, :c] + reg_lambda)
         order[:, f, :c] = np.argsort(ratio, axis=1, kind="stable")
     return order
+
+
+def reachable_bins(node_ranges, n_cuts, n_bins, categorical=None):
+    """The bins that can hold rows of each node (public: from the ancestors' splits and the
+    features' cuts).
+
+    Parameters
+    ----------
+    node_ranges : ndarray of int, shape (n_nodes, n_features, 2)
+        Reachable bin range ``[lo, hi]`` (both included) of each numerical feature.
+    n_cuts : ndarray of int, shape (n_features,)
+    n_bins : int
+        Bins per feature, the missing bin (last, always reachable) included.
+    categorical : ndarray of bool, shape (n_features,), optional
+        A categorical feature's bins are its ``n_cuts + 1`` categories at every node.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_nodes, n_features, n_bins)
+    """
+    b = np.arange(n_bins)[None, None, :]
+    lo, hi = node_ranges[:, :, 0:1], node_ranges[:, :, 1:2]
+    reachable = (b >= lo) & (b <= hi)
+    if categorical is not None and np.any(categorical):
+        one = np.asarray(categorical, dtype=bool)[None, :, None]
+        reachable = np.where(one, b <= np.asarray(n_cuts)[None, :, None], reachable)
+    reachable[..., -1] = True
+    return reachable
 
 
 def threshold_ranges(node_ranges, n_cuts, categorical=None):

@@ -23,8 +23,9 @@ import numpy as np
 
 from .. import categories
 from ..privacy.exponential import ExponentialMechanism
-from .gains import (candidate_mask, category_order, collapse_at_thresholds,
-                    decode_candidates, random_category_subset, split_gains, threshold_ranges)
+from .gains import (ReleasedNoise, candidate_mask, category_order, collapse_at_thresholds,
+                    decode_candidates, random_category_subset, reachable_bins, split_gains,
+                    threshold_ranges)
 from .plan import histogram_mechanism
 from .tree import child_totals, level_splits, node_totals
 
@@ -304,50 +305,50 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
         """:meth:`LevelSplitMethod.choose` on the released histograms
         (:meth:`choose_released`)."""
-        splits, _, _ = self.choose_released(tree, depth, nodes, histograms, n_cuts, noise)
+        splits, _, _ = self.choose_released(tree, depth, nodes, histograms, n_cuts, ranges,
+                                            noise)
         event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
         return self._with_exact_sums(splits, event, histograms)
 
-    def choose_released(self, tree, depth, nodes, histograms, n_cuts, noise=None):
+    def choose_released(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
         """:meth:`choose`'s splits with the release they post-process.
+
+        Cells that can hold no row of a node (bins its ancestors' splits cut off, or beyond
+        a categorical feature's categories: public facts) have their noise dropped and
+        offer no threshold; the gains are
+        :func:`~dpxgb_dask.boosting.gains.split_gains` with the release's
+        :class:`~dpxgb_dask.boosting.gains.ReleasedNoise`. All of it is post-processing.
 
         Returns
         -------
         splits : LevelSplits
         noisy_g, noisy_h : ndarray of float64, shape (n_nodes, n_features, n_bins)
-            The DP releases themselves.
+            The DP release, with the noise of the cells known to be empty dropped.
         """
         n_nodes, n_features, n_bins = histograms.shape
         categorical, reg_lambda = self.categorical, self.reg_lambda
         noisy_g, noisy_h = self.release(tree, depth, histograms, noise)
-        if categorical is not None:
-            # bins beyond a feature's own (it has fewer categories or cuts than the missing
-            # bin) hold no row: a public fact, so their noise is dropped (post-processing)
-            used = np.arange(n_bins - 1)[None, :] <= np.asarray(n_cuts)[:, None]  # 0..n_cuts
-            empty = np.concatenate([~used, np.zeros((n_features, 1), dtype=bool)], axis=1)
-            noisy_g = np.where(empty[None], 0.0, noisy_g)
-            noisy_h = np.where(empty[None], 0.0, noisy_h)
-        positive_h = np.maximum(noisy_h, 0.0)
+        reachable = reachable_bins(ranges, n_cuts, n_bins, categorical)
+        noisy_g, noisy_h = np.where(reachable, noisy_g, 0.0), np.where(reachable, noisy_h, 0.0)
+        released = ReleasedNoise(reachable, self.mechanism.sigma)
         # a categorical feature's candidates are the prefixes of its categories sorted by
         # their noisy G/(H + λ) (post-processing); a numerical feature's bins keep their order
-        if categorical is None:
-            order, gains = None, split_gains(noisy_g, positive_h, reg_lambda)
-        else:
-            order = category_order(noisy_g, positive_h, n_cuts, reg_lambda, categorical)
-            gains = split_gains(np.take_along_axis(noisy_g, order, axis=2),
-                                np.take_along_axis(positive_h, order, axis=2), reg_lambda)
-        mask = candidate_mask(n_cuts, n_bins)
+        order = category_order(noisy_g, released.floored(noisy_h), n_cuts, reg_lambda,
+                               categorical)
+        in_order = (lambda a: a) if categorical is None else (
+            lambda a: np.take_along_axis(a, order, axis=2))
+        gains = split_gains(in_order(noisy_g), in_order(noisy_h), reg_lambda,
+                            noise=ReleasedNoise(in_order(released.cells), released.sigma))
+        mask = candidate_mask(n_cuts, n_bins, ranges)
         if categorical is not None:  # prefixes of 1..k_f categories (one category: itself)
-            one = np.asarray(categorical, dtype=bool)
             prefixes = (np.arange(n_bins - 1)[None, :]
                         < np.maximum(np.asarray(n_cuts), 1)[:, None])
-            mask = np.where(one[:, None], prefixes, mask)
-        mask = np.broadcast_to(mask[None, :, :, None], gains.shape)
-        flat = np.where(mask, gains, -np.inf).reshape(n_nodes, -1)
+            mask = np.where(np.asarray(categorical, dtype=bool)[None, :, None], prefixes, mask)
+        flat = np.where(mask[..., None], gains, -np.inf).reshape(n_nodes, -1)
         choice = np.argmax(flat, axis=1)
         is_split = np.isfinite(flat[np.arange(n_nodes), choice])
         feature, threshold, missing_left = decode_candidates(choice, n_features, n_bins - 1)
-        left_codes = None if order is None else [
+        left_codes = None if categorical is None else [
             order[i, f, :t + 1].tolist() for i, (f, t) in enumerate(zip(feature, threshold))]
         splits = level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
                               left_codes)
@@ -412,7 +413,9 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
             tree, depth, collapse_at_thresholds(histograms, thresholds, categorical, subsets),
             noise)
         # threshold 0 of the 3-cell histogram is the drawn threshold: [..., missing right/left]
-        gains = split_gains(noisy_g, np.maximum(noisy_h, 0.0), self.reg_lambda)[:, :, 0, :]
+        # every cell may hold rows (the threshold lies in the node's reachable range)
+        released = ReleasedNoise(np.ones(noisy_g.shape), self.mechanism.sigma)
+        gains = split_gains(noisy_g, noisy_h, self.reg_lambda, noise=released)[:, :, 0, :]
         flat = np.where(splittable[:, :, None], gains, -np.inf).reshape(n_nodes, -1)
         choice = np.argmax(flat, axis=1)
         is_split = np.isfinite(flat[np.arange(n_nodes), choice])

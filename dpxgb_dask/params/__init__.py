@@ -12,8 +12,8 @@ import numbers
 import numpy as np
 
 from ..objective import OBJECTIVES
-from .defaults import (DEFAULT_REGRESSION_OVERRIDES, carried_leaf_regime,
-                       default_schedule_overrides)
+from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
+                       carried_leaf_regime, default_schedule_overrides, split_method_defaults)
 from .presets import PRESETS, preset_overrides
 
 __all__ = ["PRESETS", "TrainParams", "check_feature_bounds", "check_label_bounds",
@@ -51,11 +51,14 @@ class TrainParams:
     learning_rate : float
         Shrinkage applied to every leaf value. Not given, the binary default carries its
         schedule point's η to the fit's number of trees
-        (:func:`~dpxgb_dask.params.defaults.tree_count_learning_rate`).
+        (:func:`~dpxgb_dask.params.defaults.tree_count_learning_rate`); a fit that names
+        another ``split_method`` takes that method's defaults instead
+        (:data:`~dpxgb_dask.params.defaults.SPLIT_METHOD_DEFAULTS`).
     reg_lambda : float
         L2 regularisation λ of leaf values and gains. Not given, the binary default
         carries its schedule point's λ to the fit's ε and number of trees
-        (:func:`~dpxgb_dask.params.defaults.noise_following_lambda`).
+        (:func:`~dpxgb_dask.params.defaults.noise_following_lambda`), unless the fit
+        names another ``split_method`` (as for ``learning_rate``).
     subsample : float in (0, 1]
         Poisson subsampling rate γ: each row joins each tree independently with this
         probability (privacy amplification by subsampling).
@@ -84,6 +87,9 @@ class TrainParams:
     bounds_epsilon : float, optional
         Budget spent on a DP estimate of missing feature bounds.
     split_method : {"random", "exponential", "noisy_histogram", "partially_random"}
+        Without a preset, a method other than "random" brings its own defaults for the
+        parameters the user does not give
+        (:data:`~dpxgb_dask.params.defaults.SPLIT_METHOD_DEFAULTS`).
         "random": totally random splits (no budget); "exponential": the exponential
         mechanism on exact gains; "noisy_histogram": the best split of Gaussian-noised
         histograms; "partially_random" (Maddock et al.'s PR): at each node every feature
@@ -316,7 +322,11 @@ def resolve_params(objective, preset=None, **explicit):
     if epsilon is None and explicit.get("dp_epsilon_per_tree") is None:
         epsilon = TrainParams.epsilon
     values = {"objective": objective}
-    if preset is None:
+    # a split method other than the default's takes its own defaults, not the schedule's
+    own_method = preset is None and explicit.get("split_method") in SPLIT_METHOD_DEFAULTS
+    if own_method:
+        values.update(split_method_defaults(objective, explicit["split_method"]))
+    elif preset is None:
         if objective == "reg:squarederror":
             values.update(DEFAULT_REGRESSION_OVERRIDES)
         values.update(default_schedule_overrides(objective, epsilon))
@@ -329,7 +339,7 @@ def resolve_params(objective, preset=None, **explicit):
     if "dp_epsilon_per_tree" in given and "epsilon" not in given:
         given["epsilon"] = None
     values.update(given)
-    if preset is None:
+    if preset is None and not own_method:
         values.update(carried_leaf_regime(
             objective, epsilon, values.get("n_estimators", TrainParams.n_estimators), given))
     params = TrainParams(**values)

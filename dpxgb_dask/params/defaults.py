@@ -1,5 +1,5 @@
-"""The default (no preset): its ε schedule, and the leaf regime carried to a fit's ε and tree
-count.
+"""The default (no preset): its ε schedule, the leaf regime carried to a fit's ε and tree
+count, and the defaults of the split methods the default does not use.
 
 Every point of :data:`DEFAULT_SCHEDULE` was selected on training data only, never on a test
 set (``benchmarks/tune_default.py``); which round chose which point, with the candidates'
@@ -187,3 +187,56 @@ def carried_leaf_regime(objective, epsilon, n_estimators, given):
         carried["learning_rate"] = tree_count_learning_rate(
             overrides["learning_rate"], overrides["n_estimators"], int(n_estimators))
     return carried
+
+
+#: The defaults of a split method that a fit without a preset names (``split_method=``
+#: other than the default's random splits). They replace the default's ε schedule and its
+#: carried λ and η, which were selected for random one-feature trees; the parameters the
+#: user gives still win. Every value was chosen on training folds only (Adult validation
+#: splits of adult.data and generated tasks, ``benchmarks/ablate_greedy.py``, whose tables
+#: are in ``benchmarks/results/greedy_ablation.md``):
+#:
+#: - the greedy methods (``noisy_histogram``, ``partially_random``) release every feature's
+#:   cells at each level, so fewer, shallower trees with fewer cells each (depth 4, or 3
+#:   for partially random trees, and 32 equal-width bins) spend the budget on fewer, less
+#:   noisy releases;
+#: - ``exponential`` is pure ε: count denominators (the only ones its gain sensitivity holds
+#:   for), leaves from Laplace noise on each leaf's gradient sum and count (DP-XGBoost's
+#:   NoisyAverage, far better than noise on the leaf value at these budgets) with
+#:   DP-XGBoost's denominator floor ``min_child_weight``, and few candidates, since the
+#:   exponential mechanism's error grows with the log of their number.
+SPLIT_METHOD_DEFAULTS = {
+    "noisy_histogram": dict(n_estimators=50, max_depth=4, learning_rate=0.3, reg_lambda=5.0,
+                            max_bin=32, split_candidates="uniform", gradient_bound=0.3,
+                            hessian_bound=0.1, leaf_noise_ratio=0.04),
+    "partially_random": dict(n_estimators=50, max_depth=3, learning_rate=0.3, reg_lambda=5.0,
+                             max_bin=32, split_candidates="uniform", gradient_bound=0.3,
+                             hessian_bound=0.1),
+    "exponential": dict(n_estimators=50, max_depth=4, learning_rate=0.3, reg_lambda=1.0,
+                        max_bin=16, split_candidates="uniform", leaf_method="noisy_average",
+                        newton=False, gradient_bound=1.0, min_child_weight=50.0,
+                        accountant="pld"),
+}
+
+#: Regression variants of :data:`SPLIT_METHOD_DEFAULTS`: squared error has h = 1, so
+#: count denominators (``newton=False``) with the default regression leaf regime.
+SPLIT_METHOD_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5)
+
+
+def split_method_defaults(objective, split_method):
+    """The defaults of ``split_method`` for a fit without a preset (public).
+
+    Parameters
+    ----------
+    objective : {"reg:squarederror", "binary:logistic", "multi:softprob"}
+    split_method : str
+        A key of :data:`SPLIT_METHOD_DEFAULTS`.
+
+    Returns
+    -------
+    dict
+    """
+    values = dict(SPLIT_METHOD_DEFAULTS[split_method])
+    if objective == "reg:squarederror" and values.get("leaf_method", "gaussian") == "gaussian":
+        values.update(SPLIT_METHOD_REGRESSION_OVERRIDES)
+    return values

@@ -267,6 +267,35 @@ def test_the_binary_default_carries_its_lambda_and_eta_to_the_fit():
         lam(epsilon=4.0, n_estimators=0)
 
 
+@pytest.mark.parametrize("method", ["noisy_histogram", "partially_random", "exponential"])
+def test_a_split_method_brings_its_own_defaults_not_the_schedules(method):
+    """Naming a split method without a preset takes that method's defaults (issue 27): the
+    default's ε schedule and its carried λ and η (η = 1 for 20 trees, λ from the schedule's
+    λ 10) do not reach it, every method resolves without naming its leaves or denominators,
+    and what the user gives still wins."""
+    from dpxgb_dask.params.defaults import SPLIT_METHOD_DEFAULTS
+
+    bounds = np.zeros((3, 2)) + [0, 1]
+    own = SPLIT_METHOD_DEFAULTS[method]
+    for eps in (0.1, 1.0, 10.0):
+        params = resolve_params("binary:logistic", epsilon=eps, feature_bounds=bounds,
+                                split_method=method, n_estimators=20)
+        assert params.n_estimators == 20
+        for name, value in own.items():
+            if name != "n_estimators":
+                assert getattr(params, name) == value, name
+    given = resolve_params("binary:logistic", feature_bounds=bounds, split_method=method,
+                           learning_rate=0.05, max_depth=2)
+    assert (given.learning_rate, given.max_depth) == (0.05, 2)
+    reg = resolve_params("reg:squarederror", feature_bounds=bounds, label_bounds=(0.0, 1.0),
+                         split_method=method)
+    assert reg.newton is False and reg.max_depth == own["max_depth"]
+    # a preset keeps its paper's values with any split method
+    maddock = resolve_params("binary:logistic", preset="maddock", feature_bounds=bounds,
+                             split_method="partially_random")
+    assert (maddock.max_bin, maddock.reg_lambda) == (33, 1.0)
+
+
 def test_explicit_parameters_and_presets_are_not_touched_by_the_schedule():
     bounds = np.zeros((3, 2)) + [0, 1]
     params = resolve_params("binary:logistic", epsilon=0.01, feature_bounds=bounds,

@@ -135,7 +135,7 @@ PARAMETER_CASES = [
     ("preset='xgboost'", {"preset": "xgboost"}, "preset"),
     ("misspelt parameter", {"n_estimator": 10}, "n_estimator"),
     ("exponential splits with Gaussian leaves", {"split_method": "exponential",
-                                                 "newton": False}, "split_method"),
+                                                 "leaf_method": "gaussian"}, "split_method"),
     ("noisy_histogram splits with Laplace leaves", {"split_method": "noisy_histogram",
                                                     "leaf_method": "laplace",
                                                     "newton": False}, "split_method"),

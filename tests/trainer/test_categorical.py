@@ -167,11 +167,21 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
                      categories=[list("abcdef"), None]), fit_streams(0))
     assert method.missing_bin == 7 and method.categorical.tolist() == [True, False]
     method.mechanism = histogram_mechanism(2, 1.0, 1.0, noise_multiplier)  # the test's noise
-    splits, noisy_g, noisy_h = method.choose_released(0, 0, np.arange(3), hist, n_cuts)
+    ranges = np.zeros((3, 2, 2), dtype=np.int64)
+    ranges[:, :, 1] = n_cuts
+    splits, noisy_g, noisy_h = method.choose_released(0, 0, np.arange(3), hist, n_cuts, ranges)
+    sigma = method.mechanism.sigma
+
+    def term(g_sum, h_sum, k):  # a child over k noisy cells (gains.ReleasedNoise)
+        return max(g_sum**2 - k * sigma**2, 0.0) / (
+            max(h_sum, gains.NOISE_FLOOR_SDS * sigma * np.sqrt(k)) + 1.0)
+
     exact_orders, checked = [], 0
     for i in range(3):
-        g, h = noisy_g[i, 0], np.maximum(noisy_h[i, 0], 0.0)
-        order = np.argsort(g[:6] / (h[:6] + 1.0), kind="stable")
+        g, h = noisy_g[i, 0], noisy_h[i, 0]
+        assert g[6] == h[6] == 0.0  # no category: its noise dropped
+        floored = np.maximum(h, gains.NOISE_FLOOR_SDS * sigma)
+        order = np.argsort(g[:6] / (floored[:6] + 1.0), kind="stable")
         exact = hist[i, 0]
         exact_orders.append(np.argsort(exact["sum_gradients"][:6]
                                        / (exact["sum_hessians"][:6] + 1.0), kind="stable"))
@@ -180,8 +190,8 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
             for miss in (0, 1):
                 left = list(order[:k]) + ([7] if miss else [])
                 gl, hl = g[left].sum(), h[left].sum()
-                gain = gl**2 / (hl + 1) + (g.sum() - gl)**2 / (h.sum() - hl + 1) \
-                    - g.sum()**2 / (h.sum() + 1)
+                gain = term(gl, hl, len(left)) + term(g.sum() - gl, h.sum() - hl,
+                                                      7 - len(left)) - term(g.sum(), h.sum(), 7)
                 if gain > best[0]:
                     best = (gain, (sorted(order[:k].tolist()), bool(miss)))
         if splits.feature[i] != 0:  # (with noise a numerical split may win)
@@ -195,7 +205,8 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
     assert checked >= 1
     if noise_multiplier > 1e-3:  # the release's order, not the exact one, decided
         assert any(not np.array_equal(np.argsort(noisy_g[i, 0, :6] / (np.maximum(
-            noisy_h[i, 0, :6], 0) + 1.0), kind="stable"), exact_orders[i]) for i in range(3))
+            noisy_h[i, 0, :6], gains.NOISE_FLOOR_SDS * sigma) + 1.0), kind="stable"),
+            exact_orders[i]) for i in range(3))
         return
     totals = tree.child_totals(hist, splits)
     codes = category_set_codes(splits.category_set[0]).tolist() + (
