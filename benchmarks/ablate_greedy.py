@@ -5,10 +5,13 @@ Usage::
     python benchmarks/ablate_greedy.py --grid noisy_histogram [--reps 3] [--jobs 2]
     python benchmarks/ablate_greedy.py --grid partially_random
     python benchmarks/ablate_greedy.py --grid exponential
+    python benchmarks/ablate_greedy.py --grid floor --reps 4   # NOISE_FLOOR_SDS
 
 Each configuration (overrides on top of the method's own defaults,
-``dpxgb_dask.params.defaults.SPLIT_METHOD_DEFAULTS``) is fitted at every ε and scored by
-AUC on a validation part of the training data:
+``dpxgb_dask.params.defaults.SPLIT_METHOD_DEFAULTS``, or of a preset's parameters) is fitted
+at every ε and scored by AUC on a validation part of the training data. The ``floor`` grid
+varies the one constant of the greedy methods' noise-aware gains that is not a parameter,
+``boosting.gains.NOISE_FLOOR_SDS`` (set in the fitting process before each fit):
 
 - ``adult``: adult.data only (adult.test is never loaded), a stratified 80/20 split per
   repetition (``random_state = 100 + rep``);
@@ -36,11 +39,14 @@ from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datasets import data_dir, load_adult  # noqa: E402
+from tables import epsilon_table  # noqa: E402
 
+from dpxgb_dask.boosting import gains  # noqa: E402
 from dpxgb_dask.params import resolve_params  # noqa: E402
 from dpxgb_dask.training import check_bounds_policy, train_in_process  # noqa: E402
 
 OUT_DIR = Path(__file__).resolve().parent / "results" / "greedy_ablation"
+DEFAULT_FLOOR = gains.NOISE_FLOOR_SDS
 EPSILONS = (0.5, 1.0, 4.0)
 
 #: Configurations per grid: (label, split_method, overrides of the method's defaults).
@@ -73,6 +79,13 @@ GRIDS = {
         ("g* 1, h* 0.25", "partially_random", dict(gradient_bound=1.0, hessian_bound=0.25)),
         ("255 bins", "partially_random", dict(max_bin=255)),
     ],
+    "floor": [
+        (f"{name}, floor {floor:g}σ√k", method, dict(overrides, noise_floor_sds=floor))
+        for name, method, overrides in (
+            ("noisy_histogram", "noisy_histogram", {}),
+            ("partially_random", "partially_random", {}),
+            ("maddock preset, partially random", "partially_random", {"preset": "maddock"}))
+        for floor in (0.0, 1.0, 2.0, 4.0)],
     "exponential": [
         ("defaults", "exponential", {}),
         ("20 trees", "exponential", dict(n_estimators=20)),
@@ -110,6 +123,8 @@ def load_task(name, rep):
 def score(job):
     """Validation AUC of one (task, rep, ε, method, overrides)."""
     task, rep, epsilon, method, overrides = job
+    overrides = dict(overrides)
+    gains.NOISE_FLOOR_SDS = overrides.pop("noise_floor_sds", DEFAULT_FLOOR)
     X_tr, y_tr, X_va, y_va, bounds = load_task(task, rep)
     params = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=bounds,
                             split_method=method, **overrides)
@@ -142,13 +157,8 @@ def main():
              f"`python benchmarks/ablate_greedy.py --grid {args.grid} --reps {args.reps}`; "
              f"{len(jobs)} fits in {time.time() - start:.0f} s.", ""]
     for t, task in enumerate(args.tasks):
-        lines += [f"## {task}", "",
-                  "| configuration | " + " | ".join(f"ε = {e:g}" for e in args.epsilons) + " |",
-                  "|---|" + "---|" * len(args.epsilons)]
-        for c, (label, _, _) in enumerate(grid):
-            cells = [f"{aucs[t, e, c].mean():.4f} ± {aucs[t, e, c].std():.4f}"
-                     for e in range(len(args.epsilons))]
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines += [f"## {task}", ""] + epsilon_table(
+            [label for label, _, _ in grid], args.epsilons, aucs[t].transpose(1, 0, 2), 4)
         best = [grid[int(np.argmax(aucs[t, e].mean(axis=1)))][0]
                 for e in range(len(args.epsilons))]
         lines += ["| best | " + " | ".join(best) + " |", ""]

@@ -31,3 +31,27 @@ class Report:
                  f"{self.script} " + " ".join(sys.argv[1:]) + ")")
         if out:
             Path(out).write_text("\n".join(self.lines) + "\n")
+
+
+def epsilon_table(labels, epsilons, scores, digits=3):
+    """A Markdown table of one score per configuration and ε: mean ± std over repetitions.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        The configurations (rows).
+    epsilons : sequence of float
+        The columns.
+    scores : ndarray of float, shape (len(labels), len(epsilons), n_repetitions)
+    digits : int
+
+    Returns
+    -------
+    list of str
+    """
+    lines = ["| configuration | " + " | ".join(f"ε = {e:g}" for e in epsilons) + " |",
+             "|---|" + "---|" * len(epsilons)]
+    for label, row in zip(labels, scores):
+        cells = [f"{cell.mean():.{digits}f} ± {cell.std():.{digits}f}" for cell in row]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines

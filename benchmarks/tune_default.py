@@ -22,6 +22,7 @@ Usage::
     python benchmarks/tune_default.py --dataset abalone --grid abalone-shrinkage --reps 40
     python benchmarks/tune_default.py --dataset adult --grid adult-lambda --reps 30
     python benchmarks/tune_default.py --dataset adult --grid adult-trees-ablation --reps 10
+    python benchmarks/tune_default.py --dataset adult --grid adult-interactions-ablation --reps 6
     python benchmarks/tune_default.py --dataset adult --grid adult-small-eps-candidates --reps 16
     python benchmarks/tune_default.py --dataset adult --grid adult-small-eps-confirm --reps 40
     python benchmarks/tune_default.py --dataset abalone --grid abalone-candidates --reps 40
@@ -95,6 +96,7 @@ EPSILONS = {
     "abalone-shrinkage": (0.1, 0.3, 0.5),
     "adult-lambda": (1.0, 4.0, 10.0),
     "adult-trees-ablation": (0.1, 0.5, 1.0, 4.0),
+    "adult-interactions-ablation": (0.1, 1.0, 4.0, 10.0),
     "adult-small-eps-candidates": (0.01, 0.02, 0.03, 0.1),
     "adult-small-eps-confirm": (0.01, 0.02, 0.03),
     "abalone-candidates": (0.05, 0.1, 0.2, 0.3, 0.5),
@@ -326,6 +328,13 @@ GRIDS = {
     "adult-trees-ablation": [{}] + [
         dict({"n_estimators": trees}, **({} if rate is None else {"learning_rate": rate}))
         for trees in (20, 100) for rate in (None, 0.1, 0.2)],
+    # Issue 27: the tree shapes that learn interactions (benchmarks/interactions.py), one
+    # at a time on top of the final default.
+    "adult-interactions-ablation": [
+        {}, {"feature_selection": "mixed"},
+        {"feature_selection": "mixed", "split_candidates": "iterative_hessian", "max_bin": 64},
+        {"feature_selection": "random", "split_candidates": "iterative_hessian",
+         "max_bin": 32}],
     "adult-ablation": [{}, {"accountant": "rdp"}, {"split_candidates": "uniform"},
                        {"init_score": "zero"}, {"newton": False},
                        {"feature_selection": "random"}],
@@ -371,6 +380,7 @@ GRID_DATASET = {"adult": "adult", "abalone": "abalone", "adult-small-eps": "adul
                 "abalone-confirm": "abalone", "adult-bins": "adult",
                 "abalone-shrinkage": "abalone", "adult-lambda": "adult",
                 "adult-trees-ablation": "adult", "adult-small-eps-candidates": "adult",
+                "adult-interactions-ablation": "adult",
                 "adult-small-eps-confirm": "adult", "abalone-candidates": "abalone",
                 "abalone-candidates-confirm": "abalone", "abalone-eps-0.05-confirm": "abalone"}
 

@@ -146,8 +146,8 @@ class RandomSplits(SplitMethod):
     """Totally random splits (Maddock et al. §4.3.2 "TR"; S-BDT): data independent.
 
     Each node picks a feature (uniformly among the features that can still be split at it,
-    or feature ``r mod m`` in boosting round ``r`` with ``feature_selection="cyclic"``, so
-    a round's class trees share one feature), then a threshold uniformly in its reachable
+    or the round's one feature, :meth:`one_feature`, so that a round's class trees share
+    it), then a threshold uniformly in its reachable
     bin range (a categorical feature: a uniformly random non-empty proper subset of its
     categories), and a direction for missing values by a fair coin, from the fit's public
     structure stream. Nothing here reads the data: no privacy is spent, and the whole tree
@@ -158,6 +158,22 @@ class RandomSplits(SplitMethod):
         super().__init__(plan, streams)
         self.feature_selection = plan.params.feature_selection
         self.trees_per_round = plan.trees_per_round
+
+    def one_feature(self, boosting_round, n_features):
+        """The one feature every node of the round's trees splits on, or None when each
+        node draws its own (public: from the round's number alone).
+
+        ``"cyclic"``: feature ``r mod m`` in round ``r``. ``"mixed"``: the even rounds are
+        one-feature trees over the features in turn (feature ``(r/2) mod m``), the odd
+        rounds draw a feature per node, so that the ensemble holds both the fine
+        one-feature steps of an additive model and trees whose paths combine features
+        (interactions). ``"random"``: a feature per node in every round.
+        """
+        if self.feature_selection == "cyclic":
+            return boosting_round % n_features
+        if self.feature_selection == "mixed" and boosting_round % 2 == 0:
+            return (boosting_round // 2) % n_features
+        return None
 
     def draw(self, tree, depth, nodes, ranges, n_cuts):
         """The random splits of one level of tree ``tree``.
@@ -178,9 +194,10 @@ class RandomSplits(SplitMethod):
         categorical = self.categorical
         start_all, width_all = threshold_ranges(ranges, n_cuts, categorical)
         splittable = ranges[:, :, 1] > ranges[:, :, 0]
-        if self.feature_selection == "cyclic":
+        one_feature = self.one_feature(tree // self.trees_per_round, n_features)
+        if one_feature is not None:
             allowed = np.zeros_like(splittable)
-            allowed[:, (tree // self.trees_per_round) % n_features] = True
+            allowed[:, one_feature] = True
             splittable = splittable & allowed
         n_ok = splittable.sum(axis=1)
         is_split = n_ok > 0
@@ -259,6 +276,12 @@ class _GaussianHistogramSplits(LevelSplitMethod):
                                              bounds.denominator,
                                              plan.releases["split"].noise_multiplier,
                                              plan.joint_classes or 1)
+        self.noise_aware = plan.params.gain_estimate == "noise_aware"
+
+    def released_noise(self, cells):
+        """The :class:`~dpxgb_dask.boosting.gains.ReleasedNoise` the gains take into
+        account, or None for plain gains (``gain_estimate="plain"``)."""
+        return ReleasedNoise(cells, self.mechanism.sigma) if self.noise_aware else None
 
     def noise_size(self, n_nodes):
         """:meth:`LevelSplitMethod.noise_size`: the release's cells."""
@@ -317,7 +340,8 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
         a categorical feature's categories: public facts) have their noise dropped and
         offer no threshold; the gains are
         :func:`~dpxgb_dask.boosting.gains.split_gains` with the release's
-        :class:`~dpxgb_dask.boosting.gains.ReleasedNoise`. All of it is post-processing.
+        :class:`~dpxgb_dask.boosting.gains.ReleasedNoise` (plain gains with
+        ``gain_estimate="plain"``). All of it is post-processing.
 
         Returns
         -------
@@ -330,15 +354,16 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
         noisy_g, noisy_h = self.release(tree, depth, histograms, noise)
         reachable = reachable_bins(ranges, n_cuts, n_bins, categorical)
         noisy_g, noisy_h = np.where(reachable, noisy_g, 0.0), np.where(reachable, noisy_h, 0.0)
-        released = ReleasedNoise(reachable, self.mechanism.sigma)
+        released = self.released_noise(reachable)
         # a categorical feature's candidates are the prefixes of its categories sorted by
         # their noisy G/(H + λ) (post-processing); a numerical feature's bins keep their order
-        order = category_order(noisy_g, released.floored(noisy_h), n_cuts, reg_lambda,
-                               categorical)
+        order = category_order(noisy_g, np.maximum(noisy_h, 0.0) if released is None
+                               else released.floored(noisy_h), n_cuts, reg_lambda, categorical)
         in_order = (lambda a: a) if categorical is None else (
             lambda a: np.take_along_axis(a, order, axis=2))
         gains = split_gains(in_order(noisy_g), in_order(noisy_h), reg_lambda,
-                            noise=ReleasedNoise(in_order(released.cells), released.sigma))
+                            noise=None if released is None
+                            else self.released_noise(in_order(reachable)))
         mask = candidate_mask(n_cuts, n_bins, ranges)
         if categorical is not None:  # prefixes of 1..k_f categories (one category: itself)
             prefixes = (np.arange(n_bins - 1)[None, :]
@@ -414,8 +439,8 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
             noise)
         # threshold 0 of the 3-cell histogram is the drawn threshold: [..., missing right/left]
         # every cell may hold rows (the threshold lies in the node's reachable range)
-        released = ReleasedNoise(np.ones(noisy_g.shape), self.mechanism.sigma)
-        gains = split_gains(noisy_g, noisy_h, self.reg_lambda, noise=released)[:, :, 0, :]
+        gains = split_gains(noisy_g, noisy_h, self.reg_lambda,
+                            noise=self.released_noise(np.ones(noisy_g.shape)))[:, :, 0, :]
         flat = np.where(splittable[:, :, None], gains, -np.inf).reshape(n_nodes, -1)
         choice = np.argmax(flat, axis=1)
         is_split = np.isfinite(flat[np.arange(n_nodes), choice])

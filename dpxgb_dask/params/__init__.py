@@ -21,7 +21,7 @@ __all__ = ["PRESETS", "TrainParams", "check_feature_bounds", "check_label_bounds
 
 SPLIT_METHODS = ("random", "exponential", "noisy_histogram", "partially_random")
 FILTER_SPENDINGS = ("pace", "exclude")
-FEATURE_SELECTIONS = ("random", "cyclic")
+FEATURE_SELECTIONS = ("random", "cyclic", "mixed")
 SPLIT_CANDIDATES = ("uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian")
 LEAF_METHODS = ("gaussian", "laplace", "noisy_average")
 LEAF_CLIPPINGS = ("constant", "geometric")
@@ -29,6 +29,7 @@ GRADIENT_RULES = ("clip", "filter")
 INIT_SCORES = ("zero", "dp_mean")
 ACCOUNTANTS = ("pld", "rdp", "basic")
 GAIN_SENSITIVITIES = ("dp-xgboost", "dpboost")
+GAIN_ESTIMATES = ("noise_aware", "plain")
 
 #: Deepest tree supported (heap node ids must fit in int32).
 MAX_DEPTH_LIMIT = 20
@@ -96,8 +97,11 @@ class TrainParams:
         draws one random threshold, the level's left/right/missing sums at them are
         released with Gaussian noise and the best noisy gain wins; the leaves are read off
         the last level's release (no leaf release, so ``leaf_noise_ratio`` does not apply).
-    feature_selection : {"random", "cyclic"}
-        For random splits: a random feature per node, or feature ``t mod m`` in tree ``t``.
+    feature_selection : {"random", "cyclic", "mixed"}
+        For random splits: a random feature per node, feature ``t mod m`` in tree ``t``
+        (one-feature trees: an additive model), or both in turn ("mixed": one-feature trees
+        in the even rounds, a random feature per node in the odd ones, which can model
+        interactions; :meth:`~dpxgb_dask.boosting.splits.RandomSplits.one_feature`).
     split_candidates : {"uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian"}
         "uniform": equal-width cuts over the public bounds (no budget); "dp_sketch": one
         DP sketch (Laplace histogram of ``n_sketch_bins`` equal-width bins, then weighted
@@ -125,6 +129,12 @@ class TrainParams:
         "geometric": DPBoost's geometric leaf clipping g*(1-η)^t.
     gain_sensitivity : {"dp-xgboost", "dpboost"}
         ΔG = 3g*² (DP-XGBoost) or (3λ+2)/((λ+1)(λ+2))·g*² (DPBoost, Lemma 1).
+    gain_estimate : {"noise_aware", "plain"}
+        How ``noisy_histogram`` and ``partially_random`` score a split from the released
+        sums: "noise_aware" (default) debiases each child's G̃² by its noise variance and
+        floors its H̃ at two noise standard deviations
+        (:meth:`~dpxgb_dask.boosting.gains.ReleasedNoise.child_term`); "plain" computes
+        G̃²/(max(H̃, 0) + λ) as Maddock et al.'s code does (the ``maddock`` preset).
     budget_shares : dict or "equal_noise"
         Relative weights of the budget of the releases: keys among "sketch", "split",
         "leaf", "init". A release the method makes but the dict omits keeps its default
@@ -211,6 +221,7 @@ class TrainParams:
     leaf_bound: float = 2.0
     leaf_clipping: str = "constant"
     gain_sensitivity: str = "dp-xgboost"
+    gain_estimate: str = "noise_aware"
     budget_shares: object = None
     init_score: str = "dp_mean"
     n_sketch_bins: int = 1024
@@ -417,6 +428,7 @@ def _check_methods(p):
     _check_number("leaf_bound", p.leaf_bound, lo=0, lo_open=True)
     _check_choice("leaf_clipping", p.leaf_clipping, LEAF_CLIPPINGS)
     _check_choice("gain_sensitivity", p.gain_sensitivity, GAIN_SENSITIVITIES)
+    _check_choice("gain_estimate", p.gain_estimate, GAIN_ESTIMATES)
     _check_choice("init_score", p.init_score, INIT_SCORES)
     _check_number("n_sketch_bins", p.n_sketch_bins, lo=2, integer=True)
     _check_number("iterative_hessian_rounds", p.iterative_hessian_rounds, lo=0, integer=True)

@@ -50,7 +50,8 @@ PRESET_PARAMS = {
     # (5 rounds, 32 candidates), depth 4, η=0.3, λ=1, |w|<=2, g*=1, h*=1/4, RDP accounting,
     # and their allocation: one noise multiplier for every query (budget_shares="equal_noise":
     # s·m hessian histograms of the refreshes and T leaf releases). split_method=
-    # "partially_random" gives their PR trees (boosting.splits.PartiallyRandomSplits).
+    # "partially_random" gives their PR trees (boosting.splits.PartiallyRandomSplits), scored by
+    # plain noisy gains G̃²/(max(H̃, 0) + λ) as their code does (gain_estimate="plain").
     "maddock": dict(
         n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0, subsample=1.0,
         min_child_weight=0.0, max_bin=33, split_method="random", feature_selection="random",
@@ -58,6 +59,7 @@ PRESET_PARAMS = {
         leaf_noise_ratio=1.0 / 17.0, newton=True, gradient_bound=1.0, hessian_bound=0.25,
         gradient_rule="clip", leaf_bound=2.0, leaf_clipping="constant",
         budget_shares="equal_noise", init_score="zero", accountant="rdp",
+        gain_estimate="plain",
     ),
     # S-BDT (Peinemann et al.): random splits on feature t mod m over 32 data-independent
     # candidates, leaf-balanced Gaussian noise (r=0.04), g*=0.8, h*=0.1, λ=5, η=0.1, depth 6,

@@ -75,6 +75,31 @@ def test_random_splits_respect_reachable_ranges(release_plan, fit_streams):
     assert np.all(cyclic.draw(4, 0, nodes[:3], ranges[:3], n_cuts).feature == 1)  # 4 mod 3
 
 
+def test_mixed_trees_alternate_one_feature_and_a_feature_per_node(release_plan, fit_streams):
+    """feature_selection="mixed": round 2k grows a one-feature tree on feature k mod m, round
+    2k + 1 draws a feature per node (uniform over the splittable ones: chi-square), from
+    the public structure stream alone."""
+    from scipy.stats import chisquare
+
+    method = RandomSplits(release_plan(4, feature_selection="mixed"), fit_streams(0, 9))
+    n_cuts = np.full(4, 8)
+    ranges = np.zeros((64, 4, 2), dtype=np.int64)
+    ranges[:, :, 1] = n_cuts
+    nodes = np.arange(64)
+    for boosting_round in range(8):
+        assert method.one_feature(boosting_round, 4) == (
+            (boosting_round // 2) % 4 if boosting_round % 2 == 0 else None)
+        features = method.draw(boosting_round, 0, nodes, ranges, n_cuts).feature
+        if boosting_round % 2 == 0:
+            assert np.all(features == (boosting_round // 2) % 4)
+        else:
+            counts = np.bincount(features, minlength=4)
+            assert chisquare(counts).pvalue > 1e-3 and np.count_nonzero(counts) == 4
+    other_noise = RandomSplits(release_plan(4, feature_selection="mixed"), fit_streams(1, 9))
+    np.testing.assert_array_equal(other_noise.draw(5, 1, nodes, ranges, n_cuts).feature,
+                                  method.draw(5, 1, nodes, ranges, n_cuts).feature)
+
+
 def test_leaf_value_sensitivity_holds_and_is_tight_by_brute_force():
     """|V(D) - V(D + row)| <= ΔV for every leaf size n and extreme gradients, and ΔV is
     attained (the bound is not loose)."""

@@ -88,3 +88,30 @@ def test_noise_aware_gains_find_the_split_that_plain_gains_lose_to_empty_childre
                 plain_right += hit
     assert right >= 0.9 * draws
     assert plain_right <= 0.2 * draws
+
+
+def test_the_maddock_preset_scores_partially_random_splits_as_its_paper(release_plan,
+                                                                        fit_streams):
+    """gain_estimate: the library's methods take the noise-aware gains, the maddock preset
+    the plain noisy gains of Maddock et al.'s code; an unknown value names the choices."""
+    import pytest
+
+    from dpxgb_dask.boosting.splits import NoisyHistogramSplits, PartiallyRandomSplits
+    from dpxgb_dask.params import resolve_params
+
+    bounds = np.tile([0.0, 1.0], (3, 1))
+    assert resolve_params("binary:logistic", preset="maddock", feature_bounds=bounds,
+                          split_method="partially_random").gain_estimate == "plain"
+    assert resolve_params("binary:logistic", feature_bounds=bounds,
+                          split_method="partially_random").gain_estimate == "noise_aware"
+    cells = np.ones((1, 3, 3))
+    for cls, method in ((NoisyHistogramSplits, "noisy_histogram"),
+                        (PartiallyRandomSplits, "partially_random")):
+        aware = cls(release_plan(3, split_method=method), fit_streams(0))
+        assert isinstance(aware.released_noise(cells), gains.ReleasedNoise)
+        assert aware.released_noise(cells).sigma == aware.mechanism.sigma
+        plain = cls(release_plan(3, split_method=method, gain_estimate="plain"),
+                    fit_streams(0))
+        assert plain.released_noise(cells) is None
+    with pytest.raises(ValueError, match=r"gain_estimate must be one of \['noise_aware', "):
+        resolve_params("binary:logistic", feature_bounds=bounds, gain_estimate="debiased")
