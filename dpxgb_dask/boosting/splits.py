@@ -354,16 +354,15 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
         noisy_g, noisy_h = self.release(tree, depth, histograms, noise)
         reachable = reachable_bins(ranges, n_cuts, n_bins, categorical)
         noisy_g, noisy_h = np.where(reachable, noisy_g, 0.0), np.where(reachable, noisy_h, 0.0)
-        released = self.released_noise(reachable)
         # a categorical feature's candidates are the prefixes of its categories sorted by
         # their noisy G/(H + λ) (post-processing); a numerical feature's bins keep their order
+        released = self.released_noise(reachable)
         order = category_order(noisy_g, np.maximum(noisy_h, 0.0) if released is None
                                else released.floored(noisy_h), n_cuts, reg_lambda, categorical)
         in_order = (lambda a: a) if categorical is None else (
             lambda a: np.take_along_axis(a, order, axis=2))
         gains = split_gains(in_order(noisy_g), in_order(noisy_h), reg_lambda,
-                            noise=None if released is None
-                            else self.released_noise(in_order(reachable)))
+                            noise=self.released_noise(in_order(reachable)))
         mask = candidate_mask(n_cuts, n_bins, ranges)
         if categorical is not None:  # prefixes of 1..k_f categories (one category: itself)
             prefixes = (np.arange(n_bins - 1)[None, :]
