@@ -96,12 +96,15 @@ class ReleasedNoise:
         use public quantities only (post-processing of the release).
         """
         numerator = np.maximum(g**2 - k * self.sigma**2, 0.0)
-        floor = NOISE_FLOOR_SDS * self.sigma * np.sqrt(k)
-        return numerator / (np.maximum(h, floor) + reg_lambda)
+        return numerator / (np.maximum(h, self._floor(k)) + reg_lambda)
 
     def floored(self, noisy_h):
         """Released per-cell H floored as :meth:`child_term` floors one cell."""
-        return np.maximum(noisy_h, NOISE_FLOOR_SDS * self.sigma * self.cells)
+        return np.maximum(noisy_h, self._floor(self.cells))
+
+    def _floor(self, k):
+        """c σ √k: the least H̃ of a sum over ``k`` noisy cells."""
+        return NOISE_FLOOR_SDS * self.sigma * np.sqrt(k)
 
 
 def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True, noise=None):
@@ -134,28 +137,31 @@ def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True, no
     ndarray of float64, shape (n_nodes, n_features, n_bins - 1, 2)
         ``[..., t, 0]``: missing values right; ``[..., t, 1]``: missing values left.
     """
-    cells = np.zeros(sum_g.shape) if noise is None else noise.cells
-    if noise is None:
+    if noise is None:  # (exact sums, or plain gains: no cell counts to carry)
         def term(g, h, k):
             return safe_ratio(g**2, np.maximum(h, 0.0) + reg_lambda)
     else:
         def term(g, h, k):
             return noise.child_term(g, h, k, reg_lambda)
-    g_miss, h_miss, k_miss = sum_g[..., -1:], sum_h[..., -1:], cells[..., -1:]
-    gl = np.cumsum(sum_g[..., :-1], axis=-1)
-    hl = np.cumsum(sum_h[..., :-1], axis=-1)
-    kl = np.cumsum(cells[..., :-1], axis=-1)
-    g_tot, h_tot, k_tot = gl[..., -1:] + g_miss, hl[..., -1:] + h_miss, kl[..., -1:] + k_miss
+    one = None
     if categorical is not None and np.any(categorical):
         one = np.asarray(categorical)[:, None]  # one category against the rest
-        gl = np.where(one, sum_g[..., :-1], gl)
-        hl = np.where(one, sum_h[..., :-1], hl)
-        kl = np.where(one, cells[..., :-1], kl)
+
+    def left_and_total(per_bin):
+        """Left sums of every threshold (missing values right) and the node's total."""
+        left = np.cumsum(per_bin[..., :-1], axis=-1)
+        total = left[..., -1:] + per_bin[..., -1:]
+        return (left if one is None else np.where(one, per_bin[..., :-1], left)), total
+
+    gl, g_tot = left_and_total(sum_g)
+    hl, h_tot = left_and_total(sum_h)
+    kl, k_tot = (0.0, 0.0) if noise is None else left_and_total(noise.cells)
+    k_miss = 0.0 if noise is None else noise.cells[..., -1:]
     parent = term(g_tot, h_tot, k_tot) if parent_term else 0.0
     gains = np.empty(gl.shape + (2,))
     for missing_left in (0, 1):
-        g_left = gl + missing_left * g_miss
-        h_left = hl + missing_left * h_miss
+        g_left = gl + missing_left * sum_g[..., -1:]
+        h_left = hl + missing_left * sum_h[..., -1:]
         k_left = kl + missing_left * k_miss
         gains[..., missing_left] = (term(g_left, h_left, k_left)
                                     + term(g_tot - g_left, h_tot - h_left, k_tot - k_left)

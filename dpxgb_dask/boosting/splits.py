@@ -357,9 +357,10 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
         # a categorical feature's candidates are the prefixes of its categories sorted by
         # their noisy G/(H + λ) (post-processing); a numerical feature's bins keep their order
         released = self.released_noise(reachable)
-        order = category_order(noisy_g, np.maximum(noisy_h, 0.0) if released is None
-                               else released.floored(noisy_h), n_cuts, reg_lambda, categorical)
-        in_order = (lambda a: a) if categorical is None else (
+        order = None if categorical is None else category_order(
+            noisy_g, np.maximum(noisy_h, 0.0) if released is None
+            else released.floored(noisy_h), n_cuts, reg_lambda, categorical)
+        in_order = (lambda a: a) if order is None else (
             lambda a: np.take_along_axis(a, order, axis=2))
         gains = split_gains(in_order(noisy_g), in_order(noisy_h), reg_lambda,
                             noise=self.released_noise(in_order(reachable)))
