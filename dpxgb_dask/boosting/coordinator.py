@@ -390,13 +390,13 @@ class Coordinator:
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
         order = np.argsort(leaves)
         leaves, sums = leaves[order], sums[order]
-        values = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
-                                 n_values=2 * sums.size)
+        values, covers = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
+                                         n_values=2 * sums.size)
         del sums
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values
-        for node, value in zip(leaves, values):
-            tree.add_leaf(node, value)
+        for node, value, cover in zip(leaves, values, covers):
+            tree.add_leaf(node, value, cover)
         return tree, by_heap, last_splits, next_drawn
 
     def _random_tree(self, t, cuts, n_cuts):

@@ -8,6 +8,11 @@ disjoint rows, so all leaves of a tree are one release (parallel composition).
 Every leaf value is ``V = -G̃ / (max(H̃, N) + λ)`` on released sums (:func:`leaf_values`),
 or a released value itself (Laplace leaves): ``N = min_child_weight`` is a floor on the
 denominator, never an eligibility test on exact counts, which would leak.
+
+Each leaf also gets a *cover*, the mass TreeSHAP weighs its paths by (XGBoost's
+``sum_hessian``): the leaf's released denominator (hessian sum or count) floored as in the
+value, post-processing of the same release; Laplace leaves release no mass, and each of
+their leaves gets cover 1 (public).
 """
 import abc
 
@@ -54,6 +59,28 @@ def leaf_values(noisy_g, noisy_h, min_child_weight, reg_lambda, leaf_bound):
     return np.clip(values, -leaf_bound, leaf_bound)
 
 
+#: The smallest cover of a leaf: a noisy denominator can be 0 or negative, and TreeSHAP
+#: divides by covers.
+COVER_FLOOR = 1e-6
+
+
+def leaf_covers(noisy_h, min_child_weight):
+    """Leaf covers from released denominators (post-processing):
+    ``max(H̃, min_child_weight, COVER_FLOOR)``.
+
+    Parameters
+    ----------
+    noisy_h : ndarray of float64, shape (n_leaves,)
+        Released hessian sums or counts.
+    min_child_weight : float
+
+    Returns
+    -------
+    ndarray of float64, shape (n_leaves,), positive
+    """
+    return np.maximum(noisy_h, max(min_child_weight, COVER_FLOOR))
+
+
 class LeafMethod(abc.ABC):
     """The leaf values of one tree from its leaves' sums.
 
@@ -84,15 +111,17 @@ class LeafMethod(abc.ABC):
 
         Returns
         -------
-        values : ndarray of float64, shape (n_leaves,)
-            Before shrinkage.
+        (values, covers) : tuple of ndarray of float64, shape (n_leaves,)
+            The leaf values before shrinkage, and the leaves' covers (:func:`leaf_covers`).
         events : list of dict
             The ledger fields of the releases made, in recording order.
         """
 
     def _values(self, noisy_g, noisy_h):
-        return leaf_values(noisy_g, noisy_h, self.min_child_weight, self.reg_lambda,
-                           self.leaf_bound)
+        """The leaves' values and covers from released sums."""
+        return (leaf_values(noisy_g, noisy_h, self.min_child_weight, self.reg_lambda,
+                            self.leaf_bound),
+                leaf_covers(noisy_h, self.min_child_weight))
 
 
 class GaussianLeaves(LeafMethod):
@@ -183,7 +212,7 @@ class LaplaceLeaves(LeafMethod):
         mechanism = LaplaceMechanism(sensitivity, event["epsilon"], coords_per_row=1)
         values = mechanism.release(np.clip(exact, -clip, clip),
                                    self.streams.noise_stream("leaf", tree))
-        return values, [event]
+        return (values, np.ones_like(values)), [event]  # no released mass: covers public
 
 
 class NoisyAverageLeaves(LeafMethod):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
-from ..model.booster import CATEGORY_SET
+from ..model.booster import CATEGORY_SET, node_covers
 
 #: Node fields of the trees while they are grown (``Tree.to_arrays``): bin thresholds index
 #: the cuts the tree was grown with (iterative-Hessian candidates change between trees).
@@ -23,6 +23,7 @@ TREE_FIELDS = {
     "left": np.int32,
     "right": np.int32,
     "value": np.float64,
+    "cover": np.float64,
 }
 
 
@@ -41,6 +42,7 @@ class Tree:
         self.splits = {}   # heap id -> (feature, bin_threshold, missing_left, categorical,
         #                               category_set or None)
         self.leaves = {}   # heap id -> leaf value (already multiplied by the learning rate)
+        self.covers = {}   # heap id -> leaf cover (leaves.leaf_covers: released, or public)
 
     def add_split(self, node, feature, bin_threshold, missing_left, categorical=False,
                   category_set=None):
@@ -55,30 +57,48 @@ class Tree:
         self.splits[int(node)] = (int(feature), int(bin_threshold), bool(missing_left),
                                   bool(categorical), words)
 
-    def add_leaf(self, node, value):
-        """Record that heap node ``node`` is a leaf with output ``value``."""
+    def add_leaf(self, node, value, cover=1.0):
+        """Record that heap node ``node`` is a leaf with output ``value`` and ``cover`` (a
+        released denominator, or 1: :func:`~dpxgb_dask.boosting.leaves.leaf_covers`)."""
         self.leaves[int(node)] = float(value)
+        self.covers[int(node)] = float(cover)
 
     def to_arrays(self):
         """Breadth-first flat arrays (children after parents), as ``predict.pyx`` needs.
+
+        A node's children are numbered left first, except a categorical node's: its right
+        child (the categories outside the set) first, since XGBoost's format sends a
+        categorical node's listed categories right and wants its left child first
+        (:mod:`~dpxgb_dask.model.xgboost_json`): node ids are then the same in both
+        formats.
 
         Returns
         -------
         dict of ndarray
             The node fields of ``TREE_FIELDS``, indices local to this tree.
         """
-        ids = sorted(set(self.splits) | set(self.leaves))
-        if not ids or ids[0] != 0:
+        if 0 not in self.splits and 0 not in self.leaves:
             raise ValueError("a tree needs a root (heap id 0)")
+        ids, level = [], [0]
+        while level:
+            ids.extend(level)
+            following = []
+            for node in level:
+                if node in self.splits:
+                    children = [2 * node + 1, 2 * node + 2]
+                    if any(c not in self.splits and c not in self.leaves for c in children):
+                        raise ValueError(f"split node {node} lacks a child")
+                    following.extend(children[::-1] if self.splits[node][3] else children)
+            level = following
         index = {node: i for i, node in enumerate(ids)}
         n = len(ids)
+        if n != len(set(self.splits) | set(self.leaves)):
+            raise ValueError("every node of a tree must be reachable from its root")
         arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in TREE_FIELDS.items()}
         for node, i in index.items():
             if node in self.splits:
                 feature, bin_threshold, missing_left, categorical, words = self.splits[node]
                 left, right = 2 * node + 1, 2 * node + 2
-                if left not in index or right not in index:
-                    raise ValueError(f"split node {node} lacks a child")
                 arrays["feature"][i] = feature
                 arrays["bin_threshold"][i] = bin_threshold
                 arrays["categorical"][i] = categorical
@@ -93,6 +113,8 @@ class Tree:
             else:
                 arrays["left"][i] = arrays["right"][i] = -1
                 arrays["value"][i] = self.leaves[node]
+                arrays["cover"][i] = self.covers[node]
+        arrays["cover"] = node_covers(arrays["left"], arrays["right"], arrays["cover"])
         return arrays
 
 

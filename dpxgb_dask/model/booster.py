@@ -13,21 +13,21 @@ import os
 
 import numpy as np
 
-from .._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
+from .._core import CATEGORY_SET_WORDS, category_sets
 from .._core.predict import predict_raw
 from ..categories import encode
 from ..objective import OBJECTIVES, softmax
+from . import explain
 from .xgboost_json import to_xgboost_json
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
-#: Version 2 adds each categorical node's left set (``category_set``); version 1 files, whose
-#: categorical nodes send the one category ``threshold`` left, are still read.
-MODEL_FORMAT_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+#: Version 3 adds each node's ``cover``; version 2 added each categorical node's left set
+#: (``category_set``). Older files are still read: version 1 categorical nodes send the one
+#: category ``threshold`` left, and files without covers give every leaf cover 1.
+MODEL_FORMAT_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)
 MODEL_FORMAT_NAME = "dpxgb_dask.booster"
 
-#: Kinds of :meth:`Booster.feature_importance` (public values only).
-IMPORTANCE_TYPES = ("leaf_spread", "weight")
 
 #: dtype of a node's category set: CATEGORY_SET_WORDS uint64 words (a 2-D node array).
 CATEGORY_SET = np.dtype((np.uint64, (CATEGORY_SET_WORDS,)))
@@ -43,7 +43,31 @@ NODE_FIELDS = {
     "left": np.int32,
     "right": np.int32,
     "value": np.float64,
+    # a leaf's released denominator (boosting.leaves.leaf_covers) or 1; a split node's,
+    # the sum of its children's: post-processing, the mass TreeSHAP weighs paths by
+    "cover": np.float64,
 }
+
+
+def node_covers(left, right, cover):
+    """Every node's cover from its leaves' (post-processing): a split node's cover is the
+    sum of its children's.
+
+    Parameters
+    ----------
+    left, right : ndarray of int32, shape (n_nodes,)
+        Children (-1 at leaves), after their parent in the arrays.
+    cover : ndarray of float64, shape (n_nodes,)
+        The leaves' covers (other entries are ignored).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_nodes,)
+    """
+    out = np.array(cover, dtype=np.float64)
+    for j in np.flatnonzero(np.asarray(left) >= 0)[::-1]:
+        out[j] = out[left[j]] + out[right[j]]
+    return out
 
 
 class Booster:
@@ -228,61 +252,14 @@ class Booster:
         ndarray of float64, shape (n_features,)
             Normalised to sum to 1 (all zeros for a forest without splits).
         """
-        if importance_type not in IMPORTANCE_TYPES:
-            raise ValueError(f"importance_type must be one of {list(IMPORTANCE_TYPES)}, "
-                             f"got {importance_type!r}")
-        nodes = self._nodes
-        internal = np.flatnonzero(nodes["left"] >= 0)
-        if importance_type == "weight":
-            score = np.bincount(nodes["feature"][internal], minlength=self.n_features)
-        else:
-            # Children follow their parent in the flat arrays: one backward pass gives
-            # each node's sum and number of leaves below it.
-            leaf_sum = np.where(nodes["left"] < 0, nodes["value"], 0.0)
-            n_leaves = (nodes["left"] < 0).astype(np.float64)
-            for j in internal[::-1]:
-                left, right = nodes["left"][j], nodes["right"][j]
-                leaf_sum[j] = leaf_sum[left] + leaf_sum[right]
-                n_leaves[j] = n_leaves[left] + n_leaves[right]
-            mean = leaf_sum / np.maximum(n_leaves, 1.0)
-            spread = np.abs(mean[nodes["left"][internal]] - mean[nodes["right"][internal]])
-            score = np.bincount(nodes["feature"][internal], weights=spread,
-                                minlength=self.n_features)
-        score = score.astype(np.float64)
-        total = score.sum()
-        return score / total if total > 0 else score
+        return explain.feature_importance(self, importance_type)
 
     def trees_to_dataframe(self):
         """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas);
         ``class`` is the class of the node's tree (0 unless multi:softprob); a
         ``categorical`` split sends the categories of the list ``category`` left
         (``threshold`` NaN)."""
-        import pandas as pd
-
-        tree_of_node = np.zeros(self._nodes["feature"].shape[0], dtype=np.int64)
-        bounds = list(self._tree_roots) + [self._nodes["feature"].shape[0]]
-        for t in range(self.n_trees):
-            tree_of_node[bounds[t]:bounds[t + 1]] = t
-        is_leaf = self._nodes["left"] < 0
-        names = self.feature_names or [f"f{i}" for i in range(self.n_features)]
-        return pd.DataFrame({
-            "tree": tree_of_node,
-            "class": self._tree_class[tree_of_node],
-            "node": np.arange(tree_of_node.shape[0]),
-            "feature": [None if leaf else names[f] for leaf, f in zip(is_leaf, self._nodes["feature"])],
-            "threshold": np.where(is_leaf | (self._nodes["categorical"] == 1), np.nan,
-                                  self._nodes["threshold"]),
-            "categorical": ~is_leaf & (self._nodes["categorical"] == 1),
-            "category": [[self.categories[f][int(code)] for code in category_set_codes(words)]
-                         if not leaf and c else None
-                         for leaf, f, words, c in zip(is_leaf, self._nodes["feature"],
-                                                      self._nodes["category_set"],
-                                                      self._nodes["categorical"])],
-            "missing_left": np.where(is_leaf, False, self._nodes["missing_left"].astype(bool)),
-            "left": self._nodes["left"],
-            "right": self._nodes["right"],
-            "value": np.where(is_leaf, self._nodes["value"], np.nan),
-        })
+        return explain.trees_to_dataframe(self)
 
     # -- prediction -------------------------------------------------------------------
 
@@ -335,7 +312,46 @@ class Booster:
             columns.append(out)
         return columns[0] if self.n_classes is None else np.stack(columns, axis=1)
 
-    def predict(self, X, output_margin=False, n_threads=1, encoded=False):
+    def predict_leaf(self, X, n_threads=1, encoded=False):
+        """The leaf each row reaches in each tree (XGBoost's ``pred_leaf``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_threads : int
+        encoded : bool
+
+        Returns
+        -------
+        ndarray of int32, shape (n_samples, n_trees)
+            Node ids local to each tree (root 0, breadth first: tree ``t``'s node ``j`` is
+            row ``tree_roots[t] + j`` of :meth:`trees_to_dataframe`), the ids of the XGBoost
+            export.
+        """
+        return explain.leaf_ids(self, self._as_features(X, encoded), n_threads)
+
+    def predict_contributions(self, X, n_threads=1, encoded=False):
+        """Each feature's contribution to each row's margin (XGBoost's ``pred_contribs``):
+        TreeSHAP (Lundberg et al., 2018) of the released trees, weighted by the nodes'
+        covers. It is post-processing of the model: it reads nothing but the model and X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_threads : int
+        encoded : bool
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples, n_features + 1), or (n_samples, K,
+        n_features + 1) for multi:softprob
+            The last entry is the bias: the base score plus the trees' cover-weighted mean
+            outputs. A row's entries sum to its margin.
+        """
+        return explain.contributions(self, self._as_features(X, encoded), n_threads)
+
+    def predict(self, X, output_margin=False, n_threads=1, encoded=False, pred_leaf=False,
+                pred_contribs=False):
         """Predictions: regression values, probabilities of class 1 for binary:logistic, or
         of every class for multi:softprob.
 
@@ -351,12 +367,25 @@ class Booster:
         n_threads : int
         encoded : bool
             Categorical features already hold their codes (``categories.encode``).
+        pred_leaf : bool
+            Return the leaf each row reaches in each tree instead (:meth:`predict_leaf`).
+        pred_contribs : bool
+            Return each feature's contribution to the margin instead
+            (:meth:`predict_contributions`).
 
         Returns
         -------
         ndarray of float64, shape (n_samples,), or (n_samples, K) for multi:softprob; a dask
         array (or series) for dask inputs
         """
+        if pred_leaf and pred_contribs:
+            raise ValueError("pred_leaf and pred_contribs ask for different outputs: pass one")
+        if pred_leaf or pred_contribs:
+            if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
+                raise ValueError("pred_leaf and pred_contribs take in-memory X (compute the "
+                                 "dask collection first, or map_partitions this method)")
+            method = self.predict_leaf if pred_leaf else self.predict_contributions
+            return method(X, n_threads=n_threads, encoded=encoded)
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
             return _predict_dask(self, X, output_margin)
         margin = self.predict_margin(X, n_threads=n_threads, encoded=encoded)
@@ -424,6 +453,9 @@ class Booster:
             raise ValueError("the model's categorical nodes have no category_set: a version "
                              f"{data['version']} file stores each one's left categories")
         booster._nodes["category_set"] = words
+        if "cover" not in data["nodes"]:  # (before version 3) every leaf alike: public
+            booster._nodes["cover"] = node_covers(booster._nodes["left"], booster._nodes["right"],
+                                                  np.ones(n_nodes))
         booster._nodes = {name: booster._nodes[name] for name in NODE_FIELDS}  # field order
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         booster._tree_class = np.asarray(data.get("tree_class", [0] * len(data["tree_roots"])),

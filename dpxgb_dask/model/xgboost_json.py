@@ -2,8 +2,12 @@
 
 ``xgboost.Booster(model_file=path)`` loads the file and predicts what the Booster
 predicts. Only public values and DP releases are written, as in our own format: XGBoost's
-per-node ``loss_changes`` and ``sum_hessian`` (exact gains and hessian sums in a model
-XGBoost trained) are written as zeros, ``base_weights`` hold the leaf values. The privacy
+per-node ``loss_changes`` (exact gains in a model XGBoost trained) are written as zeros,
+``base_weights`` hold the leaf values, and ``sum_hessian`` holds the nodes' covers: each
+leaf's released denominator (a hessian sum or count, floored), a split node's the sum of its
+children's (post-processing; 1 per leaf for Laplace leaves, which release no mass). With
+them ``predict(pred_contribs=True)``, ``pred_interactions`` and ``shap.TreeExplainer``
+work on the file and add up to the margins. The privacy
 ledger and the training parameters travel in the learner's ``attributes``
 (``dpxgb_ledger``, ``dpxgb_params``: JSON strings, read back with ``Booster.attr``).
 
@@ -21,7 +25,10 @@ Differences of representation:
 * A categorical feature is of type "c": XGBoost reads its category codes (the index in
   the public list, e.g. a pandas column of that ``CategoricalDtype`` with
   ``enable_categorical=True``); each of its splits lists its set of categories (which
-  XGBoost sends right: the children are swapped). A code that is not an integer (only
+  XGBoost sends right: the children are swapped). Nodes are numbered breadth first with
+  each node's XGBoost-left child first, the order XGBoost's TreeSHAP needs; a model trained
+  by this version stores its nodes in that order already, so ``pred_leaf`` gives the same
+  ids as our ``Booster.predict(pred_leaf=True)``. A code that is not an integer (only
   with ``encoded=True`` input) goes right here, where XGBoost truncates it first.
 * A multiclass model (``multi:softprob``, ``tree_info`` giving each tree's class) writes its
   K base margins as XGBoost's vector intercept, which XGBoost reads from version 3.1 on.
@@ -48,6 +55,17 @@ def _split_conditions(thresholds):
     return np.where(t32.astype(np.float64) <= thresholds, up, t32)
 
 
+def _breadth_first(left, right):
+    """Node indices in breadth-first order from the root 0, each left child before its
+    sibling (``left``/``right``: -1 at leaves)."""
+    order, level = [], [0]
+    while level:
+        order.extend(level)
+        level = [child for node in level if left[node] >= 0
+                 for child in (left[node], right[node])]
+    return np.asarray(order, dtype=np.int64)
+
+
 def _tree(booster, index, n_features):
     """One tree in XGBoost's JSON layout (node ids local to the tree, root 0)."""
     nodes = booster.nodes
@@ -59,9 +77,6 @@ def _tree(booster, index, n_features):
     left = np.where(is_leaf, -1, left - start)
     right = np.where(is_leaf, -1, right - start)
     n = stop - start
-    parents = np.full(n, _NO_PARENT, dtype=np.int64)
-    parents[left[~is_leaf]] = np.flatnonzero(~is_leaf)
-    parents[right[~is_leaf]] = np.flatnonzero(~is_leaf)
     values = nodes["value"][start:stop]
     conditions = np.where(is_leaf, values.astype(np.float32),
                           _split_conditions(nodes["threshold"][start:stop]))
@@ -73,9 +88,22 @@ def _tree(booster, index, n_features):
     left, right = np.where(category, right, left), np.where(category, left, right)
     missing_left = np.where(category, ~missing_left, missing_left)
     conditions = np.where(category, np.float32(0.0), conditions)
+    # breadth first, XGBoost-left child first (files of older versions stored a categorical
+    # node's set child first)
+    order = _breadth_first(left, right)
+    new_id = np.empty(n, dtype=np.int64)
+    new_id[order] = np.arange(n)
+    left = np.where(is_leaf, -1, new_id[left])[order]
+    right = np.where(is_leaf, -1, new_id[right])[order]
+    is_leaf, values, conditions, weights, missing_left, category = (
+        a[order] for a in (is_leaf, values, conditions, weights, missing_left, category))
+    parents = np.full(n, _NO_PARENT, dtype=np.int64)
+    parents[left[~is_leaf]] = np.flatnonzero(~is_leaf)
+    parents[right[~is_leaf]] = np.flatnonzero(~is_leaf)
+    start_ids = start + order  # the forest's index of each exported node
     split_nodes = np.flatnonzero(category)
     # each categorical node's left set, concatenated (segments: where each node's starts)
-    sets = [category_set_codes(nodes["category_set"][start + j]).tolist() for j in split_nodes]
+    sets = [category_set_codes(nodes["category_set"][start_ids[j]]).tolist() for j in split_nodes]
     sizes = [len(codes) for codes in sets]
     return {
         "base_weights": weights.tolist(),
@@ -91,10 +119,10 @@ def _tree(booster, index, n_features):
         "loss_changes": [0.0] * n,  # exact gains are private: never written
         "parents": parents.tolist(),
         "split_conditions": conditions.astype(np.float32).tolist(),
-        "split_indices": np.where(is_leaf, 0, nodes["feature"][start:stop]).astype(int)
-                           .tolist(),
+        "split_indices": np.where(is_leaf, 0, nodes["feature"][start_ids]).astype(int).tolist(),
         "split_type": category.astype(int).tolist(),
-        "sum_hessian": [0.0] * n,  # exact hessian sums are private: never written
+        # the covers (released denominators summed up the tree), never exact hessian sums
+        "sum_hessian": nodes["cover"][start_ids].tolist(),
         "tree_param": {"num_deleted": "0", "num_feature": str(n_features),
                        "num_nodes": str(n), "size_leaf_vector": "1"},
     }

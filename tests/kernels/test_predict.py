@@ -4,7 +4,8 @@ import pytest
 from dpxgb_dask._core import pack_cuts
 from dpxgb_dask._core.binning import bin_features
 from dpxgb_dask._core.naive import predict as naive
-from dpxgb_dask._core.predict import predict_binned, predict_raw
+from dpxgb_dask._core.predict import (contributions_raw, predict_binned, predict_leaves_raw,
+                                     predict_raw)
 
 MISSING_BIN = 255
 
@@ -119,3 +120,73 @@ def test_a_categorical_node_sends_its_set_left_and_odd_codes_right():
         "value", "tree_roots")}), expected)
     binned = np.asfortranarray(np.array([[1], [4], [200], [0], [2], [MISSING_BIN]], np.uint8))
     np.testing.assert_array_equal(_binned(binned, forest), [1.0, 1.0, 1.0, 2.0, 2.0, 1.0])
+
+
+def _with_covers(rng, forest):
+    """Random positive leaf covers, a split node's the sum of its children's."""
+    from dpxgb_dask.model.booster import node_covers
+
+    leaves = rng.uniform(0.1, 50.0, size=forest["left"].shape[0])
+    return dict(forest, cover=node_covers(forest["left"], forest["right"], leaves))
+
+
+def _depth(forest):
+    depth = np.zeros(forest["left"].shape[0], dtype=int)
+    for j in range(depth.shape[0]):
+        if forest["left"][j] >= 0:
+            depth[forest["left"][j]] = depth[forest["right"][j]] = depth[j] + 1
+    return int(depth.max(initial=0))
+
+
+def _contributions(X, forest, n_threads=2):
+    out = np.zeros((X.shape[0], X.shape[1] + 1))
+    contributions_raw(X, *(forest[k] for k in (
+        "feature", "threshold", "categorical", "category_set", "missing_left", "left", "right",
+        "value", "cover", "tree_roots")), _depth(forest), out, n_threads)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_tree_shap_matches_the_shapley_values_by_enumeration(seed, random_cuts, random_forest):
+    # trees of depth up to 6 on 4 features (categorical and missing values included): a
+    # feature split on twice on one path is the case the path's unwinding handles
+    rng = np.random.default_rng(seed)
+    X, _, forest = _problem(seed, 40, random_cuts, random_forest, n_trees=4, max_depth=6)
+    forest = _with_covers(rng, forest)
+    fast = _contributions(X, forest)
+    slow = naive.contributions_raw(X, *(forest[k] for k in (
+        "feature", "threshold", "categorical", "category_set", "missing_left", "left", "right",
+        "value", "cover", "tree_roots")))
+    np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-10)
+    # local accuracy: a row's contributions and the expected outputs add up to its margin
+    np.testing.assert_allclose(fast.sum(axis=1), _raw(X, forest), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(_contributions(X, forest, n_threads=1), fast, rtol=0, atol=0)
+
+
+def test_tree_shap_of_one_split_is_the_difference_from_the_cover_weighted_mean():
+    forest = dict(feature=np.zeros(3, np.int32), threshold=np.array([0.0, 0.0, 0.0]),
+                  categorical=np.zeros(3, np.uint8), category_set=np.zeros((3, 4), np.uint64),
+                  missing_left=np.zeros(3, np.uint8), left=np.array([1, -1, -1], np.int32),
+                  right=np.array([2, -1, -1], np.int32), value=np.array([0.0, 1.0, 4.0]),
+                  cover=np.array([4.0, 3.0, 1.0]), tree_roots=np.array([0], np.int32))
+    X = np.array([[-1.0, 7.0], [1.0, 7.0], [np.nan, 0.0]])
+    # expected output 1 * 3/4 + 4 * 1/4 = 1.75; feature 1 is never split on
+    np.testing.assert_allclose(_contributions(X, forest), [[-0.75, 0.0, 1.75],
+                                                           [2.25, 0.0, 1.75],
+                                                           [2.25, 0.0, 1.75]])
+    forest["cover"] = np.array([4.0, 4.0, 0.0])
+    with pytest.raises(ValueError, match=r"cover\[2\]"):
+        _contributions(X, forest)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_leaf_indices_match_the_naive_walk_and_the_predictions(seed, random_cuts,
+                                                               random_forest):
+    X, _, forest = _problem(seed, 300, random_cuts, random_forest)
+    args = [forest[k] for k in ("feature", "threshold", "categorical", "category_set",
+                                "missing_left", "left", "right")]
+    out = np.zeros((X.shape[0], forest["tree_roots"].shape[0]), dtype=np.int32)
+    predict_leaves_raw(X, *args, forest["tree_roots"], out, 2)
+    np.testing.assert_array_equal(out, naive.predict_leaves_raw(X, *args, forest["tree_roots"]))
+    assert np.all(forest["left"][out] < 0)
+    np.testing.assert_allclose(forest["value"][out].sum(axis=1), _raw(X, forest))
