@@ -1,5 +1,6 @@
 """What the user's X and y must be: checks of their metadata (shapes where they are known,
-dtypes, column names), for every input type: NumPy, pandas, dask arrays and dataframes.
+dtypes, column names), for every input type: NumPy, pandas (NumPy, nullable and pyarrow
+dtypes), scipy sparse matrices, dask arrays and dataframes; and their values as float rows.
 
 No value is read here. Value checks (lengths of dask partitions, label sets, infinities)
 run on the workers, inside :func:`~dpxgb_dask.boosting.partition.make_part`, and surface as
@@ -13,6 +14,50 @@ from .categories import is_frame
 def is_dask_collection(obj):
     """Whether ``obj`` is a dask collection (array, dataframe, series)."""
     return hasattr(obj, "__dask_graph__") and obj.__dask_graph__() is not None
+
+
+def is_sparse(obj):
+    """Whether ``obj`` is a scipy sparse matrix or array."""
+    return hasattr(obj, "toarray") and hasattr(obj, "nnz") and hasattr(obj, "tocsr")
+
+
+def float_values(values, name):
+    """``values`` (rows or labels) as a float NumPy array, NaN for every missing value.
+
+    pandas frames and series of nullable (``Float64``, ``Int64``, ``boolean``) and pyarrow
+    dtypes give NaN for their NA; a scipy sparse matrix becomes dense with its absent
+    entries 0 (scikit-learn's meaning: a one-hot column is 0 where it is absent); float32
+    frames and arrays stay float32.
+
+    Parameters
+    ----------
+    values : array-like, pandas object or scipy sparse matrix
+    name : str
+        The argument's name, for the error.
+
+    Returns
+    -------
+    ndarray of float32 or float64
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when a value is not a number (never the value: it is private).
+    """
+    import pandas as pd
+
+    try:
+        if is_sparse(values):
+            out = values.toarray()
+        elif isinstance(values, (pd.DataFrame, pd.Series)):
+            dtypes = list(values.dtypes) if values.ndim == 2 else [values.dtype]
+            dtype = np.float32 if all(d == np.float32 for d in dtypes) else np.float64
+            return values.to_numpy(dtype=dtype, na_value=np.nan)
+        else:
+            out = np.asarray(values)
+        return out if out.dtype in (np.float32, np.float64) else out.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must hold numbers only: {type(exc).__name__}") from None
 
 
 def check_numeric_dtypes(dtypes, names):
@@ -55,9 +100,11 @@ def describe_features(X):
             raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
         check_numeric_dtypes([X.dtype], ["X"])
         return None, int(X.shape[1])
-    if hasattr(X, "toarray") and hasattr(X, "nnz"):
-        raise TypeError("X is a sparse matrix, which dpxgb_dask does not take: pass "
-                        "X.toarray() (NaN, not 0, marks a missing value)")
+    if is_sparse(X):
+        if len(X.shape) != 2:
+            raise ValueError(f"X must be 2-dimensional, got {len(X.shape)} dimensions")
+        check_numeric_dtypes([X.dtype], ["X"])
+        return None, int(X.shape[1])
     if X is None or isinstance(X, (dict, str, bytes)) or np.isscalar(X):
         raise TypeError("X must be a 2-D array-like (NumPy array, pandas DataFrame, dask "
                         f"array or DataFrame), got {type(X).__name__}")
@@ -89,7 +136,7 @@ def _known_length(obj):
             n = sum(obj.chunks[0])
             return None if np.isnan(n) else int(n)
         return None
-    return len(obj)
+    return int(obj.shape[0]) if is_sparse(obj) else len(obj)
 
 
 def check_lengths(X, y):

@@ -6,8 +6,9 @@ input validation and its estimator checks: ``tests/trainer/test_estimator_checks
 Dask's: ``client=None`` uses the default client or an embedded LocalCluster, dask inputs
 predict lazily, and pickling drops the client.
 
-In-memory inputs (NumPy, pandas, lists) are validated in the user's process, who holds the
-rows anyway: shapes, dtypes, sparse matrices, complex values, NaN or inf labels and the
+In-memory inputs (NumPy, pandas with NumPy, nullable or pyarrow dtypes, scipy sparse CSR or
+CSC matrices whose absent entries are 0, lists) are validated in the user's process, who
+holds the rows anyway: shapes, dtypes, complex values, NaN or inf labels and the
 number of features at predict time raise there, as scikit-learn's estimators do. NaN in X
 is a missing value (routed by each split's default direction) and ±inf lies beyond the
 feature's public bounds (binned to their ends, as every value outside them is). Regression
@@ -113,7 +114,7 @@ class _DPXGBModel(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN is a missing value
-        tags.input_tags.sparse = False    # refused with a message that names .toarray()
+        tags.input_tags.sparse = True     # CSR/CSC: absent entries are 0 (inputs.float_values)
         # Every fit draws fresh secret noise: two fits agree only with the opt-in.
         tags.non_deterministic = not self.reproducible_noise
         return tags
@@ -177,7 +178,7 @@ class _DPXGBModel(BaseEstimator):
     def _check_fit_input(self, X, y, y_numeric):
         frame = X if hasattr(X, "columns") else None
         X_checked, y_checked = validate_data(
-            self, X, y, accept_sparse=False, dtype=np.float64, ensure_all_finite=False,
+            self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_all_finite=False,
             y_numeric=y_numeric)
         if frame is not None and not any(
                 str(dtype) in ("category", "string") or dtype == object for dtype in frame.dtypes):
@@ -225,8 +226,8 @@ class _DPXGBModel(BaseEstimator):
                     raise ValueError(f"X lacks the training columns {missing}")
                 X = X[[{str(k): k for k in X.columns}[c] for c in self.booster_.feature_names]]
             X = categories.encode(X, self.booster_.categories)
-        return validate_data(self, X, reset=False, accept_sparse=False, dtype=np.float64,
-                             ensure_all_finite=False)
+        return validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
+                             dtype=np.float64, ensure_all_finite=False)
 
     def _predict_booster(self, X, output_margin=False):
         """The booster's prediction of validated X (codes for categorical features)."""

@@ -26,7 +26,7 @@ from .boosting.partition import load_partition
 from .boosting.plan import make_plan
 from .boosting.protocol import LocalBackend
 from .cluster.client import client_or_embedded, run_fit
-from .inputs import describe_features
+from .inputs import describe_features, float_values
 from .model.booster import Booster
 from .model.certificate import check_privacy_claims
 from .objective import Objective
@@ -188,7 +188,8 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
         With its ledger and timings.
     """
     params, X = with_categories(params, X)  # raw category values -> codes
-    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    X = np.asarray(float_values(X, "X"), dtype=np.float64)
+    y = np.asarray(float_values(y, "y"), dtype=np.float64)
     objective = Objective.of(params)
     chunks = np.array_split(np.arange(len(y)), n_partitions)
     states = [load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]

@@ -26,6 +26,7 @@ from .._core.histogram import build_node_histograms, subtract_histograms
 from .._core.partition import apply_splits, route_to_leaves, rows_of_nodes
 from .._core.partition import node_sums as node_sums_kernel
 from .._core.rows import add_leaf_values, select_tree_rows
+from ..inputs import float_values
 from .aggregates import tree_fine_histogram
 from .gradients import VALUE_GRID, clip_row_vectors, grid_limits, quantize
 
@@ -70,16 +71,8 @@ def make_part(X, y, objective):
         kept (their rows are left out of the fit's sums), and infinite features kept
         (binned to the ends of their public bounds).
     """
-    try:
-        X = np.asarray(X)
-        if X.dtype not in (np.float32, np.float64):
-            X = X.astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"X must hold numbers only: {exc}") from None
-    try:
-        y = np.array(y, dtype=np.float64, copy=True).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"y must hold numbers only: {exc}") from None
+    X = float_values(X, "X")
+    y = np.array(float_values(y, "y"), dtype=np.float64, copy=True).reshape(-1)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
     if X.shape[0] != y.shape[0]:

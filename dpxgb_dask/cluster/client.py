@@ -13,6 +13,7 @@ fit's placement, worker address -> partition indices; partitions never move afte
 import asyncio
 from concurrent.futures import TimeoutError as FuturesTimeout
 from contextlib import contextmanager
+import multiprocessing
 import numbers
 import os
 import pickle
@@ -22,7 +23,7 @@ import numpy as np
 from distributed import Client, LocalCluster, default_client
 from distributed.protocol import to_serialize
 
-from ..inputs import check_lengths, is_dask_collection, label_array
+from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
 from ..progress import ProgressDisplay
 from .scheduler import DPXGBSchedulerPlugin
 from .wire import (KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, SchedulerLostError,
@@ -37,7 +38,8 @@ WAIT_FOR_WORKERS_SECONDS = 60
 def client_or_embedded(client, n_workers=2, threads_per_worker=1):
     """Yield ``client``, a client of the scheduler at the address ``client``, the current
     default client, or a fresh embedded ``LocalCluster``'s (what this opens, it closes on
-    exit).
+    exit): of worker processes, or of worker threads in a process that multiprocessing or
+    joblib started (which cannot start processes of its own).
 
     Parameters
     ----------
@@ -61,8 +63,12 @@ def client_or_embedded(client, n_workers=2, threads_per_worker=1):
         # (not inside the try: an error of the caller's block must not start a cluster)
         yield current
         return
+    # A process that multiprocessing or joblib started (cross_val_score(n_jobs=2)) cannot
+    # start worker processes (daemonic, or its start method, loky, is unknown to the
+    # children): its embedded cluster's workers are threads.
+    processes = multiprocessing.parent_process() is None
     with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                      processes=True, dashboard_address=":0") as cluster, \
+                      processes=processes, dashboard_address=":0") as cluster, \
             Client(cluster) as embedded:
         yield embedded
 
@@ -264,15 +270,16 @@ def _workers(client):
 
 def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_threads):
     workers = _workers(client)
-    X_values = X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
-    y_values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    # (sparse rows stay sparse until a worker's make_part: row slices of CSR are cheap)
+    X_values = X.tocsr() if is_sparse(X) else float_values(X, "X")
+    y_values = float_values(y, "y")
     n_chunks = int(n_partitions) if n_partitions else len(workers)
     if not isinstance(n_chunks, numbers.Integral) or n_chunks < 1:
         raise ValueError(f"n_partitions must be a positive integer, got {n_partitions!r}")
     placement = {}
     messages = []
     sources = {}
-    for i, (a, b) in enumerate(_row_chunks(len(X_values), n_chunks)):
+    for i, (a, b) in enumerate(_row_chunks(X_values.shape[0], n_chunks)):
         worker = workers[i % len(workers)]
         placement.setdefault(worker, []).append(i)
         # A second copy of the rows on the next worker, from which the partition is rebuilt

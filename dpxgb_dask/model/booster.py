@@ -16,6 +16,7 @@ import numpy as np
 from .._core import CATEGORY_SET_WORDS, category_sets
 from .._core.predict import predict_raw
 from ..categories import encode
+from ..inputs import float_values
 from ..objective import OBJECTIVES, softmax
 from . import explain
 from .xgboost_json import to_xgboost_json
@@ -275,7 +276,7 @@ class Booster:
                 raise ValueError(f"X must have shape (n_samples, {self.n_features}), got "
                                  f"{np.shape(X)}")
             X = encode(X, self.categories)
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(float_values(X, "X"), dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n_samples, {self.n_features}), got {X.shape}")
         lo, hi = self.feature_bounds[:, 0], self.feature_bounds[:, 1]

@@ -177,9 +177,9 @@ def test_saved_model_predicts_identically_without_a_cluster(client, seed, classi
     np.testing.assert_array_equal(loaded.predict(X), booster.predict(X))
     assert loaded == booster
     saved = json.loads(path.read_text())
-    assert saved["format"] == "dpxgb_dask.booster" and saved["version"] == 2
+    assert saved["format"] == "dpxgb_dask.booster" and saved["version"] == 3
     assert set(saved["nodes"]) == {"feature", "threshold", "categorical", "category_set",
-                                   "missing_left", "left", "right", "value"}
+                                   "missing_left", "left", "right", "value", "cover"}
 
 
 def test_nan_features_and_all_missing_feature(client, seed, classification_data):

@@ -316,15 +316,6 @@ def test_score_takes_a_one_column_dask_frame_of_labels(client, classification_da
     assert model.score(frame, labels) == pytest.approx(model.score(np.nan_to_num(X), y))
 
 
-def test_sparse_input_is_refused_with_the_alternative(classification_data):
-    from scipy import sparse
-
-    X, y, bounds = classification_data
-    with pytest.raises(TypeError, match=r"toarray"):
-        DPXGBClassifier(feature_bounds=bounds, **SMALL).fit(
-            sparse.csr_matrix(np.nan_to_num(X)), y)
-
-
 def test_classes_are_public_or_read_with_a_warning(client, seed, classification_data):
     import dask.array as da
 
