@@ -51,6 +51,16 @@ def test_nullable_and_pyarrow_frames_train_the_model_of_their_float64_twin(clien
                          n_partitions=2)
     assert nullable == reference
     np.testing.assert_array_equal(nullable.predict(X.astype(dtype)), reference.predict(X))
+    # the same dtypes in a dask frame (read_parquet(dtype_backend="pyarrow") gives these)
+    import dask.dataframe as dd
+
+    frame = dd.from_pandas(X.astype(dtype).assign(y=y.astype("Int64")), npartitions=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from_dask = train(params, frame[["a", "b", "c"]], frame["y"], client=client)
+        reference = train(params, dd.from_pandas(X, npartitions=2),
+                          dd.from_pandas(y, npartitions=2), client=client)
+    assert from_dask == reference
 
 
 def test_estimators_take_nullable_and_pyarrow_dtypes(client):
