@@ -11,6 +11,7 @@
 """
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -18,50 +19,119 @@ import numpy as np
 # The package's public names load on first use: a command imports the cluster, the
 # estimators or the accountants only when it needs them (``dpxgb predict`` needs neither).
 import dpxgb_dask
+from dpxgb_dask.privacy.validation import BudgetError
 
 
-def _read_table(path):
+class UsageError(SystemExit):
+    """A bad input, said in one line naming the file, the column or the argument: the
+    interpreter prints it to standard error, with no traceback, and exits with status 1."""
+
+    def __init__(self, message):
+        super().__init__(f"dpxgb: {message}")
+
+
+def _file_problem(exc):
+    """What is wrong with a file that could not be read, in a few words."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory"
+    if isinstance(exc, PermissionError):
+        return "not readable (permission denied)"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return first
+
+
+def _read_table(path, what="DATA"):
+    """A CSV or Parquet table; a file that is missing, empty or not a table is a one-line
+    error naming it."""
     import pandas as pd
 
-    if str(path).endswith((".parquet", ".pq")):
-        return pd.read_parquet(path)
-    return pd.read_csv(path)
+    try:
+        if str(path).endswith((".parquet", ".pq")):
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise UsageError(f"{what} {path} is empty") from None
+    except (OSError, ValueError) as exc:  # (pandas' and pyarrow's parse errors included)
+        raise UsageError(f"{what} {path}: {_file_problem(exc)}") from None
 
 
-def _read_bounds(path, columns):
-    """Bounds file: JSON ``{"column": [lo, hi], ...}`` or CSV with columns feature,lo,hi."""
-    import pandas as pd
-
-    if str(path).endswith(".json"):
+def _read_json(path, argument):
+    try:
         with open(path) as f:
-            spec = json.load(f)
+            return json.load(f)
+    except OSError as exc:
+        raise UsageError(f"{argument} {path}: {_file_problem(exc)}") from None
+    except ValueError as exc:
+        raise UsageError(f"{argument} {path} is not JSON: {_file_problem(exc)}") from None
+
+
+def _check_named_columns(names, columns, argument, data):
+    """Refuse a file of per-column values that names a column the data lacks (the fit would
+    otherwise go on without it)."""
+    absent = [str(n) for n in names if str(n) not in columns]
+    if absent:
+        raise UsageError(f"{argument} names columns that {data} does not have: {absent} "
+                         f"(its feature columns: {list(columns)})")
+
+
+def _read_bounds(path, columns, data):
+    """Bounds file: JSON ``{"column": [lo, hi], ...}`` or CSV with columns feature,lo,hi."""
+    if str(path).endswith(".json"):
+        spec = _read_json(path, "--bounds")
+        if not isinstance(spec, dict):
+            raise UsageError(f"--bounds {path} must hold a JSON object {{column: [lo, hi]}}")
     else:
-        table = pd.read_csv(path)
+        table = _read_table(path, "--bounds")
+        if not {"feature", "lo", "hi"} <= set(table.columns):
+            raise UsageError(f"--bounds {path} must have the columns feature,lo,hi, got "
+                             f"{list(table.columns)}")
         spec = {str(r.feature): [r.lo, r.hi] for r in table.itertuples()}
+    _check_named_columns(spec, columns, f"--bounds {path}", data)
     missing = [c for c in columns if c not in spec]
     if missing:
-        raise SystemExit(f"dpxgb: the bounds file has no bounds for columns {missing}")
-    return np.array([spec[c] for c in columns], dtype=float)
+        raise UsageError(f"--bounds {path} has no bounds for columns {missing}")
+    try:
+        return np.array([spec[c] for c in columns], dtype=float).reshape(len(columns), 2)
+    except (TypeError, ValueError):
+        raise UsageError(f"--bounds {path}: each column's bounds must be two numbers "
+                         "[lo, hi]") from None
 
 
-def _print_report(booster, out=None):
-    """A model's privacy report (:meth:`~dpxgb_dask.model.booster.Booster.privacy_report`)
-    as a table of its releases and their totals."""
+def _text_columns(table, columns):
+    """The columns of ``table`` among ``columns`` that hold neither numbers nor a pandas
+    category dtype (a Parquet file's categories: the library reads their lists)."""
+    import pandas as pd
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    return [str(c) for c in columns
+            if not (is_numeric_dtype(table[c]) or is_bool_dtype(table[c])
+                    or isinstance(table[c].dtype, pd.CategoricalDtype))]
+
+
+def _load_model(path, key):
+    """A saved model; a file that is missing or not a (valid) model is a one-line error."""
+    try:
+        return dpxgb_dask.load_model(path, key=key)
+    except OSError as exc:
+        raise UsageError(f"MODEL {path}: {_file_problem(exc)}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        reason = str(exc) if isinstance(exc, ValueError) else f"it lacks or mangles {exc}"
+        raise UsageError(f"MODEL {path} is not a valid dpxgb_dask model: {reason}") from None
+
+
+def _print_report(booster, out=None, verbose=False):
+    """A model's privacy report (:meth:`~dpxgb_dask.model.booster.Booster.privacy_report`):
+    its totals first, then its releases grouped by purpose and mechanism, and with
+    ``verbose`` every release."""
     out = out or sys.stdout
     report = booster.privacy_report()
     rows = report["events"]
-    columns = ["purpose", "mechanism", "tree", "depth", "sensitivity", "epsilon",
-               "noise_multiplier", "sampling_rate", "parallel_over", "n_parallel", "count"]
-    widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in rows)) if rows else len(c)
-              for c in columns}
-    out.write("  ".join(c.ljust(widths[c]) for c in columns) + "\n")
-    for r in rows:
-        out.write("  ".join(_fmt(r.get(c)).ljust(widths[c]) for c in columns) + "\n")
-    out.write(f"\n{len(rows)} releases; delta = {report['delta']:g}; "
-              f"neighbouring relation: {report['neighbouring_relation']}\n")
     for name in ("basic", "rdp", "pld"):
         out.write(f"epsilon ({name:5s}) = {report[name]:.6g}\n")
-    out.write(f"calibrated with the {report['accountant']} accountant\n")
+    out.write(f"delta = {report['delta']:g}; calibrated with the {report['accountant']} "
+              f"accountant; neighbouring relation: {report['neighbouring_relation']}\n")
     for choice in report["not_dp"]:
         out.write(f"NOT DP: {choice['parameter']} reveals {choice['reveals']}; the epsilon "
                   "values above account for the DP releases only\n")
@@ -73,6 +143,29 @@ def _print_report(booster, out=None):
                   f"{budget['this_fit']:.4g}, all {budget['n_fits']} fits "
                   f"{budget['spent']:.4g} of {budget['epsilon']:g} ({budget['accountant']}, "
                   f"delta = {budget['delta']:g}) when this fit ended\n")
+    groups = {}
+    for r in rows:
+        key = (r.get("purpose"), r.get("mechanism"))
+        groups[key] = groups.get(key, 0) + 1
+    out.write(f"\n{sum(groups.values())} releases:\n")
+    _write_table(out, ["purpose", "mechanism", "releases"],
+                 [{"purpose": p, "mechanism": m, "releases": n}
+                  for (p, m), n in groups.items()])
+    if not verbose:
+        out.write("(dpxgb report --verbose lists every release)\n")
+        return
+    out.write("\n")
+    _write_table(out, ["purpose", "mechanism", "tree", "depth", "sensitivity", "epsilon",
+                       "noise_multiplier", "sampling_rate", "parallel_over", "n_parallel",
+                       "count"], rows)
+
+
+def _write_table(out, columns, rows):
+    widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in rows)) if rows else len(c)
+              for c in columns}
+    out.write("  ".join(c.ljust(widths[c]) for c in columns).rstrip() + "\n")
+    for r in rows:
+        out.write("  ".join(_fmt(r.get(c)).ljust(widths[c]) for c in columns).rstrip() + "\n")
 
 
 def _print_budget(status, out=None):
@@ -143,30 +236,36 @@ def cmd_train(args):
     """``dpxgb train``: fit on a CSV or Parquet table and write the model file (signed
     with ``--key-file``)."""
     table = _read_table(args.data)
+    if len(table) == 0:
+        raise UsageError(f"DATA {args.data} has no rows")
     if args.label not in table.columns:
-        raise SystemExit(f"dpxgb: --label {args.label!r} is not a column of {args.data}")
+        raise UsageError(f"--label {args.label!r} is not a column of {args.data} (its "
+                         f"columns: {list(table.columns)})")
     y = table[args.label]
     X = table.drop(columns=[args.label])
     params = _train_params(args)
     categorical = []
     if args.categories:
-        try:
-            with open(args.categories) as f:
-                params["categories"] = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"dpxgb: --categories {args.categories}: {exc}") from None
+        params["categories"] = _read_json(args.categories, "--categories")
         if not isinstance(params["categories"], dict):
-            raise SystemExit("dpxgb: --categories must hold a JSON object {column: [values]}")
+            raise UsageError("--categories must hold a JSON object {column: [values]}")
         categorical = [str(c) for c in params["categories"]]
+        _check_named_columns(categorical, [str(c) for c in X.columns],
+                             f"--categories {args.categories}", args.data)
+    text = _text_columns(X, [c for c in X.columns if str(c) not in categorical])
+    if text:
+        raise UsageError(f"DATA {args.data}: columns {text} are not numeric: give their "
+                         "public category lists in --categories FILE, or encode them as "
+                         "numbers")
     if args.bounds:
         # a categorical column's bounds are its codes' (set by train)
         numerical = [str(c) for c in X.columns if str(c) not in categorical]
-        given = _read_bounds(args.bounds, numerical)
+        given = _read_bounds(args.bounds, numerical, args.data)
         rows = iter(given)
         params["feature_bounds"] = np.array([(0.0, 0.0) if str(c) in categorical
                                              else next(rows) for c in X.columns])
     elif args.bounds_epsilon is None and args.xgb_model is None:
-        raise SystemExit("dpxgb: give --bounds FILE (public feature bounds) or --bounds-epsilon")
+        raise UsageError("give --bounds FILE (public feature bounds) or --bounds-epsilon")
     if args.label_bounds:
         params["label_bounds"] = tuple(args.label_bounds)
     key = _read_key(args.key_file)  # before the fit: a bad key file must not waste it
@@ -174,7 +273,7 @@ def cmd_train(args):
     if args.xgb_model is not None:
         # with --key-file, the model continued must carry a signature under that key too:
         # the continued model is signed with it and vouches for both parts
-        continued = dpxgb_dask.load_model(args.xgb_model, key=key)
+        continued = _load_model(args.xgb_model, key)
     booster = dpxgb_dask.train(params, X, y, client=args.scheduler, verbose=not args.quiet,
                                xgb_model=continued)
     booster.save_model(args.out, key=key)
@@ -189,11 +288,23 @@ def cmd_predict(args):
     """``dpxgb predict``: score a table with a saved model, here (no cluster)."""
     import pandas as pd
 
-    booster = dpxgb_dask.load_model(args.model, key=_read_key(args.key_file))
+    booster = _load_model(args.model, _read_key(args.key_file))
     table = _read_table(args.data)
-    columns = booster.feature_names or list(table.columns)
-    preds = booster.predict(table[columns] if booster.feature_names else table,
-                            output_margin=args.margin)
+    if booster.feature_names:
+        missing = [c for c in booster.feature_names if c not in table.columns]
+        if missing:
+            raise UsageError(f"DATA {args.data} lacks the model's columns {missing}")
+        table = table[booster.feature_names]
+    elif table.shape[1] != booster.n_features:
+        raise UsageError(f"DATA {args.data} has {table.shape[1]} columns; the model takes "
+                         f"{booster.n_features} features")
+    categorical = booster.categories or [None] * booster.n_features
+    text = _text_columns(table, [c for c, values in zip(table.columns, categorical)
+                                 if values is None])
+    if text:
+        raise UsageError(f"DATA {args.data}: columns {text} are not numeric (the model "
+                         "reads them as numbers)")
+    preds = booster.predict(table, output_margin=args.margin)
     if preds.ndim == 2:  # multi:softprob: one column per class
         out = pd.DataFrame(preds, columns=[f"prediction_{k}" for k in range(preds.shape[1])])
     else:
@@ -206,8 +317,9 @@ def cmd_predict(args):
 
 
 def cmd_report(args):
-    """``dpxgb report``: a saved model's releases and privacy totals."""
-    _print_report(dpxgb_dask.load_model(args.model, key=_read_key(args.key_file)))
+    """``dpxgb report``: a saved model's privacy totals (and, with ``--verbose``, every
+    release)."""
+    _print_report(_load_model(args.model, _read_key(args.key_file)), verbose=args.verbose)
     return 0
 
 
@@ -218,16 +330,16 @@ def cmd_budget(args):
         store = dpxgb_dask.privacy.BudgetStore(args.file)  # (locked while read or written: safe while the
         if args.action == "create":      # scheduler runs)
             if not args.name or args.epsilon is None:
-                raise SystemExit("dpxgb: budget create needs the budget's NAME and --epsilon")
+                raise UsageError("budget create needs the budget's NAME and --epsilon")
             statuses = [store.create(args.name, args.epsilon, args.delta, args.accountant)]
         else:
             statuses = [store.status(args.name)] if args.name else store.statuses()
     else:
         if args.action in ("create", "show") and not args.name:
-            raise SystemExit(f"dpxgb: budget {args.action} needs the budget's NAME")
+            raise UsageError(f"budget {args.action} needs the budget's NAME")
         if args.action == "create":
             if args.epsilon is None:
-                raise SystemExit("dpxgb: budget create needs --epsilon")
+                raise UsageError("budget create needs --epsilon")
             statuses = [dpxgb_dask.create_budget(args.name, args.epsilon, args.delta,
                                                  args.accountant, client=args.scheduler)]
         elif args.name:
@@ -250,10 +362,13 @@ def _read_key(path):
     whitespace (a trailing newline is common in key files); None: no signature."""
     if path is None:
         return None
-    with open(path, "rb") as f:
-        key = f.read().strip()
+    try:
+        with open(path, "rb") as f:
+            key = f.read().strip()
+    except OSError as exc:
+        raise UsageError(f"--key-file {path}: {_file_problem(exc)}") from None
     if not key:
-        raise SystemExit(f"dpxgb: the key file {path} is empty")
+        raise UsageError(f"--key-file {path} is empty")
     return key
 
 
@@ -338,6 +453,8 @@ def build_parser():
     rp = sub.add_parser("report", help="print a model's privacy ledger and totals")
     rp.add_argument("model")
     rp.add_argument("--key-file", help="refuse a model not signed with the secret in this file")
+    rp.add_argument("--verbose", action="store_true",
+                    help="after the totals, every release of the ledger, one per line")
     rp.set_defaults(func=cmd_report)
 
     bu = sub.add_parser("budget", help="privacy budgets across fits, kept on the scheduler")
@@ -360,9 +477,20 @@ def build_parser():
 
 
 def main(argv=None):
-    """Entry point of the ``dpxgb`` command."""
+    """Entry point of the ``dpxgb`` command.
+
+    A bad input (an error the library raises about an argument: ``ValueError``,
+    ``TypeError``, ``OSError``, a refused budget) is said in one line, ``dpxgb COMMAND:
+    message``, with exit status 1; ``DPXGB_TRACEBACK=1`` shows the traceback instead.
+    """
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, OSError, BudgetError) as exc:
+        if os.environ.get("DPXGB_TRACEBACK"):
+            raise
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        raise UsageError(f"{args.command}: {message}") from None
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def test_cli_train_predict_report(client, seed, classification_data, tmp_path, c
     preds = tmp_path / "preds.csv"
     assert main(["predict", str(out), str(data), "--out", str(preds)]) == 0
     np.testing.assert_allclose(pd.read_csv(preds)["prediction"], model.predict(frame.drop(columns="target")))
-    assert main(["report", str(out)]) == 0
+    assert main(["report", str(out), "--verbose"]) == 0
     text = capsys.readouterr().out
     assert "purpose" in text and "epsilon (pld" in text and "leaf" in text
     # signed model files
@@ -103,11 +103,11 @@ def test_cli_train_predict_report(client, seed, classification_data, tmp_path, c
     assert filtered.n_trees == 5 and filtered.params["filter_rounds"] == 2
     assert main(["report", str(signed), "--key-file", str(key)]) == 0
     assert "renyi_filter" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="not signed"):
+    with pytest.raises(SystemExit, match="not signed"):
         main(["report", str(out), "--key-file", str(key)])
     other = tmp_path / "other"
     other.write_bytes(b"another key")
-    with pytest.raises(ValueError, match="does not verify"):
+    with pytest.raises(SystemExit, match="does not verify"):
         main(["predict", str(signed), str(data), "--key-file", str(other)])
 
 

@@ -1,0 +1,119 @@
+"""The command line answers every bad input with one line naming the file, the column or the
+argument (no traceback), refuses per-column files that name absent columns, and reports a
+model's totals first."""
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpxgb_dask.cli import main
+from dpxgb_dask.params import resolve_params
+from dpxgb_dask.training import train_in_process
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A training table, a model trained on it, and the bad files of the cases below."""
+    path = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.normal(size=(600, 3)), columns=["a", "b", "c"])
+    table["y"] = (table["a"] > 0).astype(int)
+    table.to_csv(path / "train.csv", index=False)
+    table.drop(columns=["c"]).to_csv(path / "lacks_c.csv", index=False)
+    text = table.astype({"a": object})
+    text.loc[5, "a"] = "twelve"
+    text.to_csv(path / "text.csv", index=False)
+    (path / "empty.csv").write_text("")
+    (path / "header_only.csv").write_text("a,b,c,y\n")
+    (path / "bounds.json").write_text(json.dumps({c: [-4, 4] for c in "abc"}))
+    (path / "bounds_extra.json").write_text(json.dumps({"a": [-4, 4], "b": [-4, 4],
+                                                        "c": [-4, 4], "d": [0, 1]}))
+    (path / "bounds_extra.csv").write_text("feature,lo,hi\na,-4,4\nb,-4,4\nc,-4,4\nd,0,1\n")
+    (path / "bounds_short.json").write_text(json.dumps({"a": [-4, 4]}))
+    (path / "categories.json").write_text(json.dumps({"colour": ["red", "blue"]}))
+    (path / "not_a_model.json").write_text(json.dumps({"hello": "world"}))
+    (path / "not_json.json").write_text("{this is not json")
+    (path / "list.json").write_text("[1, 2]")
+    params = resolve_params("binary:logistic", epsilon=1.0, n_estimators=3,
+                            feature_bounds=[[-4, 4]] * 3)
+    booster, _ = train_in_process(params, table[["a", "b", "c"]], table["y"])
+    booster.feature_names = ["a", "b", "c"]  # (as train() names them from the frame)
+    booster.save_model(path / "model.json")
+    return path
+
+
+# (id, arguments with {} for the directory, pattern of the one line)
+CASES = [
+    ("predict: a column missing", "predict {}/model.json {}/lacks_c.csv",
+     r"DATA .*lacks_c\.csv lacks the model's columns \['c'\]"),
+    ("predict: text in a numeric column", "predict {}/model.json {}/text.csv",
+     r"DATA .*text\.csv: columns \['a'\] are not numeric"),
+    ("predict: an empty file", "predict {}/model.json {}/empty.csv", r"DATA .*empty\.csv is empty"),
+    ("predict: a missing file", "predict {}/model.json {}/absent.csv",
+     r"DATA .*absent\.csv: no such file"),
+    ("predict: a missing model", "predict {}/absent.json {}/train.csv",
+     r"MODEL .*absent\.json: no such file"),
+    ("predict: JSON that is not a model", "predict {}/not_a_model.json {}/train.csv",
+     r"MODEL .*not_a_model\.json is not a valid dpxgb_dask model"),
+    ("predict: a model file that is not JSON", "predict {}/not_json.json {}/train.csv",
+     r"MODEL .*not_json\.json is not a valid dpxgb_dask model: .*not a JSON model file"),
+    ("report: a JSON list", "report {}/list.json", r"MODEL .*list\.json is not a valid"),
+    ("report: a missing key file", "report {}/model.json --key-file {}/absent.key",
+     r"--key-file .*absent\.key: no such file"),
+    ("train: text in a numeric column", "train {}/text.csv --label y --bounds {}/bounds.json",
+     r"DATA .*text\.csv: columns \['a'\] are not numeric: give .* --categories"),
+    ("train: an empty file", "train {}/empty.csv --label y --bounds {}/bounds.json",
+     r"DATA .*empty\.csv is empty"),
+    ("train: no rows", "train {}/header_only.csv --label y --bounds {}/bounds.json --quiet",
+     r"DATA .*header_only\.csv has no rows"),
+    ("train: a missing file", "train {}/absent.csv --label y", r"DATA .*absent\.csv: no such"),
+    ("train: an absent label", "train {}/train.csv --label z --bounds {}/bounds.json",
+     r"--label 'z' is not a column of .*train\.csv"),
+    ("train: bounds for an absent column (JSON)",
+     "train {}/train.csv --label y --bounds {}/bounds_extra.json",
+     r"--bounds .*bounds_extra\.json names columns that .*train\.csv does not have: \['d'\]"),
+    ("train: bounds for an absent column (CSV)",
+     "train {}/train.csv --label y --bounds {}/bounds_extra.csv",
+     r"--bounds .*bounds_extra\.csv names columns .* \['d'\]"),
+    ("train: bounds missing a column", "train {}/train.csv --label y --bounds {}/bounds_short.json",
+     r"--bounds .*bounds_short\.json has no bounds for columns \['b', 'c'\]"),
+    ("train: a missing bounds file", "train {}/train.csv --label y --bounds {}/absent.json",
+     r"--bounds .*absent\.json: no such file"),
+    ("train: categories of an absent column",
+     "train {}/train.csv --label y --bounds {}/bounds.json --categories {}/categories.json",
+     r"--categories .*categories\.json names columns .* \['colour'\]"),
+    ("train: a bad epsilon", "train {}/train.csv --label y --bounds {}/bounds.json --epsilon -1",
+     r"dpxgb: train: epsilon must be in \(0, inf\], got -1"),
+]
+
+
+@pytest.mark.parametrize("arguments, pattern", [pytest.param(a, p, id=i) for i, a, p in CASES])
+def test_a_bad_input_is_one_line_naming_it(files, arguments, pattern):
+    argv = arguments.replace("{}", str(files)).split()
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    message = str(raised.value.code)
+    assert isinstance(raised.value.code, str) and "\n" not in message  # one line, exit 1
+    assert message.startswith("dpxgb: ")
+    assert re.search(pattern, message), message
+
+
+def test_the_traceback_is_there_on_request(files, monkeypatch):
+    monkeypatch.setenv("DPXGB_TRACEBACK", "1")
+    with pytest.raises(ValueError, match="epsilon must be in"):
+        main(["train", f"{files}/train.csv", "--label", "y", "--bounds",
+              f"{files}/bounds.json", "--epsilon", "-1"])
+
+
+def test_report_shows_the_totals_first_and_the_releases_with_verbose(files, capsys):
+    assert main(["report", f"{files}/model.json"]) == 0
+    short = capsys.readouterr().out.splitlines()
+    assert short[0].startswith("epsilon (basic)") and short[2].startswith("epsilon (pld  ) = 1")
+    assert len(short) <= 15 and "--verbose" in short[-1]
+    assert main(["report", f"{files}/model.json", "--verbose"]) == 0
+    full = capsys.readouterr().out.splitlines()
+    assert full[:len(short) - 1] == short[:-1]
+    assert any(line.startswith("purpose     mechanism  tree") for line in full)
+    assert len(full) > len(short)
