@@ -1,6 +1,7 @@
 """What the user's X and y must be: checks of their metadata (shapes where they are known,
 dtypes, column names), for every input type: NumPy, pandas (NumPy, nullable and pyarrow
-dtypes), scipy sparse matrices, dask arrays and dataframes; and their values as float rows.
+dtypes), scipy sparse matrices, dask arrays and dataframes; their values as float rows;
+labels as class indices; bounds given by column name.
 
 No value is read here. Value checks (lengths of dask partitions, label sets, infinities)
 run on the workers, inside :func:`~dpxgb_dask.boosting.partition.make_part`, and surface as
@@ -147,3 +148,44 @@ def check_lengths(X, y):
         raise ValueError(f"X and y must have the same number of rows, got {nx} and {ny}")
     if nx == 0:
         raise ValueError("X has no rows")
+
+
+def encode_labels(y, classes):
+    """Labels as float64 class indices into the sorted ``classes`` (binary: 1.0 for
+    ``classes[1]``, else 0.0); NaN for a label outside ``classes`` (its row is left out)."""
+    y = np.asarray(y)
+    if len(classes) == 2:
+        return (y == classes[1]).astype(np.float64)
+    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    return np.where(classes[index] == y, index, np.nan).astype(np.float64)
+
+
+def encode_labels_lazily(y, classes):
+    """:func:`encode_labels` on the blocks of a dask array or series, lazily."""
+    if hasattr(y, "map_partitions"):
+        import pandas as pd
+
+        return y.map_partitions(lambda part: pd.Series(encode_labels(part.to_numpy(), classes),
+                                                       index=part.index),
+                                meta=pd.Series(dtype=np.float64))
+    return y.map_blocks(encode_labels, classes, dtype=np.float64)
+
+
+def bounds_by_name(bounds, feature_names, categorical_names=()):
+    """``feature_bounds`` as given, or, for a dict ``{column: (lo, hi)}``, as an array in
+    the order of the columns of X (every numerical column needs its bounds; a categorical
+    column's are its codes', set by ``train``)."""
+    if not isinstance(bounds, dict):
+        return bounds
+    if feature_names is None:
+        raise ValueError("feature_bounds given as a dict needs X with column names (a "
+                         "pandas or dask DataFrame); give an (n_features, 2) array otherwise")
+    given = {str(k): v for k, v in bounds.items()}
+    given.update({c: (0.0, 0.0) for c in categorical_names if c not in given})
+    missing = [c for c in feature_names if c not in given]
+    if missing:
+        raise ValueError(f"feature_bounds has no bounds for the columns {missing}")
+    unknown = sorted(set(given) - set(feature_names))
+    if unknown:
+        raise ValueError(f"feature_bounds names columns that X does not have: {unknown}")
+    return np.array([given[c] for c in feature_names], dtype=np.float64)

@@ -25,8 +25,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import categories
-from .inputs import check_numeric_dtypes, label_array
+from .inputs import (bounds_by_name, check_numeric_dtypes, encode_labels,
+                     encode_labels_lazily, label_array)
 from .objective import softmax
+from .params import TRAIN_PARAMETERS
+from .params.names import XGBOOST_ALIASES, merge_keywords
 from .privacy.validation import PrivacyLeakWarning
 from .training import train
 
@@ -79,6 +82,12 @@ class _DPXGBModel(BaseEstimator):
     dp_params : dict, optional
         Any other field of ``TrainParams`` (e.g. ``split_method``, ``accountant``).
     verbose : bool
+    **kwargs
+        Any other field of :class:`~dpxgb_dask.params.TrainParams` as a keyword
+        (``split_method="noisy_histogram"``, ``accountant="rdp"``, ...), or XGBoost's name
+        of one (``n_jobs``, ``eta``, ``seed``): ``get_params``, ``set_params`` and ``clone``
+        keep them. A parameter given twice (a keyword and ``dp_params``, or under both
+        names) with different values is refused at fit, as is an unknown name.
     """
 
     _objective = None
@@ -88,7 +97,9 @@ class _DPXGBModel(BaseEstimator):
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
-                 verbose=False, categories=None):
+                 verbose=False, categories=None, **kwargs):
+        for name, value in kwargs.items():  # (checked at fit, as scikit-learn asks)
+            setattr(self, name, value)
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.learning_rate = learning_rate
@@ -119,25 +130,63 @@ class _DPXGBModel(BaseEstimator):
         tags.non_deterministic = not self.reproducible_noise
         return tags
 
+    def _keywords(self):
+        """The training parameters given as keywords beyond the signature's."""
+        signature = set(self._get_param_names())
+        return {k: v for k, v in vars(self).items()
+                if k not in signature and not k.startswith("_") and not k.endswith("_")}
+
+    def get_params(self, deep=True):
+        """The estimator's parameters, the keyword training parameters included.
+
+        Parameters
+        ----------
+        deep : bool
+            As scikit-learn's (the estimators hold no sub-estimators).
+
+        Returns
+        -------
+        dict
+        """
+        return dict(super().get_params(deep), **self._keywords())
+
+    def set_params(self, **params):
+        """Set parameters, keyword training parameters included (checked at fit).
+
+        Parameters
+        ----------
+        **params
+            Parameter names and values.
+
+        Returns
+        -------
+        self
+        """
+        signature = set(self._get_param_names())
+        for name in [k for k in params if k not in signature]:
+            setattr(self, name, params.pop(name))  # (a keyword parameter, checked at fit)
+        return super().set_params(**params)
+
     def _train_params(self, feature_names, n_classes=None, categorical_names=()):
-        params = dict(self.dp_params or {})
+        keywords = self._keywords()
+        allowed = (TRAIN_PARAMETERS | set(XGBOOST_ALIASES)) - {"objective", "num_class"}
+        unknown = sorted(set(keywords) - allowed)
+        if unknown:
+            raise ValueError(f"{type(self).__name__} got unknown parameters {unknown}; the "
+                             f"training parameters are {sorted(allowed)}")
         for name in ("n_estimators", "max_depth", "learning_rate", "reg_lambda", "subsample",
                      "min_child_weight", "max_bin", "epsilon", "delta", "dp_epsilon_per_tree",
-                     "label_bounds", "bounds_epsilon", "random_state", "budget"):
-            value = getattr(self, name)
-            if value is not None:
-                params[name] = value
-        if self.reproducible_noise is not False:
-            params["reproducible_noise"] = self.reproducible_noise
-        if self.feature_bounds is not None:
-            params["feature_bounds"] = _bounds_by_name(self.feature_bounds, feature_names,
+                     "label_bounds", "bounds_epsilon", "random_state", "budget", "preset",
+                     "feature_bounds", "categories"):
+            keywords[name] = getattr(self, name)
+        keywords["reproducible_noise"] = self.reproducible_noise or None  # (False: not given)
+        params = merge_keywords(keywords, self.dp_params or {})
+        if params.get("feature_bounds") is not None:
+            params["feature_bounds"] = bounds_by_name(params["feature_bounds"], feature_names,
                                                        categorical_names)
-        if self.categories is not None:
-            params["categories"] = self.categories
         params["objective"] = self._objective
         if n_classes is not None and n_classes > 2:
             params["objective"], params["num_class"] = "multi:softprob", int(n_classes)
-        params["preset"] = self.preset
         return params
 
     def _categories_of(self, X, xgb_model=None):
@@ -229,10 +278,25 @@ class _DPXGBModel(BaseEstimator):
         return validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
                              dtype=np.float64, ensure_all_finite=False)
 
-    def _predict_booster(self, X, output_margin=False):
-        """The booster's prediction of validated X (codes for categorical features)."""
+    def _predict_booster(self, X, output_margin=False, iteration_range=None, **kinds):
+        """The booster's prediction of validated X (codes for categorical features), by
+        the rounds of ``iteration_range``."""
         encoded = not _is_dask(X)
-        return self.booster_.predict(X, output_margin=output_margin, encoded=encoded)
+        return self.booster_.rounds(iteration_range).predict(
+            X, output_margin=output_margin, encoded=encoded, **kinds)
+
+    def get_booster(self):
+        """The fitted :class:`~dpxgb_dask.model.booster.Booster` (``booster_``), as
+        XGBoost's estimators give theirs."""
+        check_is_fitted(self, "booster_")
+        return self.booster_
+
+    def apply(self, X, iteration_range=None):
+        """The leaf each row reaches in each tree, shape (n_rows, n_trees) (node ids as in
+        :meth:`Booster.predict_leaf <dpxgb_dask.model.booster.Booster.predict_leaf>`;
+        in-memory X)."""
+        return self._predict_booster(self._validate_predict_input(X),
+                                     iteration_range=iteration_range, pred_leaf=True)
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (classifier) or R² (regressor) of ``predict(X)`` against ``y``; dask
@@ -278,8 +342,9 @@ class _DPXGBModel(BaseEstimator):
         check_is_fitted(self, "booster_")
         return self.booster_.privacy_report()
 
-    def _margin(self, X):
-        return self._predict_booster(self._validate_predict_input(X), output_margin=True)
+    def _margin(self, X, iteration_range=None):
+        return self._predict_booster(self._validate_predict_input(X), output_margin=True,
+                                     iteration_range=iteration_range)
 
     def __sklearn_clone__(self):
         """Clone the parameters; the client is shared, not copied (it holds a connection)."""
@@ -340,7 +405,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
-                 verbose=False, classes=None, categories=None):
+                 verbose=False, classes=None, categories=None, **kwargs):
         super().__init__(
             n_estimators=n_estimators, max_depth=max_depth, learning_rate=learning_rate,
             reg_lambda=reg_lambda, subsample=subsample, min_child_weight=min_child_weight,
@@ -348,7 +413,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             dp_epsilon_per_tree=dp_epsilon_per_tree, feature_bounds=feature_bounds,
             label_bounds=label_bounds, bounds_epsilon=bounds_epsilon, preset=preset,
             random_state=random_state, reproducible_noise=reproducible_noise, budget=budget,
-            client=client, dp_params=dp_params, verbose=verbose, categories=categories)
+            client=client, dp_params=dp_params, verbose=verbose, categories=categories,
+            **kwargs)
         self.classes = classes
 
     def __sklearn_tags__(self):
@@ -386,7 +452,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                     encoded = (positive.mask(missing) if hasattr(positive, "mask")
                                else _dask_where(missing, np.nan, positive))
                 else:
-                    encoded = _dask_encode(y, classes)
+                    encoded = encode_labels_lazily(y, classes)
             return self._fit(X, encoded, classes, xgb_model)
         y_values = np.asarray(y).reshape(-1)
         check_classification_targets(y_values)
@@ -404,7 +470,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                           "labels present is not differentially private. Give the public "
                           "label set as classes=[...] instead.", PrivacyLeakWarning,
                           stacklevel=2)
-        self._fit(X, _encode_labels(y_values, classes), classes, xgb_model)
+        self._fit(X, encode_labels(y_values, classes), classes, xgb_model)
         read_classes = {"purpose": "classes", "parameter": "classes=None",
                         "reveals": "the set of labels present in y (read in the user's "
                                    "process)"}
@@ -425,9 +491,10 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         margin = self._margin(X)
         return _as_dask_array(margin) if _is_dask(margin) else margin
 
-    def predict_proba(self, X):
-        """Probabilities, shape ``(n_rows, n_classes_)`` (a lazy dask array for dask inputs)."""
-        margin = self._margin(X)
+    def predict_proba(self, X, iteration_range=None):
+        """Probabilities, shape ``(n_rows, n_classes_)`` (a lazy dask array for dask inputs),
+        of the rounds of ``iteration_range`` (XGBoost's (begin, end); None: all)."""
+        margin = self._margin(X, iteration_range)
         to_proba = _binary_proba if margin.ndim == 1 else softmax
         if _is_dask(margin):
             margin = _as_dask_array(margin)
@@ -437,9 +504,13 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             return margin.map_blocks(softmax, dtype=np.float64)
         return to_proba(margin)
 
-    def predict(self, X):
-        """Class labels from ``classes_``, shape (n_rows,) (lazy for dask inputs)."""
-        margin = self._margin(X)
+    def predict(self, X, output_margin=False, iteration_range=None):
+        """Class labels from ``classes_``, shape (n_rows,) (lazy for dask inputs), or with
+        ``output_margin`` the raw margins (:meth:`decision_function`); of the rounds of
+        ``iteration_range`` (XGBoost's (begin, end); None: all)."""
+        margin = self._margin(X, iteration_range)
+        if output_margin:
+            return _as_dask_array(margin) if _is_dask(margin) else margin
         if _is_dask(margin):
             import dask.array as da
 
@@ -452,27 +523,6 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         if margin.ndim == 2:
             return self.classes_[np.argmax(margin, axis=1)]
         return self.classes_[(margin > 0).astype(int)]
-
-
-def _encode_labels(y, classes):
-    """Labels as float64 class indices into the sorted ``classes`` (binary: 1.0 for
-    ``classes[1]``, else 0.0); NaN for a label outside ``classes`` (its row is left out)."""
-    y = np.asarray(y)
-    if len(classes) == 2:
-        return (y == classes[1]).astype(np.float64)
-    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-    return np.where(classes[index] == y, index, np.nan).astype(np.float64)
-
-
-def _dask_encode(y, classes):
-    """:func:`_encode_labels` on the blocks of a dask array or series, lazily."""
-    if hasattr(y, "map_partitions"):
-        import pandas as pd
-
-        return y.map_partitions(lambda part: pd.Series(_encode_labels(part.to_numpy(), classes),
-                                                       index=part.index),
-                                meta=pd.Series(dtype=np.float64))
-    return y.map_blocks(_encode_labels, classes, dtype=np.float64)
 
 
 def _dask_where(condition, a, b):
@@ -516,28 +566,11 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         X, y = self._validate_fit_input(X, y, y_numeric=True, xgb_model=xgb_model)
         return self._fit(X, y, xgb_model=xgb_model)
 
-    def predict(self, X):
+    def predict(self, X, output_margin=False, iteration_range=None):
         """Predictions clipped to ``label_bounds``, shape (n_rows,) (lazy for dask
-        inputs): the label is known to lie there, so clipping is free post-processing."""
-        prediction = self._predict_booster(self._validate_predict_input(X))
+        inputs): the label is known to lie there, so clipping is free post-processing.
+        ``output_margin``: the unclipped margin; ``iteration_range``: XGBoost's (begin,
+        end) of the rounds to use (None: all)."""
+        prediction = self._predict_booster(self._validate_predict_input(X), output_margin,
+                                           iteration_range)
         return _as_dask_array(prediction) if _is_dask(prediction) else prediction
-
-
-def _bounds_by_name(bounds, feature_names, categorical_names=()):
-    """``feature_bounds`` as given, or, for a dict ``{column: (lo, hi)}``, as an array in
-    the order of the columns of X (every numerical column needs its bounds; a categorical
-    column's are its codes', set by ``train``)."""
-    if not isinstance(bounds, dict):
-        return bounds
-    if feature_names is None:
-        raise ValueError("feature_bounds given as a dict needs X with column names (a "
-                         "pandas or dask DataFrame); give an (n_features, 2) array otherwise")
-    given = {str(k): v for k, v in bounds.items()}
-    given.update({c: (0.0, 0.0) for c in categorical_names if c not in given})
-    missing = [c for c in feature_names if c not in given]
-    if missing:
-        raise ValueError(f"feature_bounds has no bounds for the columns {missing}")
-    unknown = sorted(set(given) - set(feature_names))
-    if unknown:
-        raise ValueError(f"feature_bounds names columns that X does not have: {unknown}")
-    return np.array([given[c] for c in feature_names], dtype=np.float64)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
-from ..model.booster import CATEGORY_SET, node_covers
+from ..model.booster import CATEGORY_SET
+from ..model.explain import node_covers
 
 #: Node fields of the trees while they are grown (``Tree.to_arrays``): bin thresholds index
 #: the cuts the tree was grown with (iterative-Hessian candidates change between trees).

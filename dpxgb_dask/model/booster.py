@@ -19,6 +19,7 @@ from ..categories import encode
 from ..inputs import float_values
 from ..objective import OBJECTIVES, softmax
 from . import explain
+from .dask_predict import predict_dask
 from .xgboost_json import to_xgboost_json
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
@@ -48,27 +49,6 @@ NODE_FIELDS = {
     # the sum of its children's: post-processing, the mass TreeSHAP weighs paths by
     "cover": np.float64,
 }
-
-
-def node_covers(left, right, cover):
-    """Every node's cover from its leaves' (post-processing): a split node's cover is the
-    sum of its children's.
-
-    Parameters
-    ----------
-    left, right : ndarray of int32, shape (n_nodes,)
-        Children (-1 at leaves), after their parent in the arrays.
-    cover : ndarray of float64, shape (n_nodes,)
-        The leaves' covers (other entries are ignored).
-
-    Returns
-    -------
-    ndarray of float64, shape (n_nodes,)
-    """
-    out = np.array(cover, dtype=np.float64)
-    for j in np.flatnonzero(np.asarray(left) >= 0)[::-1]:
-        out[j] = out[left[j]] + out[right[j]]
-    return out
 
 
 class Booster:
@@ -314,13 +294,8 @@ class Booster:
         return columns[0] if self.n_classes is None else np.stack(columns, axis=1)
 
     def predict_leaf(self, X, n_threads=1, encoded=False):
-        """The leaf each row reaches in each tree (XGBoost's ``pred_leaf``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        n_threads : int
-        encoded : bool
+        """The leaf each row reaches in each tree (XGBoost's ``pred_leaf``); X, n_threads and
+        encoded as in :meth:`predict_margin`.
 
         Returns
         -------
@@ -335,12 +310,7 @@ class Booster:
         """Each feature's contribution to each row's margin (XGBoost's ``pred_contribs``):
         TreeSHAP (Lundberg et al., 2018) of the released trees, weighted by the nodes'
         covers. It is post-processing of the model: it reads nothing but the model and X.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        n_threads : int
-        encoded : bool
+        X, n_threads and encoded as in :meth:`predict_margin`.
 
         Returns
         -------
@@ -352,7 +322,7 @@ class Booster:
         return explain.contributions(self, self._as_features(X, encoded), n_threads)
 
     def predict(self, X, output_margin=False, n_threads=1, encoded=False, pred_leaf=False,
-                pred_contribs=False):
+                pred_contribs=False, iteration_range=None):
         """Predictions: regression values, probabilities of class 1 for binary:logistic, or
         of every class for multi:softprob.
 
@@ -373,12 +343,18 @@ class Booster:
         pred_contribs : bool
             Return each feature's contribution to the margin instead
             (:meth:`predict_contributions`).
+        iteration_range : tuple of int (begin, end), optional
+            Use the trees of boosting rounds ``begin`` to ``end - 1`` only (XGBoost's
+            meaning; ``(0, 0)`` or None: every round).
 
         Returns
         -------
         ndarray of float64, shape (n_samples,), or (n_samples, K) for multi:softprob; a dask
         array (or series) for dask inputs
         """
+        if iteration_range is not None and tuple(iteration_range) != (0, 0):
+            return self.rounds(iteration_range).predict(X, output_margin, n_threads, encoded,
+                                                        pred_leaf, pred_contribs)
         if pred_leaf and pred_contribs:
             raise ValueError("pred_leaf and pred_contribs ask for different outputs: pass one")
         if pred_leaf or pred_contribs:
@@ -388,7 +364,7 @@ class Booster:
             method = self.predict_leaf if pred_leaf else self.predict_contributions
             return method(X, n_threads=n_threads, encoded=encoded)
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
-            return _predict_dask(self, X, output_margin)
+            return predict_dask(self, X, output_margin)
         margin = self.predict_margin(X, n_threads=n_threads, encoded=encoded)
         if output_margin:
             return margin
@@ -455,7 +431,7 @@ class Booster:
                              f"{data['version']} file stores each one's left categories")
         booster._nodes["category_set"] = words
         if "cover" not in data["nodes"]:  # (before version 3) every leaf alike: public
-            booster._nodes["cover"] = node_covers(booster._nodes["left"], booster._nodes["right"],
+            booster._nodes["cover"] = explain.node_covers(booster._nodes["left"], booster._nodes["right"],
                                                   np.ones(n_nodes))
         booster._nodes = {name: booster._nodes[name] for name in NODE_FIELDS}  # field order
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
@@ -542,6 +518,48 @@ class Booster:
 
         return model_privacy_report(self.ledger)
 
+    @property
+    def n_rounds(self):
+        """Boosting rounds: trees, or trees / K for multi:softprob (one tree per class)."""
+        return self.n_trees // self.n_outputs
+
+    def rounds(self, iteration_range=None):
+        """The model of XGBoost's ``iteration_range`` (begin, end): rounds ``begin`` to
+        ``end - 1``; None or (0, 0): this model."""
+        if iteration_range is None or tuple(iteration_range) == (0, 0):
+            return self
+        begin, end = (int(i) for i in iteration_range)
+        if not 0 <= begin <= end <= self.n_rounds:
+            raise ValueError(f"iteration_range must be (begin, end) with 0 <= begin <= end <= "
+                             f"{self.n_rounds} (the model's rounds), got "
+                             f"{tuple(iteration_range)}")
+        return self[begin:end]
+
+    def __getitem__(self, rounds):
+        """The model of boosting rounds ``begin:end`` only (``booster[:10]``, as XGBoost's
+        ``Booster`` slices): same base score, cuts, parameters and ledger (a part of a
+        released model is post-processing of it)."""
+        if not isinstance(rounds, slice) or rounds.step not in (None, 1):
+            raise TypeError("a Booster is sliced by boosting rounds: booster[begin:end]")
+        begin, end, _ = rounds.indices(self.n_rounds)
+        data = self.to_dict()
+        bounds = list(self._tree_roots) + [self._nodes["feature"].shape[0]]
+        kept = range(begin * self.n_outputs, max(begin, end) * self.n_outputs)
+        spans = [(bounds[t], bounds[t + 1]) for t in kept]
+        offsets = np.cumsum([0] + [b - a for a, b in spans])
+        nodes = {}
+        for name, values in self._nodes.items():
+            parts = [values[a:b] for a, b in spans]
+            if name in ("left", "right"):  # tree-local indices, shifted to their new place
+                parts = [np.where(v >= 0, v - a + o, -1) for v, (a, _), o in
+                         zip(parts, spans, offsets)]
+            joined = np.concatenate(parts) if parts else values[:0]
+            nodes[name] = joined.tolist()
+        data["nodes"] = nodes
+        data["tree_roots"] = offsets[:-1].tolist()
+        data["tree_class"] = self._tree_class[list(kept)].tolist()
+        return Booster.from_dict(data)
+
     def __eq__(self, other):
         return isinstance(other, Booster) and json.dumps(self.to_dict()) == json.dumps(other.to_dict())
 
@@ -549,37 +567,6 @@ class Booster:
         classes = f", n_classes={self.n_classes}" if self.n_classes is not None else ""
         return (f"Booster(objective={self.objective!r}, n_trees={self.n_trees}, "
                 f"n_features={self.n_features}{classes})")
-
-
-def _predict_block(block, booster, output_margin):
-    return booster.predict(block, output_margin=output_margin)
-
-
-def _predict_partition(df, booster, output_margin):
-    import pandas as pd
-
-    prediction = booster.predict(df, output_margin=output_margin)
-    if prediction.ndim == 2:  # one column per class
-        return pd.DataFrame(prediction, index=df.index, columns=range(prediction.shape[1]))
-    return pd.Series(prediction, index=df.index)
-
-
-def _predict_dask(booster, X, output_margin=False):
-    """Lazy prediction of a dask array (``map_blocks``) or dataframe (``map_partitions``):
-    a dask array (series) of shape (n,), or (n, K) (a frame of K columns) for multiclass."""
-    if hasattr(X, "map_partitions") and getattr(X, "ndim", 2) == 2 and hasattr(X, "columns"):
-        import pandas as pd
-
-        meta = (pd.Series(dtype=np.float64) if booster.n_classes is None else
-                pd.DataFrame({k: pd.Series(dtype=np.float64) for k in range(booster.n_classes)}))
-        return X.map_partitions(_predict_partition, booster, output_margin, meta=meta)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
-    X = X.rechunk({1: -1})
-    if booster.n_classes is not None:
-        return X.map_blocks(_predict_block, booster, output_margin, dtype=np.float64,
-                            chunks=(X.chunks[0], (booster.n_classes,)))
-    return X.map_blocks(_predict_block, booster, output_margin, drop_axis=1, dtype=np.float64)
 
 
 def load_model(path, key=None):

@@ -1,10 +1,32 @@
 """What a fitted model says about its features, trees and predictions, read off its public
 values and DP releases only (post-processing): feature importance, the table of nodes, the
-leaf each row reaches, and TreeSHAP contributions weighted by the nodes' covers."""
+leaf each row reaches, and TreeSHAP contributions weighted by the nodes' covers (released
+leaf masses summed up the tree: :func:`~dpxgb_dask.model.explain.node_covers`)."""
 import numpy as np
 
 from .._core import category_set_codes
 from .._core.predict import contributions_raw, predict_leaves_raw
+
+def node_covers(left, right, cover):
+    """Every node's cover from its leaves' (post-processing): a split node's cover is the
+    sum of its children's.
+
+    Parameters
+    ----------
+    left, right : ndarray of int32, shape (n_nodes,)
+        Children (-1 at leaves), after their parent in the arrays.
+    cover : ndarray of float64, shape (n_nodes,)
+        The leaves' covers (other entries are ignored).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_nodes,)
+    """
+    out = np.array(cover, dtype=np.float64)
+    for j in np.flatnonzero(np.asarray(left) >= 0)[::-1]:
+        out[j] = out[left[j]] + out[right[j]]
+    return out
+
 
 #: Kinds of :func:`feature_importance` (public values only).
 IMPORTANCE_TYPES = ("leaf_spread", "weight")

@@ -14,6 +14,7 @@ import numpy as np
 from ..objective import OBJECTIVES
 from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
                        carried_leaf_regime, default_schedule_overrides, split_method_defaults)
+from .names import canonical_names
 from .presets import PRESETS, preset_overrides
 
 __all__ = ["PRESETS", "TrainParams", "check_feature_bounds", "check_label_bounds",
@@ -303,6 +304,9 @@ def check_label_bounds(bounds):
     return float(arr[0]), float(arr[1])
 
 
+#: The names of the training parameters (the fields of :class:`TrainParams`).
+TRAIN_PARAMETERS = frozenset(f.name for f in fields(TrainParams))
+
 def resolve_params(objective, preset=None, **explicit):
     """Build validated :class:`TrainParams` from a preset and explicit overrides.
 
@@ -311,8 +315,10 @@ def resolve_params(objective, preset=None, **explicit):
     objective : {"reg:squarederror", "binary:logistic"}
     preset : {"dp-xgboost", "dpboost", "maddock", "s-bdt"}, optional
     **explicit
-        Parameters given by the user; ``None`` values mean "not given" except for
-        ``epsilon`` when ``dp_epsilon_per_tree`` is given.
+        Parameters given by the user, by our names or XGBoost's
+        (:data:`~dpxgb_dask.params.names.XGBOOST_ALIASES`);
+        ``None`` values mean "not given" except for ``epsilon`` when
+        ``dp_epsilon_per_tree`` is given.
 
     Returns
     -------
@@ -324,6 +330,7 @@ def resolve_params(objective, preset=None, **explicit):
         Naming the parameter and its allowed values.
     """
     _check_choice("objective", objective, OBJECTIVES)
+    explicit = canonical_names(explicit)  # (XGBoost's names of ours)
     known = {f.name for f in fields(TrainParams)}
     unknown = sorted(set(explicit) - known)
     if unknown:

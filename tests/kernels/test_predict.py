@@ -124,7 +124,7 @@ def test_a_categorical_node_sends_its_set_left_and_odd_codes_right():
 
 def _with_covers(rng, forest):
     """Random positive leaf covers, a split node's the sum of its children's."""
-    from dpxgb_dask.model.booster import node_covers
+    from dpxgb_dask.model.explain import node_covers
 
     leaves = rng.uniform(0.1, 50.0, size=forest["left"].shape[0])
     return dict(forest, cover=node_covers(forest["left"], forest["right"], leaves))
