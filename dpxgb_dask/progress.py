@@ -26,6 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from .privacy.accountants import get_accountant
 from .privacy.ledger import Ledger, PrivacyEvent
 
+#: About this many points on a fit's ε curve (:meth:`FitProgress.epsilon_curve`).
+CURVE_POINTS = 40
+
 #: Shortest interval between two recomputations of the ε spent by a running fit (each is
 #: one accountant call: tens of milliseconds under PLD).
 EPSILON_REFRESH_SECONDS = 0.5
@@ -65,8 +68,10 @@ class FitProgress:
         self.delta = None
         self.objective = None
         self.releases = []
+        self.tree_ends = []  # the number of releases made when each tree ended
         self._lock = threading.Lock()
         self._epsilon = (0, 0.0)  # (number of releases, ε they spend)
+        self._curve = {}  # trees built -> ε spent then
 
     def update(self, event):
         """Fold one coordinator event (a dict, see the module docstring) into the record."""
@@ -89,6 +94,8 @@ class FitProgress:
             self.accountant = event.get("accountant", self.accountant)
             self.delta = event.get("delta", self.delta)
         self.releases.extend(PrivacyEvent.from_dict(r) for r in event.get("releases", ()))
+        if kind == "tree":
+            self.tree_ends.append(len(self.releases))
 
     def end(self, state, error=None):
         """Mark the fit ended (``"failed"`` or ``"stopped"``) unless it finished."""
@@ -113,11 +120,34 @@ class FitProgress:
             done, value = self._epsilon
             if done == len(releases):
                 return value
-            value = (get_accountant(self.accountant).get_epsilon(Ledger(releases), self.delta)
-                     if releases and self.accountant else 0.0)
+            value = self._epsilon_of(releases)
             if len(releases) > self._epsilon[0]:
                 self._epsilon = (len(releases), value)
             return value
+
+    def _epsilon_of(self, releases):
+        return (get_accountant(self.accountant).get_epsilon(Ledger(releases), self.delta)
+                if releases and self.accountant else 0.0)
+
+    def epsilon_curve(self):
+        """The ε spent against the trees built: ``(trees, ε)`` after every
+        ⌈n_trees / CURVE_POINTS⌉-th tree and after the last one built, each computed once
+        (an accountant call: call it from a thread, as :meth:`epsilon_spent`).
+
+        Returns
+        -------
+        list of (int, float)
+        """
+        ends = list(self.tree_ends)
+        step = max(1, -(-(self.n_trees or len(ends) or 1) // CURVE_POINTS))
+        trees = list(range(step, len(ends) + 1, step))
+        if ends and (not trees or trees[-1] != len(ends)):
+            trees.append(len(ends))
+        with self._lock:
+            for k in trees:
+                if k not in self._curve:
+                    self._curve[k] = self._epsilon_of(self.releases[:ends[k - 1]])
+            return [(k, self._curve[k]) for k in trees]
 
     def summary(self, epsilon=None):
         """JSON-ready dict of the record (public values only); ``epsilon`` as computed by

@@ -25,6 +25,7 @@ from distributed.protocol import to_serialize
 
 from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
 from ..progress import ProgressDisplay
+from . import dashboard_plot
 from .scheduler import DPXGBSchedulerPlugin
 from .wire import (KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, SchedulerLostError,
                    capability_digest, unpack_reply)
@@ -67,6 +68,7 @@ def client_or_embedded(client, n_workers=2, threads_per_worker=1):
     # start worker processes (daemonic, or its start method, loky, is unknown to the
     # children): its embedded cluster's workers are threads.
     processes = multiprocessing.parent_process() is None
+    dashboard_plot.register()  # (the scheduler runs here: before it starts its dashboard)
     with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                       processes=processes, dashboard_address=":0") as cluster, \
             Client(cluster) as embedded:

@@ -72,6 +72,10 @@ def _fit_entry(fit):
         epsilon = None
     entry = fit.summary(epsilon)
     entry["releases_by_kind"] = _releases_by_kind(fit)
+    try:
+        entry["epsilon_curve"] = fit.epsilon_curve()
+    except Exception:  # as for ε above
+        entry["epsilon_curve"] = []
     entry["recent_releases"] = fit.release_table(last=RECENT_RELEASES)
     return _finite(entry)
 

@@ -1,12 +1,18 @@
 """Dask preload: ``dask scheduler --preload dpxgb_dask.cluster.preload`` installs dpxgb's
 scheduler plugin when the scheduler starts (its ``dpxgb_fit`` and ``dpxgb_budget`` handlers
-and the ``/dpxgb`` dashboard page), and ``dask worker --preload dpxgb_dask.cluster.preload``
-installs the worker plugin. Without it, the first fit registers both."""
+and the ``/dpxgb`` dashboard page) and the dashboard's ``/individual-dpxgb-fits`` plot, and
+``dask worker --preload dpxgb_dask.cluster.preload`` installs the worker plugin. Without it,
+the first fit registers both plugins (the plot needs the preload, or this module imported
+before the scheduler starts in the same process)."""
 from distributed import Scheduler
 
+from . import dashboard_plot
 from .scheduler import DPXGBSchedulerPlugin
 from .wire import PLUGIN_NAME
 from .worker import DPXGBWorkerPlugin
+
+# (at import: distributed imports a preload before the scheduler builds its dashboard)
+dashboard_plot.register()
 
 
 async def dask_setup(server):

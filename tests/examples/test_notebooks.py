@@ -1,5 +1,6 @@
 """The example notebooks run top to bottom in a real Jupyter kernel (nbclient)."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,13 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
     assert any("application/vnd.jupyter.widget-view+json" in d for d in data)
     assert any("image/png" in d for d in data)
     assert any("text/html" in d and "noise_multiplier" in d["text/html"] for d in data)
+    # the dashboard's dpxgb plot, embedded (its address: a plot the dashboard serves)
+    frames = [d["text/html"] for d in data
+              if "text/html" in d and "<iframe" in d["text/html"]]
+    assert len(frames) == 1 and "/individual-dpxgb-fits" in frames[0]
     text = "".join(o.get("text", "") for o in outputs)
+    plot = re.search(r"dpxgb plot: +(\S+)", text).group(1)
+    assert plot.endswith("/individual-dpxgb-fits") and plot in frames[0]
     assert "epsilon = 1.0000 under the pld accountant" in text
     assert "PrivacyLeakWarning" not in text  # public bounds and classes throughout
     assert (tmp_path / "quickstart_model.json").exists()

@@ -17,6 +17,10 @@ def cluster():
     import dask
     from distributed import LocalCluster
 
+    from dpxgb_dask.cluster import dashboard_plot
+
+    dashboard_plot.register()  # (the dashboard's dpxgb plot: before the scheduler starts)
+
     # The lifecycle tests compare the scheduler's event counts before and after fits: a
     # topic's log must not reach its length limit (1000 by default) and rotate meanwhile.
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h",

@@ -6,8 +6,10 @@ import io
 import json
 import re
 import shutil
+import socket
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -177,7 +179,7 @@ def _paused_fit(client, params, X, y, monkeypatch, at_round=8):
 PARAMETER_KEYS = {"objective", "n_trees", "accountant", "delta", "epsilon_target"}
 PROGRESS_KEYS = {"fit", "client", "state", "error", "started", "trees_built", "tree",
                  "depth", "n_releases", "epsilon_spent", "releases_by_kind",
-                 "recent_releases"}
+                 "recent_releases", "epsilon_curve"}
 RELEASE_KEYS = {"purpose", "mechanism", "tree", "depth", "sensitivity", "epsilon",
                 "noise_multiplier", "noise_scale", "sampling_rate", "n_parallel", "count"}
 
@@ -335,3 +337,120 @@ def test_demo_progress_bar_shows_the_epsilon_the_model_reports(cluster, capsys):
     assert done.group(3) == spent.group(2) == "pld"
     assert float(done.group(2)) == pytest.approx(float(spent.group(1)), abs=5e-4)
     assert "basic" not in captured.err  # the bar speaks of the fit's own accountant only
+
+
+# -- the Bokeh plot under /individual-dpxgb-fits (JupyterLab's Dask sidebar lists it) --------
+
+_SHADOW_TEXT_JS = """(async () => {
+  await new Promise(r => setTimeout(r, %d));
+  const texts = [];
+  const walk = (root) => {
+    root.querySelectorAll('*').forEach(el => { if (el.shadowRoot) walk(el.shadowRoot); });
+    texts.push(root.textContent || '');
+  };
+  walk(document);
+  return texts.join('\\n');
+})()"""
+
+
+def _rendered_text(url, wait_ms=3000):
+    """The text a headless Chromium renders at ``url``, shadow roots included (Bokeh draws
+    its widgets in shadow DOM, which ``--dump-dom`` leaves out), read through the DevTools
+    protocol after ``wait_ms``."""
+    from tornado.websocket import websocket_connect
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    browser = subprocess.Popen(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         f"--remote-debugging-port={port}", "--window-size=1200,900", url],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        pages = []
+        while not pages:
+            try:
+                targets = json.loads(_get(f"http://127.0.0.1:{port}/json/list")[1])
+                pages = [t for t in targets if t.get("type") == "page"]
+            except OSError:
+                pass
+            if not pages and time.time() > deadline:
+                raise TimeoutError("chromium's debugging port never answered")
+            time.sleep(0.2)
+
+        async def evaluate():
+            ws = await websocket_connect(pages[0]["webSocketDebuggerUrl"],
+                                         max_message_size=2**26)
+            for attempt in range(1, 30):  # (until the page's own context stays: it loads)
+                await ws.write_message(json.dumps({
+                    "id": attempt, "method": "Runtime.evaluate",
+                    "params": {"expression": _SHADOW_TEXT_JS % wait_ms, "returnByValue": True,
+                               "awaitPromise": True}}))
+                reply = {}
+                while reply.get("id") != attempt:
+                    reply = json.loads(await ws.read_message())
+                value = reply.get("result", {}).get("result", {})
+                if "value" in value:
+                    ws.close()
+                    return value["value"]
+                await asyncio.sleep(0.5)
+            raise RuntimeError(f"chromium did not evaluate the page: {reply}")
+
+        return asyncio.run(evaluate())
+    finally:
+        browser.kill()
+        browser.wait()
+
+
+def test_the_plot_is_listed_among_the_dashboards_individual_plots(client):
+    from dpxgb_dask.cluster.dashboard_plot import PLOT_PATH
+
+    base = page_link(client).rsplit("/", 1)[0]
+    listed = json.loads(_get(base + "/individual-plots.json")[1])
+    assert listed["Individual Dpxgb Fits"] == PLOT_PATH
+    status, page = _get(base + PLOT_PATH)
+    assert status == 200 and "bokeh" in page.lower()
+
+
+def test_the_plot_draws_epsilon_against_trees_from_public_values(client, seed,
+                                                                 classification_data):
+    from dpxgb_dask.cluster.dashboard_plot import _columns
+
+    X, y, bounds = classification_data
+    booster = train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+                     "n_estimators": 30, "max_depth": 3}, X, y, client=client)
+    base = page_link(client).rsplit("/", 1)[0]
+    fit = json.loads(_get(base + "/dpxgb/fits.json")[1])["fits"][0]
+    curve = fit["epsilon_curve"]
+    assert [k for k, _ in curve] == list(range(1, 31))  # (30 trees: a point per tree)
+    assert all(a < b for (_, a), (_, b) in zip(curve, curve[1:]))  # ε grows with the trees
+    assert curve[-1][1] == pytest.approx(booster.ledger["epsilon"], rel=1e-9)
+    curves, table, kinds = _columns([fit])
+    assert curves["xs"] == [list(range(1, 31))] and table["state"] == ["finished"]
+    assert table["trees"] == ["30 / 30"] and {"leaf"} <= set(kinds["purpose"])
+
+
+@pytest.mark.skipif(_chromium() is None,
+                    reason="no chromium on PATH (Debian: apt-get install chromium; "
+                           ".ci/run installs it)")
+def test_the_plot_in_headless_chromium(client, seed, classification_data, monkeypatch):
+    from dpxgb_dask.cluster.dashboard_plot import PLOT_PATH
+
+    X, y, bounds = classification_data
+    base = page_link(client).rsplit("/", 1)[0]
+    params = {"feature_bounds": bounds, "epsilon": 0.5, "random_state": seed,
+              "n_estimators": 10, "max_depth": 3, "split_method": "noisy_histogram"}
+    with _paused_fit(client, params, X, y, monkeypatch) as result:
+        running = next(f for f in json.loads(_get(base + "/dpxgb/fits.json")[1])["fits"]
+                       if f["state"] == "running")
+        during = _rendered_text(base + PLOT_PATH)
+    booster = result["booster"]
+    after = _rendered_text(base + PLOT_PATH)
+    assert "dpxgb: differentially private fits" in during
+    assert "ε spent against trees built" in during or "trees built" in during
+    assert running["fit"][:12] in during and "running" in during
+    assert f"{running['trees_built']} / 10" in during
+    assert f"{running['epsilon_spent']:.4g}" in during
+    assert running["fit"][:12] in after and "finished" in after
+    assert f"{booster.ledger['epsilon']:.4g}" in after
