@@ -162,9 +162,10 @@ class Objective:
 
 
 def softmax(margin):
-    """Row-wise softmax of margins, shape (n_rows, K) (max-shifted: no overflow)."""
-    shifted = np.exp(margin - margin.max(axis=1, keepdims=True))
-    return shifted / shifted.sum(axis=1, keepdims=True)
+    """Softmax of margins over their last axis, the class: shape (..., K) (max-shifted:
+    no overflow)."""
+    shifted = np.exp(margin - margin.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 def to_label_units(booster, objective):

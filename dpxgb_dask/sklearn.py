@@ -27,9 +27,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import categories
 from .inputs import (bounds_by_name, check_numeric_dtypes, encode_labels,
                      encode_labels_lazily, label_array)
+from .evaluation import RoundScores, check_eval_set
 from .objective import softmax
 from .params import TRAIN_PARAMETERS
-from .params.names import XGBOOST_ALIASES, merge_keywords
+from .params.names import XGBOOST_ALIASES, KeywordParameters, merge_keywords
 from .privacy.validation import PrivacyLeakWarning
 from .training import train
 
@@ -38,7 +39,7 @@ def _is_dask(obj):
     return hasattr(obj, "__dask_graph__") and obj.__dask_graph__() is not None
 
 
-class _DPXGBModel(BaseEstimator):
+class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
     """Shared parameters and plumbing of the DP estimators.
 
     Parameters
@@ -82,6 +83,17 @@ class _DPXGBModel(BaseEstimator):
     dp_params : dict, optional
         Any other field of ``TrainParams`` (e.g. ``split_method``, ``accountant``).
     verbose : bool
+    early_stopping_rounds : int, optional
+        With ``fit(eval_set=...)``: ``best_iteration`` is the round after which this many
+        rounds did not improve the last metric on the last evaluation set, and predictions
+        use the rounds up to it (XGBoost's rule). Every round was trained and released: it
+        picks the model, it saves no budget.
+    eval_metric : str or list of str, optional
+        Metrics of ``evals_result_``: "logloss", "error", "auc" (binary), "mlogloss",
+        "merror" (multiclass), "rmse", "mae" (regression); default the first.
+    callbacks : list of callable, optional
+        Called in your process with every public progress event of the fit
+        (``train(callbacks=)``).
     **kwargs
         Any other field of :class:`~dpxgb_dask.params.TrainParams` as a keyword
         (``split_method="noisy_histogram"``, ``accountant="rdp"``, ...), or XGBoost's name
@@ -97,7 +109,8 @@ class _DPXGBModel(BaseEstimator):
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
-                 verbose=False, categories=None, **kwargs):
+                 verbose=False, categories=None, early_stopping_rounds=None,
+                 eval_metric=None, callbacks=None, **kwargs):
         for name, value in kwargs.items():  # (checked at fit, as scikit-learn asks)
             setattr(self, name, value)
         self.n_estimators = n_estimators
@@ -121,6 +134,9 @@ class _DPXGBModel(BaseEstimator):
         self.dp_params = dp_params
         self.verbose = verbose
         self.categories = categories
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_metric = eval_metric
+        self.callbacks = callbacks
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -129,43 +145,6 @@ class _DPXGBModel(BaseEstimator):
         # Every fit draws fresh secret noise: two fits agree only with the opt-in.
         tags.non_deterministic = not self.reproducible_noise
         return tags
-
-    def _keywords(self):
-        """The training parameters given as keywords beyond the signature's."""
-        signature = set(self._get_param_names())
-        return {k: v for k, v in vars(self).items()
-                if k not in signature and not k.startswith("_") and not k.endswith("_")}
-
-    def get_params(self, deep=True):
-        """The estimator's parameters, the keyword training parameters included.
-
-        Parameters
-        ----------
-        deep : bool
-            As scikit-learn's (the estimators hold no sub-estimators).
-
-        Returns
-        -------
-        dict
-        """
-        return dict(super().get_params(deep), **self._keywords())
-
-    def set_params(self, **params):
-        """Set parameters, keyword training parameters included (checked at fit).
-
-        Parameters
-        ----------
-        **params
-            Parameter names and values.
-
-        Returns
-        -------
-        self
-        """
-        signature = set(self._get_param_names())
-        for name in [k for k in params if k not in signature]:
-            setattr(self, name, params.pop(name))  # (a keyword parameter, checked at fit)
-        return super().set_params(**params)
 
     def _train_params(self, feature_names, n_classes=None, categorical_names=()):
         keywords = self._keywords()
@@ -247,8 +226,8 @@ class _DPXGBModel(BaseEstimator):
         resolved = self._categories_of(X, xgb_model) or []
         categorical_names = [n for n, c in zip(names or [], resolved) if c is not None]
         booster = train(self._train_params(names, n_classes, categorical_names), X, y,
-                        client=self.client,
-                        verbose=self.verbose, xgb_model=xgb_model)
+                        client=self.client, verbose=self.verbose, xgb_model=xgb_model,
+                        callbacks=self.callbacks)
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -282,6 +261,8 @@ class _DPXGBModel(BaseEstimator):
         """The booster's prediction of validated X (codes for categorical features), by
         the rounds of ``iteration_range``."""
         encoded = not _is_dask(X)
+        if iteration_range is None and getattr(self, "best_iteration_", None) is not None:
+            iteration_range = (0, self.best_iteration_ + 1)  # (XGBoost's default after it)
         return self.booster_.rounds(iteration_range).predict(
             X, output_margin=output_margin, encoded=encoded, **kinds)
 
@@ -405,7 +386,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
-                 verbose=False, classes=None, categories=None, **kwargs):
+                 verbose=False, classes=None, categories=None, early_stopping_rounds=None,
+                 eval_metric=None, callbacks=None, **kwargs):
         super().__init__(
             n_estimators=n_estimators, max_depth=max_depth, learning_rate=learning_rate,
             reg_lambda=reg_lambda, subsample=subsample, min_child_weight=min_child_weight,
@@ -414,7 +396,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             label_bounds=label_bounds, bounds_epsilon=bounds_epsilon, preset=preset,
             random_state=random_state, reproducible_noise=reproducible_noise, budget=budget,
             client=client, dp_params=dp_params, verbose=verbose, categories=categories,
-            **kwargs)
+            early_stopping_rounds=early_stopping_rounds, eval_metric=eval_metric,
+            callbacks=callbacks, **kwargs)
         self.classes = classes
 
     def __sklearn_tags__(self):
@@ -431,14 +414,17 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                              f"{self.classes!r}")
         return classes
 
-    def fit(self, X, y, xgb_model=None):
+    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False):
         """Fit on X (n_rows, n_features) and labels y (n_rows,).
 
         Labels are encoded as their index in ``classes_`` (binary: 0 and 1); see
         ``classes`` for where ``classes_`` comes from. ``xgb_model`` (a Booster, a model
         file or a fitted estimator) is continued: ``n_estimators`` more rounds for
-        ``epsilon`` more (``train(xgb_model=)``).
+        ``epsilon`` more (``train(xgb_model=)``). ``eval_set``, a list of ``(X, y)``
+        declared public with ``eval_set_public=True``, is scored after every round
+        (``evals_result_``, ``early_stopping_rounds``), spending nothing.
         """
+        eval_sets = check_eval_set(eval_set, eval_set_public)
         X, y = self._validate_fit_input(X, y, y_numeric=False, xgb_model=xgb_model)
         # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
         if _is_dask(y):
@@ -453,7 +439,9 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                                else _dask_where(missing, np.nan, positive))
                 else:
                     encoded = encode_labels_lazily(y, classes)
-            return self._fit(X, encoded, classes, xgb_model)
+            self._fit(X, encoded, classes, xgb_model)
+            self._score_rounds([(Xe, encode_labels(ye, classes)) for Xe, ye in eval_sets])
+            return self
         y_values = np.asarray(y).reshape(-1)
         check_classification_targets(y_values)
         if self.classes is not None:
@@ -478,6 +466,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         # (a continued model may list it already, from its first part)
         if self.classes is None and read_classes not in not_dp:
             not_dp.append(read_classes)
+        self._score_rounds([(Xe, encode_labels(np.asarray(ye).reshape(-1), classes))
+                            for Xe, ye in eval_sets])
         return self
 
     @property
@@ -560,11 +550,15 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def fit(self, X, y, xgb_model=None):
+    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds;
-        ``xgb_model`` is continued as in :meth:`DPXGBClassifier.fit`."""
+        ``xgb_model``, ``eval_set`` and ``eval_set_public`` as in
+        :meth:`DPXGBClassifier.fit`."""
+        eval_sets = check_eval_set(eval_set, eval_set_public)
         X, y = self._validate_fit_input(X, y, y_numeric=True, xgb_model=xgb_model)
-        return self._fit(X, y, xgb_model=xgb_model)
+        self._fit(X, y, xgb_model=xgb_model)
+        self._score_rounds(eval_sets)
+        return self
 
     def predict(self, X, output_margin=False, iteration_range=None):
         """Predictions clipped to ``label_bounds``, shape (n_rows,) (lazy for dask

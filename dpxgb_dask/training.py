@@ -223,7 +223,7 @@ def emit_warnings(records, stacklevel=3):
 
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
-          xgb_model=None):
+          xgb_model=None, callbacks=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters
@@ -253,6 +253,11 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         bounds and cuts, adds ``n_estimators`` trees and spends ``epsilon`` more
         (:func:`continuation_params`). The returned model holds both parts' trees and one
         ledger whose totals compose them; a budget is charged with the new part only.
+    callbacks : list of callable, optional
+        Each is called, in this process, with every public progress event of the fit (a
+        dict: :mod:`~dpxgb_dask.progress` lists them: trees built, levels, the releases'
+        noise parameters, never a released value or a timing). They cannot stop the fit;
+        an exception of one is raised once the fit ended.
 
     Returns
     -------
@@ -271,7 +276,8 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     with ThreadPoolExecutor(1) as pool, client_or_embedded(client) as c:
         planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
         result = run_fit(c, p, planning, X, y, Objective.of(p), n_features, feature_names,
-                         verbose, n_partitions, return_timings, init_model)
+                         verbose, n_partitions, return_timings, init_model,
+                         list(callbacks or ()))
     # What the scheduler returns is checked like a model file (a scheduler running another
     # accounting, or tampered with, would be caught here).
     check_privacy_claims(result["model"]["ledger"], result["model"]["params"])

@@ -93,7 +93,7 @@ def ask_budgets(client, **message):
 
 
 def run_fit(client, params, planning, X, y, objective, n_features, feature_names, verbose,
-            n_partitions, with_timings, init_model):
+            n_partitions, with_timings, init_model, callbacks=()):
     """Fit on ``client``'s cluster: register dpxgb's plugins, have the scheduler admit the
     fit (its budget) before any row is read, load the rows, and ask the scheduler to run
     the coordinator once the release plan is ready.
@@ -112,6 +112,8 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     n_partitions : int or None
     with_timings : bool
     init_model : Booster or None
+    callbacks : sequence of callable
+        Each called with every public progress event (:func:`progress_display`).
 
     Returns
     -------
@@ -139,7 +141,8 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
                 break
             except FuturesTimeout:
                 _touch_fit(client, fit_id, capability, placement)
-        with progress_display(client, verbose, plan.n_rounds * plan.trees_per_round) as topic:
+        with progress_display(client, verbose, plan.n_rounds * plan.trees_per_round,
+                              callbacks) as topic:
             coordinated = True
             request = dict(fit_id=fit_id, capability=capability, placement=placement,
                            sources=sources, params=params, plan=plan, n_features=n_features,
@@ -160,30 +163,48 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
 
 
 @contextmanager
-def progress_display(client, verbose, n_trees):
-    """The topic the coordinator sends progress to (None when not ``verbose``), shown by a
-    :class:`~dpxgb_dask.progress.ProgressDisplay` (a widget in a notebook, else text).
+def progress_display(client, verbose, n_trees, callbacks=()):
+    """The topic the coordinator sends progress to (None when neither ``verbose`` nor
+    ``callbacks``), shown by a :class:`~dpxgb_dask.progress.ProgressDisplay` (a widget in a
+    notebook, else text) and given to each callback.
 
     The handler is set on the client only (``Client._event_handlers``): subscribing through
-    the scheduler would leave a topic there after the fit.
+    the scheduler would leave a topic there after the fit. A callback's exception is raised
+    once the fit ended (the fit's releases are made all the same).
     """
-    if not verbose:
+    if not verbose and not callbacks:
         yield None
         return
     topic = f"dpxgb-progress-{uuid.uuid4().hex}"
-    display = ProgressDisplay(n_trees)
-    client._event_handlers[topic] = display
+    display = ProgressDisplay(n_trees) if verbose else None
+    failures = []
+
+    def handle(event):
+        if display is not None:
+            display(event)
+        message = event[1] if isinstance(event, tuple) else event  # (without its timestamp)
+        for callback in callbacks:
+            try:
+                callback(dict(message))
+            except Exception as exc:  # (raised in the user's thread, after the fit)
+                failures.append(exc)
+
+    client._event_handlers[topic] = handle
     try:
         yield topic
     except BaseException as exc:
-        display.close(error=exc)
+        if display is not None:
+            display.close(error=exc)
         raise
     else:
-        # The events and the reply travel on different comms: let "done" arrive.
-        display.wait_done(timeout=KEEPALIVE_SECONDS)
-        display.close()
+        if display is not None:
+            # The events and the reply travel on different comms: let "done" arrive.
+            display.wait_done(timeout=KEEPALIVE_SECONDS)
+            display.close()
     finally:
         client._event_handlers.pop(topic, None)
+    if failures:
+        raise failures[0]
 
 
 def _touch_fit(client, fit_id, capability, placement):

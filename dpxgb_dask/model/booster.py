@@ -366,14 +366,15 @@ class Booster:
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
             return predict_dask(self, X, output_margin)
         margin = self.predict_margin(X, n_threads=n_threads, encoded=encoded)
-        if output_margin:
-            return margin
+        return margin if output_margin else self.transform(margin)
+
+    def transform(self, margin):
+        """Predictions from margins (of any shape whose last axis is the class for
+        multi:softprob): regression values clipped to ``label_bounds`` (the label is known
+        to lie there: free post-processing that removes the overshoot of noisy leaves),
+        probabilities of class 1, or of every class."""
         if self.objective == "reg:squarederror":
-            # The label is known to lie within its public bounds: clipping is free
-            # post-processing and removes the overshoot of noisy leaves.
-            if self.label_bounds is not None:
-                return np.clip(margin, *self.label_bounds)
-            return margin
+            return margin if self.label_bounds is None else np.clip(margin, *self.label_bounds)
         if self.n_classes is not None:
             return softmax(margin)
         return 1.0 / (1.0 + np.exp(-margin))

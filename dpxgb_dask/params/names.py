@@ -1,5 +1,6 @@
-"""The names of the training parameters: XGBoost's aliases, and keyword parameters merged
-with a ``dp_params`` dict (a parameter given twice with different values is refused)."""
+"""The names of the training parameters: XGBoost's aliases, keyword parameters merged with a
+``dp_params`` dict (a parameter given twice with different values is refused), and the
+estimators' parameters given as keywords beyond their signature."""
 import numpy as np
 
 #: XGBoost's other names of parameters (``xgboost.train`` dicts, its sklearn keywords).
@@ -65,3 +66,46 @@ def _same(a, b):
         return bool(np.all(np.asarray(a, dtype=object) == np.asarray(b, dtype=object)))
     except ValueError:  # (shapes differ)
         return False
+
+
+class KeywordParameters:
+    """Training parameters given to an estimator as keywords beyond its signature, kept by
+    ``get_params``, ``set_params`` and ``clone`` (a mixin before scikit-learn's
+    ``BaseEstimator``, as XGBoost's estimators take ``**kwargs``; checked at fit)."""
+
+    def _keywords(self):
+        """The training parameters given as keywords beyond the signature's."""
+        signature = set(self._get_param_names())
+        return {k: v for k, v in vars(self).items()
+                if k not in signature and not k.startswith("_") and not k.endswith("_")}
+
+    def get_params(self, deep=True):
+        """The estimator's parameters, the keyword training parameters included.
+
+        Parameters
+        ----------
+        deep : bool
+            As scikit-learn's (the estimators hold no sub-estimators).
+
+        Returns
+        -------
+        dict
+        """
+        return dict(super().get_params(deep), **self._keywords())
+
+    def set_params(self, **params):
+        """Set parameters, keyword training parameters included (checked at fit).
+
+        Parameters
+        ----------
+        **params
+            Parameter names and values.
+
+        Returns
+        -------
+        self
+        """
+        signature = set(self._get_param_names())
+        for name in [k for k in params if k not in signature]:
+            setattr(self, name, params.pop(name))  # (a keyword parameter, checked at fit)
+        return super().set_params(**params)
