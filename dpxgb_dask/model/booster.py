@@ -19,7 +19,7 @@ from ..categories import encode
 from ..inputs import float_values
 from ..objective import OBJECTIVES, softmax
 from . import explain
-from .dask_predict import predict_dask
+from .dask_predict import explain_dask, predict_dask
 from .xgboost_json import to_xgboost_json
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
@@ -359,8 +359,7 @@ class Booster:
             raise ValueError("pred_leaf and pred_contribs ask for different outputs: pass one")
         if pred_leaf or pred_contribs:
             if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
-                raise ValueError("pred_leaf and pred_contribs take in-memory X (compute the "
-                                 "dask collection first, or map_partitions this method)")
+                return explain_dask(self, X, "leaf" if pred_leaf else "contribs")
             method = self.predict_leaf if pred_leaf else self.predict_contributions
             return method(X, n_threads=n_threads, encoded=encoded)
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:

@@ -32,3 +32,34 @@ def predict_dask(booster, X, output_margin=False):
         return X.map_blocks(_predict_block, booster, output_margin, dtype=np.float64,
                             chunks=(X.chunks[0], (booster.n_classes,)))
     return X.map_blocks(_predict_block, booster, output_margin, drop_axis=1, dtype=np.float64)
+
+
+def _explain_block(block, booster, kind):
+    return booster.predict(block, pred_leaf=kind == "leaf", pred_contribs=kind == "contribs")
+
+
+def explain_dask(booster, X, kind):
+    """Lazy leaf ids (``kind="leaf"``: shape (n, n_trees), int32) or TreeSHAP contributions
+    (``"contribs"``: (n, n_features + 1), or (n, K, n_features + 1) for multi:softprob) of a
+    dask array or dataframe, as a dask array (XGBoost's ``xgboost.dask.predict`` gives
+    arrays too); a dataframe's training columns are taken by name."""
+    if hasattr(X, "map_partitions") and hasattr(X, "columns"):
+        if booster.feature_names is not None:
+            by_name = {str(c): c for c in X.columns}
+            missing = [c for c in booster.feature_names if c not in by_name]
+            if missing:
+                raise ValueError(f"X lacks the training columns {missing}")
+            X = X[[by_name[c] for c in booster.feature_names]]
+        X = X.to_dask_array()
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
+    X = X.rechunk({1: -1})
+    if kind == "leaf":
+        return X.map_blocks(_explain_block, booster, kind, dtype=np.int32,
+                            chunks=(X.chunks[0], (booster.n_trees,)))
+    width = (booster.n_features + 1,)
+    if booster.n_classes is None:
+        return X.map_blocks(_explain_block, booster, kind, dtype=np.float64,
+                            chunks=(X.chunks[0], width))
+    return X.map_blocks(_explain_block, booster, kind, dtype=np.float64, new_axis=2,
+                        chunks=(X.chunks[0], (booster.n_classes,), width))

@@ -191,3 +191,23 @@ def test_pred_options_are_checked(model):
     _, booster, _, X, _ = model
     with pytest.raises(ValueError, match="pred_leaf and pred_contribs"):
         booster.predict(X, pred_leaf=True, pred_contribs=True)
+
+
+def test_dask_inputs_are_explained_lazily(model):
+    import dask.array as da
+    import dask.dataframe as dd
+
+    _, booster, _, X, _ = model
+    if isinstance(X, pd.DataFrame):
+        # a model that knows its columns' names takes them by name, in any order
+        named = Booster.from_dict(dict(booster.to_dict(),
+                                       feature_names=[str(c) for c in X.columns]))
+        lazy_inputs = [(named, dd.from_pandas(X[X.columns[::-1]], npartitions=3))]
+    else:
+        lazy_inputs = [(booster, da.from_array(X, chunks=(150, 2)))]
+    for explained, lazy in lazy_inputs:
+        for kind in ("pred_leaf", "pred_contribs"):
+            result = explained.predict(lazy, **{kind: True})
+            assert hasattr(result, "dask")
+            np.testing.assert_array_equal(result.compute(),
+                                          booster.predict(X, **{kind: True}))
