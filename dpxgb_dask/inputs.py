@@ -122,8 +122,15 @@ def describe_features(X):
     return None, int(X.shape[1])
 
 
+#: The columns of labels with their weight shares (:func:`with_weights`).
+WEIGHTED_TARGET = ["label", "weight"]
+
+
 def label_array(y):
-    """``y`` as one column: a one-column frame becomes its series."""
+    """``y`` as one column: a one-column frame becomes its series (labels with weight
+    shares, :func:`with_weights`, stay as they are)."""
+    if is_frame(y) and list(y.columns) == WEIGHTED_TARGET:
+        return y
     if is_frame(y):
         if len(y.columns) != 1:
             raise ValueError(f"y must be one column, got {len(y.columns)}")
@@ -189,3 +196,83 @@ def bounds_by_name(bounds, feature_names, categorical_names=()):
     if unknown:
         raise ValueError(f"feature_bounds names columns that X does not have: {unknown}")
     return np.array([given[c] for c in feature_names], dtype=np.float64)
+
+
+def weight_shares(sample_weight, weight_bound):
+    """Each row's share ``min(w, W) / W`` of the public weight bound W, in [0, 1]: a
+    negative or NaN weight is 0, one above W is W (clipped, never refused: a refusal would
+    tell that some row's weight exceeds the bound). Lazy for dask collections.
+
+    Parameters
+    ----------
+    sample_weight : array-like or dask collection, shape (n_rows,)
+    weight_bound : float
+        W (public).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rows,), or a dask collection
+    """
+    if is_dask_collection(sample_weight):
+        if hasattr(sample_weight, "map_partitions"):
+            return sample_weight.map_partitions(_shares_of_series, weight_bound,
+                                                meta=(sample_weight.name, "f8"))
+        return sample_weight.map_blocks(weight_shares, weight_bound, dtype=np.float64)
+    w = np.asarray(float_values(sample_weight, "sample_weight"), dtype=np.float64)
+    if w.ndim != 1:
+        w = w.reshape(-1) if w.ndim == 2 and 1 in w.shape else w
+    if w.ndim != 1:
+        raise ValueError(f"sample_weight must have shape (n_rows,), got {w.shape}")
+    return np.nan_to_num(np.clip(w / weight_bound, 0.0, 1.0), nan=0.0)
+
+
+def _shares_of_series(part, weight_bound):
+    import pandas as pd
+
+    return pd.Series(weight_shares(part, weight_bound), index=part.index, name=part.name)
+
+
+def with_weights(y, shares):
+    """Labels and weight shares as one two-column target, ``(label, share)`` per row, so
+    that both travel with the same rows (the row partitions of X).
+
+    Parameters
+    ----------
+    y : array-like, pandas Series or dask collection, shape (n_rows,)
+    shares : same kind, shape (n_rows,)
+        From :func:`weight_shares`.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_rows, 2), a pandas or dask DataFrame of two columns, or
+    a dask array of shape (n_rows, 2)
+
+    Raises
+    ------
+    ValueError
+        When a dask ``sample_weight`` is not partitioned as ``y``.
+    """
+    if is_dask_collection(y) != is_dask_collection(shares):
+        raise ValueError("sample_weight must be a dask collection exactly when y is one")
+    if not is_dask_collection(y):
+        labels = float_values(y, "y").reshape(-1)
+        if labels.shape != shares.shape:
+            raise ValueError(f"sample_weight has {shares.shape[0]} rows, y has "
+                             f"{labels.shape[0]}")
+        return np.column_stack([labels, shares])
+    if getattr(y, "ndim", 1) != 1 or getattr(shares, "ndim", 1) != 1:
+        raise ValueError("y and sample_weight must be one column each")
+    if hasattr(y, "chunks") and hasattr(shares, "chunks"):  # dask arrays
+        import dask.array as da
+
+        if len(y.chunks[0]) != len(shares.chunks[0]):
+            raise ValueError("sample_weight must have the partitions of y")
+        if not any(np.isnan(c) for c in y.chunks[0] + shares.chunks[0]):
+            shares = shares.rechunk((y.chunks[0],))
+        return da.stack([y.astype(np.float64), shares], axis=1)
+    if hasattr(y, "chunks") or hasattr(shares, "chunks"):
+        raise ValueError("give y and sample_weight as the same kind of dask collection "
+                         "(both arrays, or both series)")
+    if y.npartitions != shares.npartitions or tuple(y.divisions) != tuple(shares.divisions):
+        raise ValueError("sample_weight must have the partitions (and divisions) of y")
+    return y.rename(WEIGHTED_TARGET[0]).to_frame().assign(**{WEIGHTED_TARGET[1]: shares})

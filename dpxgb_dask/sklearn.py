@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import categories
 from .inputs import (bounds_by_name, check_numeric_dtypes, encode_labels,
@@ -94,6 +94,10 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
     callbacks : list of callable, optional
         Called in your process with every public progress event of the fit
         (``train(callbacks=)``).
+    weight_bound : float, optional
+        The public upper bound W of ``fit``'s ``sample_weight`` (needed with weights): a
+        row counts ``min(w, W) / W`` of a row in every released sum
+        (:class:`~dpxgb_dask.params.TrainParams`).
     **kwargs
         Any other field of :class:`~dpxgb_dask.params.TrainParams` as a keyword
         (``split_method="noisy_histogram"``, ``accountant="rdp"``, ...), or XGBoost's name
@@ -110,7 +114,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
                  verbose=False, categories=None, early_stopping_rounds=None,
-                 eval_metric=None, callbacks=None, **kwargs):
+                 eval_metric=None, callbacks=None, weight_bound=None, **kwargs):
         for name, value in kwargs.items():  # (checked at fit, as scikit-learn asks)
             setattr(self, name, value)
         self.n_estimators = n_estimators
@@ -137,6 +141,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         self.early_stopping_rounds = early_stopping_rounds
         self.eval_metric = eval_metric
         self.callbacks = callbacks
+        self.weight_bound = weight_bound
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -156,7 +161,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         for name in ("n_estimators", "max_depth", "learning_rate", "reg_lambda", "subsample",
                      "min_child_weight", "max_bin", "epsilon", "delta", "dp_epsilon_per_tree",
                      "label_bounds", "bounds_epsilon", "random_state", "budget", "preset",
-                     "feature_bounds", "categories"):
+                     "feature_bounds", "categories", "weight_bound"):
             keywords[name] = getattr(self, name)
         keywords["reproducible_noise"] = self.reproducible_noise or None  # (False: not given)
         params = merge_keywords(keywords, self.dp_params or {})
@@ -217,7 +222,15 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
                                      index=frame.index)
         return X_checked, y_checked
 
-    def _fit(self, X, y, classes=None, xgb_model=None):
+    def _checked_weights(self, sample_weight, X):
+        """In-memory weights as float64 of X's length (scikit-learn's check, which takes
+        negative ones: they count 0); dask weights pass as they are."""
+        if sample_weight is None or _is_dask(sample_weight) or _is_dask(X):
+            return sample_weight
+        return _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                    ensure_non_negative=False)
+
+    def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None):
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         if isinstance(xgb_model, BaseEstimator):
             check_is_fitted(xgb_model, "booster_")  # names xgb_model's estimator class
@@ -227,7 +240,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         categorical_names = [n for n, c in zip(names or [], resolved) if c is not None]
         booster = train(self._train_params(names, n_classes, categorical_names), X, y,
                         client=self.client, verbose=self.verbose, xgb_model=xgb_model,
-                        callbacks=self.callbacks)
+                        callbacks=self.callbacks, sample_weight=sample_weight)
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -387,7 +400,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
                  verbose=False, classes=None, categories=None, early_stopping_rounds=None,
-                 eval_metric=None, callbacks=None, **kwargs):
+                 eval_metric=None, callbacks=None, weight_bound=None, **kwargs):
         super().__init__(
             n_estimators=n_estimators, max_depth=max_depth, learning_rate=learning_rate,
             reg_lambda=reg_lambda, subsample=subsample, min_child_weight=min_child_weight,
@@ -397,7 +410,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             random_state=random_state, reproducible_noise=reproducible_noise, budget=budget,
             client=client, dp_params=dp_params, verbose=verbose, categories=categories,
             early_stopping_rounds=early_stopping_rounds, eval_metric=eval_metric,
-            callbacks=callbacks, **kwargs)
+            callbacks=callbacks, weight_bound=weight_bound, **kwargs)
         self.classes = classes
 
     def __sklearn_tags__(self):
@@ -414,7 +427,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                              f"{self.classes!r}")
         return classes
 
-    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False):
+    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False,
+            sample_weight=None):
         """Fit on X (n_rows, n_features) and labels y (n_rows,).
 
         Labels are encoded as their index in ``classes_`` (binary: 0 and 1); see
@@ -423,9 +437,12 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         ``epsilon`` more (``train(xgb_model=)``). ``eval_set``, a list of ``(X, y)``
         declared public with ``eval_set_public=True``, is scored after every round
         (``evals_result_``, ``early_stopping_rounds``), spending nothing.
+        ``sample_weight`` (n_rows,) needs the public bound ``weight_bound``
+        (``train(sample_weight=)``: each row counts ``min(w, W) / W``).
         """
         eval_sets = check_eval_set(eval_set, eval_set_public)
         X, y = self._validate_fit_input(X, y, y_numeric=False, xgb_model=xgb_model)
+        sample_weight = self._checked_weights(sample_weight, X)
         # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
         if _is_dask(y):
             if self.classes is None:
@@ -439,7 +456,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                                else _dask_where(missing, np.nan, positive))
                 else:
                     encoded = encode_labels_lazily(y, classes)
-            self._fit(X, encoded, classes, xgb_model)
+            self._fit(X, encoded, classes, xgb_model, sample_weight)
             self._score_rounds([(Xe, encode_labels(ye, classes)) for Xe, ye in eval_sets])
             return self
         y_values = np.asarray(y).reshape(-1)
@@ -458,7 +475,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                           "labels present is not differentially private. Give the public "
                           "label set as classes=[...] instead.", PrivacyLeakWarning,
                           stacklevel=2)
-        self._fit(X, encode_labels(y_values, classes), classes, xgb_model)
+        self._fit(X, encode_labels(y_values, classes), classes, xgb_model, sample_weight)
         read_classes = {"purpose": "classes", "parameter": "classes=None",
                         "reveals": "the set of labels present in y (read in the user's "
                                    "process)"}
@@ -550,13 +567,15 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False):
+    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False,
+            sample_weight=None):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds;
-        ``xgb_model``, ``eval_set`` and ``eval_set_public`` as in
+        ``xgb_model``, ``eval_set``, ``eval_set_public`` and ``sample_weight`` as in
         :meth:`DPXGBClassifier.fit`."""
         eval_sets = check_eval_set(eval_set, eval_set_public)
         X, y = self._validate_fit_input(X, y, y_numeric=True, xgb_model=xgb_model)
-        self._fit(X, y, xgb_model=xgb_model)
+        self._fit(X, y, xgb_model=xgb_model,
+                  sample_weight=self._checked_weights(sample_weight, X))
         self._score_rounds(eval_sets)
         return self
 

@@ -26,7 +26,8 @@ from .boosting.partition import load_partition
 from .boosting.plan import make_plan
 from .boosting.protocol import LocalBackend
 from .cluster.client import client_or_embedded, run_fit
-from .inputs import describe_features, float_values
+from .inputs import (describe_features, float_values, is_dask_collection, label_array,
+                     weight_shares, with_weights)
 from .model.booster import Booster
 from .model.certificate import check_privacy_claims
 from .objective import Objective
@@ -161,7 +162,37 @@ def _same_bounds(given, bounds, rows):
     return given.shape == bounds.shape and np.array_equal(given[rows], bounds[rows])
 
 
-def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None):
+def weighted_targets(params, y, sample_weight):
+    """``y``, or with ``sample_weight`` the labels with each row's weight share
+    (:func:`~dpxgb_dask.inputs.weight_shares` of ``params.weight_bound``), checked.
+
+    Raises
+    ------
+    ValueError
+        Weights without their public bound, or a method whose sensitivities hold for
+        whole rows only (not Gaussian leaves). A bound without weights weighs every row 1.
+    """
+    shape = getattr(y, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[1] != 1:
+        # (a two-column y is never read as labels and weights: those come from here only)
+        raise ValueError(f"y must be one column of labels, shape (n_rows,), got shape {shape}")
+    if sample_weight is None and params.weight_bound is None:
+        return y
+    if params.weight_bound is None:
+        raise ValueError("sample_weight needs weight_bound, the public upper bound of the "
+                         "weights (never read from them): e.g. weight_bound=10.0")
+    if params.leaf_method != "gaussian":
+        raise ValueError(f"sample_weight needs leaf_method='gaussian' (the Gaussian releases' "
+                         f"sensitivities hold for a row's weight share; those of "
+                         f"leaf_method={params.leaf_method!r} for whole rows only)")
+    y = label_array(y)
+    if sample_weight is None:  # (every row weighs 1, as in scikit-learn's unweighted fit)
+        sample_weight = y * 0.0 + 1.0 if is_dask_collection(y) else np.ones(len(y))
+    return with_weights(y, weight_shares(sample_weight, params.weight_bound))
+
+
+def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
+                     sample_weight=None):
     """Train without a cluster: the same coordinator over partition states in this process
     (:class:`~dpxgb_dask.boosting.protocol.LocalBackend`), for tests and benchmarks on small
     data.
@@ -180,6 +211,8 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
         Receives the coordinator's progress events (:mod:`~dpxgb_dask.progress`).
     xgb_model : Booster, optional
         A model to continue (``params`` from :func:`continuation_params`).
+    sample_weight : array-like, shape (n_rows,), optional
+        As in :func:`train`.
 
     Returns
     -------
@@ -188,6 +221,7 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None)
         With its ledger and timings.
     """
     params, X = with_categories(params, X)  # raw category values -> codes
+    y = weighted_targets(params, y, sample_weight)
     X = np.asarray(float_values(X, "X"), dtype=np.float64)
     y = np.asarray(float_values(y, "y"), dtype=np.float64)
     objective = Objective.of(params)
@@ -223,7 +257,7 @@ def emit_warnings(records, stacklevel=3):
 
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
-          xgb_model=None, callbacks=None):
+          xgb_model=None, callbacks=None, sample_weight=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters
@@ -258,6 +292,11 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         dict: :mod:`~dpxgb_dask.progress` lists them: trees built, levels, the releases'
         noise parameters, never a released value or a timing). They cannot stop the fit;
         an exception of one is raised once the fit ended.
+    sample_weight : array-like or dask collection, shape (n_rows,), optional
+        Row weights, with their public upper bound ``weight_bound`` in ``params``: each
+        row enters every sum with its share ``min(w, W) / W`` (negative or NaN: 0; never
+        refused), so the sensitivities are the unweighted ones. Dask weights need the
+        partitions of ``y``. Needs Gaussian leaves (``leaf_method="gaussian"``).
 
     Returns
     -------
@@ -269,6 +308,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     if init_model is not None:
         p = continuation_params(p, init_model, feature_names, n_features)
     p = check_bounds_policy(p, n_features)
+    y = weighted_targets(p, y, sample_weight)
     if p.epsilon is not None:
         warn_if_large_epsilon(p.epsilon, stacklevel=3)
     if p.budget is None:

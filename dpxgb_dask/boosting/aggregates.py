@@ -8,7 +8,7 @@ user's :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`).
 """
 import numpy as np
 
-from .gradients import quantize
+from .gradients import VALUE_GRID, quantize
 
 
 def part_length(part):
@@ -71,7 +71,16 @@ def fine_histogram(part, feature_bounds, n_fine_bins, hessian):
     ndarray of float64, shape (n_features, n_fine_bins)
     """
     X = _labelled_rows(part)
-    return _weighted_fine_histogram(X, feature_bounds, n_fine_bins, np.full(len(X), hessian))
+    weights = np.full(len(X), hessian)
+    if part.weights is not None:  # (times the rows' shares, back on the value grid)
+        weights = _on_grid(weights * part.weights[~np.isnan(part.y)])
+    return _weighted_fine_histogram(X, feature_bounds, n_fine_bins, weights)
+
+
+def _on_grid(values):
+    """Products of values on the value grid, rounded toward zero back onto it (a sum of
+    grid values is exact; toward zero never exceeds a bound)."""
+    return np.trunc(values / VALUE_GRID) * VALUE_GRID
 
 
 def tree_fine_histogram(state, n_fine_bins, by_hessian):
@@ -114,7 +123,8 @@ def _weighted_fine_histogram(X, feature_bounds, n_fine_bins, weights):
 
 def clipped_label_sum(part, objective):
     """Sum and count of the labels on the training scale, clipped to
-    ``[objective.label_lower, 1]`` on the value grid (for a DP initial score).
+    ``[objective.label_lower, 1]`` on the value grid (for a DP initial score); with weights,
+    each row's label and count times its share in [0, 1].
 
     Returns
     -------
@@ -123,18 +133,24 @@ def clipped_label_sum(part, objective):
     labelled = ~np.isnan(part.y)  # a row with a NaN label is left out (as if absent)
     scaled = quantize(objective.scale_labels(part.y[labelled]), 1.0,
                       lower=objective.label_lower)
-    return np.array([scaled.sum(), float(labelled.sum())])
+    if part.weights is None:
+        return np.array([scaled.sum(), float(labelled.sum())])
+    shares = part.weights[labelled]  # (each row's share in [0, 1]: the same sensitivity)
+    return np.array([_on_grid(scaled * shares).sum(), shares.sum()])
 
 
 def class_counts(part, n_classes):
-    """Number of labelled rows of each class (for a DP initial score of ``multi:softprob``).
+    """Number of labelled rows of each class (for a DP initial score of ``multi:softprob``),
+    each row counted by its weight share with weights.
 
     Returns
     -------
     ndarray of float64, shape (n_classes,)
     """
-    labels = part.y[~np.isnan(part.y)].astype(np.int64)  # clipped to 0..K-1 on loading
-    return np.bincount(labels, minlength=n_classes).astype(np.float64)
+    labelled = ~np.isnan(part.y)
+    labels = part.y[labelled].astype(np.int64)  # clipped to 0..K-1 on loading
+    shares = None if part.weights is None else part.weights[labelled]
+    return np.bincount(labels, weights=shares, minlength=n_classes).astype(np.float64)
 
 
 def feature_min_max(part):

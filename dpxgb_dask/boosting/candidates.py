@@ -276,7 +276,8 @@ class CandidateReleases:
         """
         p = self.params
         event = self.plan.tree_event("sketch", tree, n_parallel=root.shape[2])
-        h_values = root[0]["sum_hessians"] if p.newton else root[0]["count"].astype(np.float64)
+        h_values = (root[0]["sum_hessians"] if p.hessian_denominators
+                    else root[0]["count"].astype(np.float64))
         noisy = self.refresh_mechanism.release(h_values,
                                                self.streams.noise_stream("sketch", tree))
         refined = hessian_refined_cuts(noisy, cuts, bounds, p.max_bin)

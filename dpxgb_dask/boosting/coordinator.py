@@ -294,7 +294,8 @@ class Coordinator:
                                    cuts, bounds, n_values=root.size)
         else:
             fine = await self._round(end_tree=tree_end, start_tree=root_start,
-                                     fine_histogram=(p.n_sketch_bins, p.newton))
+                                     fine_histogram=(p.n_sketch_bins,
+                                                     p.hessian_denominators))
             cuts = await self._cpu(self._recorded, self.candidates.tree_sketch, t, fine,
                                    bounds, n_values=fine.size)
         return cuts

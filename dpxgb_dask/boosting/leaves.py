@@ -141,6 +141,7 @@ class GaussianLeaves(LeafMethod):
         super().__init__(plan, streams)
         p, bounds = plan.params, plan.row_bounds
         self.newton = p.newton
+        self.hessian_denominators = p.hessian_denominators  # (weighted counts with weights)
         self.sigmas = leaf_balanced_sigmas(plan.releases["leaf"].noise_multiplier,
                                            bounds.gradient, bounds.denominator,
                                            p.leaf_noise_ratio)
@@ -150,6 +151,11 @@ class GaussianLeaves(LeafMethod):
         self.denominator_mechanism = GaussianMechanism(bounds.denominator, sigma=self.sigmas[1],
                                                        coords_per_row=n_joint)
 
+    def _denominator_name(self):
+        if self.newton:
+            return "hessian sums"
+        return "weighted counts" if self.hessian_denominators else "counts"
+
     def noisy_sums(self, tree, sums):
         """The released (G, H) of tree ``tree``'s leaves (H: hessian sums or counts).
 
@@ -157,7 +163,7 @@ class GaussianLeaves(LeafMethod):
         -------
         noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
         """
-        denominator = sums[:, 1] if self.newton else sums[:, 2]
+        denominator = sums[:, 1] if self.hessian_denominators else sums[:, 2]
         return (self.gradient_mechanism.release(
                     sums[:, 0], self.streams.noise_stream("leaf/grad", tree)),
                 self.denominator_mechanism.release(
@@ -169,7 +175,7 @@ class GaussianLeaves(LeafMethod):
         sigma_g, sigma_h = self.sigmas
         event["note"] = "; ".join(filter(None, [event.get("note"), (
             f"whitened pair: sigma_G={sigma_g:.6g} on the gradient sums, "
-            f"sigma_H={sigma_h:.6g} on the {'hessian sums' if self.newton else 'counts'}")]))
+            f"sigma_H={sigma_h:.6g} on the {self._denominator_name()}")]))
         return self._values(*self.noisy_sums(tree, sums)), [event]
 
 

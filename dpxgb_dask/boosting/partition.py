@@ -40,10 +40,14 @@ class RawPart:
     X : ndarray of float32 or float64, shape (n_rows, n_features); NaN marks missing values
         (float32 rows are kept as they are: no float64 copy of a partition).
     y : ndarray of float64, shape (n_rows,)
+    weights : ndarray of float64, shape (n_rows,), or None
+        Each row's weight share in [0, 1] on the value grid (``inputs.weight_shares``);
+        None: every row counts fully.
     """
 
     X: np.ndarray
     y: np.ndarray
+    weights: np.ndarray | None = None
 
     @property
     def n_rows(self):
@@ -56,7 +60,8 @@ def make_part(X, y, objective):
     Parameters
     ----------
     X : array-like of shape (n_rows, n_features)
-    y : array-like of shape (n_rows,)
+    y : array-like of shape (n_rows,), or (n_rows, 2): labels and weight shares
+        (``inputs.with_weights``)
     objective : Objective
 
     Returns
@@ -72,7 +77,14 @@ def make_part(X, y, objective):
         (binned to the ends of their public bounds).
     """
     X = float_values(X, "X")
-    y = np.array(float_values(y, "y"), dtype=np.float64, copy=True).reshape(-1)
+    y = np.array(float_values(y, "y"), dtype=np.float64, copy=True)
+    weights = None
+    if y.ndim == 2 and y.shape[1] == 2:  # (label, weight share)
+        y, shares = y[:, 0].copy(), y[:, 1]
+        # on the value grid, rounded down: a share never exceeds 1
+        weights = np.floor(np.clip(np.nan_to_num(shares, nan=0.0), 0.0, 1.0) / VALUE_GRID) \
+            * VALUE_GRID
+    y = y.reshape(-1)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
     if X.shape[0] != y.shape[0]:
@@ -83,7 +95,7 @@ def make_part(X, y, objective):
     # the public bounds like any value beyond them; labels into their domain. A NaN
     # label stays NaN: its row is left out of every sum (as if absent, a neighbouring
     # dataset) but still gets predictions.
-    return RawPart(X, objective.clip_labels(y))
+    return RawPart(X, objective.clip_labels(y), weights)
 
 
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
@@ -309,7 +321,8 @@ class PartitionState:
             return
         for rows in _row_chunks(self.n_rows):
             if spec.output_class is None:
-                g, h = self.objective.gradients(self.y[rows], self.margins[rows])
+                g, h = self._weighted(rows, spec, *self.objective.gradients(
+                    self.y[rows], self.margins[rows]))
                 within = np.abs(g) <= spec.gradient_bound
                 g = quantize(g, spec.gradient_bound)
                 h = quantize(h, spec.hessian_bound, lower=0.0)
@@ -347,13 +360,28 @@ class PartitionState:
         h_max = grid_limits(spec.hessian_bound, lower=0.0)[1]
         no_uniforms = np.empty(0)
         for rows in _row_chunks(self.n_rows):
-            g, h = self.objective.gradients(self.y[rows], self.margins[rows])
+            g, h = self._weighted(rows, spec, *self.objective.gradients(self.y[rows],
+                                                                        self.margins[rows]))
             u = no_uniforms if every_row else \
                 row_uniforms(spec.sample_key, self.row_offset + rows.start, g.size)
             select_tree_rows(g, h, self.y[rows], u, lo, hi, g_max, h_max, VALUE_GRID,
                              spec.gradient_rule == "filter", spec.gradient_bound,
                              self.positions[rows], self.gradients[rows], self.hessians[rows], 1)
         self._histograms = self._histogram_nodes = None
+
+    def _weighted(self, rows, spec, g, h):
+        """A chunk's gradients and hessians times its rows' weight shares (in [0, 1], so
+        within the same bounds: the clipping and quantisation that follow keep every
+        sensitivity), and with count denominators the shares as the hessians (weighted
+        counts); unchanged without weights."""
+        if self.raw.weights is None:
+            return g, h
+        share = self.raw.weights[rows]
+        if g.ndim == 2:  # one column per class
+            share = share[:, None]
+        if spec.shares_as_hessians:
+            return g * share, np.broadcast_to(share, h.shape).copy()
+        return g * share, h * share
 
     def _paced(self, rows, labelled, g, h, spec):
         """(g, h, affordable) of ``rows``: g and h scaled so that each row spends at most
@@ -394,7 +422,8 @@ class PartitionState:
             g_all = np.empty(self.margins.shape, dtype=np.float32)
             h_all = np.empty(self.margins.shape, dtype=np.float32)
             for chunk in _row_chunks(self.n_rows):
-                g, h = self.objective.gradients(self.y[chunk], self.margins[chunk])
+                g, h = self._weighted(chunk, spec, *self.objective.gradients(
+                    self.y[chunk], self.margins[chunk]))
                 within[chunk] = np.abs(g) <= spec.gradient_bound
                 g_all[chunk], h_all[chunk] = clip_row_vectors(
                     g, h, spec.gradient_bound, spec.hessian_bound, spec.vector_bounds)
@@ -402,8 +431,11 @@ class PartitionState:
         within, g_all, h_all = self._class_gradients
         k = spec.output_class
         if k < 0:  # sums of values on the grid: exact
+            # (weighted counts: each class's column holds the row's share; a row counts once)
+            summed = (h_all[rows, 0].astype(np.float64) if spec.shares_as_hessians
+                      else h_all[rows].sum(axis=1, dtype=np.float64))
             return (np.ones(rows.stop - rows.start, dtype=bool),
-                    np.zeros(rows.stop - rows.start), h_all[rows].sum(axis=1, dtype=np.float64))
+                    np.zeros(rows.stop - rows.start), summed)
         return within[rows, k], g_all[rows, k], h_all[rows, k]
 
     def _end_tree(self, end):

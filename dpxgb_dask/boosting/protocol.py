@@ -64,6 +64,9 @@ class TreeStart:
     gradient_rule : {"clip", "filter"}
     hessian_bound : float
         Hessians are clipped to [0, hessian_bound] (1 for row counts).
+    shares_as_hessians : bool
+        A weighted fit with count denominators: each row's hessian is its weight share
+        (the released counts are weighted).
     output_class : int, optional
         ``multi:softprob``: the class k whose gradients the tree fits, or -1 for the
         class-summed hessians of a round's iterative-Hessian sketch (zero gradients).
@@ -90,6 +93,7 @@ class TreeStart:
     filter_terms: tuple = None
     filter_worst: float = None
     filter_rounds_left: int = None
+    shares_as_hessians: bool = False
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,8 @@ class TreeRows:
                 rounds_left = plan.n_rounds - local
         return TreeStart(key, interval, p.gradient_bound, p.gradient_rule,
                          p.hessian_bound if p.newton else 1.0, output_class_field,
-                         vector_bounds, filter_terms, filter_worst, rounds_left)
+                         vector_bounds, filter_terms, filter_worst, rounds_left,
+                         shares_as_hessians=p.hessian_denominators and not p.newton)
 
     def _rows(self, tree):
         """(key, [lo, hi)) of the rows of ``tree`` (Poisson, DPBoost ensemble, or all)."""

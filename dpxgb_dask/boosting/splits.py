@@ -89,7 +89,7 @@ class SplitMethod:
         self.categorical = categorical if categorical.any() else None
         self.missing_bin = categories.missing_bin(p.categories, p.max_bin)
         self.reg_lambda = p.reg_lambda
-        self.newton = p.newton
+        self.hessian_denominators = p.hessian_denominators
 
 
 class LevelSplitMethod(SplitMethod, abc.ABC):
@@ -131,8 +131,9 @@ class LevelSplitMethod(SplitMethod, abc.ABC):
         """
 
     def _denominators(self, histograms):
-        """The H of the gains: hessian sums, or counts without Newton steps."""
-        return (histograms["sum_hessians"] if self.newton
+        """The H of the gains: hessian sums, or counts without Newton steps (weighted
+        counts, in the hessian field, with weights)."""
+        return (histograms["sum_hessians"] if self.hessian_denominators
                 else histograms["count"].astype(np.float64))
 
     def _with_exact_sums(self, splits, event, histograms):

@@ -343,12 +343,17 @@ def _frame_blocks(X, y):
     """
     if X.npartitions != y.npartitions or tuple(X.divisions) != tuple(y.divisions):
         return list(X.to_delayed()), list(y.to_delayed())
-    label = "__dpxgb_label__"
-    while label in X.columns:
-        label += "_"
-    joined = X.assign(**{label: y})
+    prefix = "__dpxgb_"
+    while any(str(c).startswith(prefix) for c in X.columns):
+        prefix += "_"
+    # (y: a series, or the two columns of labels and weight shares: inputs.with_weights)
+    two = getattr(y, "ndim", 1) == 2
+    targets = {f"{prefix}{c}": y[c] for c in y.columns} if two else {f"{prefix}label": y}
+    joined = X.assign(**targets)
     blocks = joined.to_delayed()
-    return [b.drop(columns=[label]) for b in blocks], [b[label] for b in blocks]
+    names = list(targets)
+    return ([b.drop(columns=names) for b in blocks],
+            [b[names] if two else b[names[0]] for b in blocks])
 
 
 def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
@@ -364,7 +369,9 @@ def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
     if hasattr(y, "chunks"):
         if hasattr(X, "chunks") and not any(np.isnan(c) for c in X.chunks[0]) \
                 and not any(np.isnan(c) for c in y.chunks[0]):
-            y = y.rechunk((X.chunks[0],))
+            y = y.rechunk({0: X.chunks[0]})
+        if y.ndim == 2:  # (labels and weight shares: one block per row block)
+            y = y.rechunk({1: -1})
         y_blocks = list(y.to_delayed().ravel())
     elif hasattr(X, "chunks"):
         y_blocks = list(y.to_delayed())

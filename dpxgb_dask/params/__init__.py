@@ -67,6 +67,15 @@ class TrainParams:
     min_child_weight : float
         Floor on the leaf denominator: leaf values are ``-G / (max(H, min_child_weight) + λ)``.
         A floor, not an eligibility check: checking exact counts would leak (see README).
+    weight_bound : float, optional
+        The public upper bound W of the rows' ``sample_weight`` (needed with weights; rows
+        given no weight weigh 1). A row enters every sum with its share ``min(w, W) / W``
+        in [0, 1] (a negative or NaN weight: 0; never refused), which keeps every
+        sensitivity at its unweighted value:
+        the released sums are the weighted sums divided by W, so λ and
+        ``min_child_weight`` are in units of W; without Newton steps, the counts of the
+        denominators are the sums of the shares. Weights need Gaussian leaves (the
+        sensitivities of Laplace leaves hold for whole rows).
     max_bin : int in [2, 255]
         Number of non-missing bins per feature (``max_bin - 1`` split candidates).
     epsilon : float, optional
@@ -208,6 +217,7 @@ class TrainParams:
     dp_epsilon_per_tree: float | None = None
     feature_bounds: object = None
     label_bounds: object = None
+    weight_bound: float | None = None
     categories: object = None
     bounds_epsilon: float | None = None
     split_method: str = "random"
@@ -237,6 +247,13 @@ class TrainParams:
     budget: str | None = None
     n_threads: int = 1
 
+    @property
+    def hessian_denominators(self):
+        """Whether the released denominators are the histograms' hessian field: hessian
+        sums (``newton``), or with ``weight_bound`` the rows' weight shares (weighted row
+        counts); else row counts."""
+        return self.newton or self.weight_bound is not None
+
     def to_dict(self):
         """JSON-ready dict of the public parameters (bounds as nested lists).
 
@@ -246,6 +263,8 @@ class TrainParams:
         """
         out = asdict(self)
         out["seeded"] = out.pop("random_state") is not None
+        if out["weight_bound"] is None:  # (unweighted fits: their files as before weights)
+            del out["weight_bound"]
         for name in ("feature_bounds", "label_bounds"):
             if out[name] is not None and not isinstance(out[name], str):
                 out[name] = np.asarray(out[name], dtype=float).tolist()
@@ -417,6 +436,8 @@ def _check_sizes_and_budget(p):
                          f"one entry (a list or None) per feature, got {p.categories!r}")
     if p.label_bounds is not None:
         check_label_bounds(p.label_bounds)
+    if p.weight_bound is not None:
+        _check_number("weight_bound", p.weight_bound, lo=0, lo_open=True)
 
 
 def _check_methods(p):

@@ -125,16 +125,24 @@ def test_clip_row_vectors_matches_a_slow_row_by_row_twin():
         np.testing.assert_array_equal(fast_h[i], np.trunc(hi / grid) * grid)
 
 
-@pytest.mark.parametrize("newton", [True, False])
-def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newton):
+@pytest.mark.parametrize("newton, weighted", [(True, False), (False, False), (True, True),
+                                             (False, True)])
+def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newton, weighted):
     """Adding one row moves the K class trees' root (G, H) histograms together, and the
     class-summed hessians of the iterative-Hessian sketch, by at most the plan's L2
     sensitivities, at extreme margins (exact sums on the workers, tree starts as the
-    coordinator makes them)."""
+    coordinator makes them); with sample weights too (the other rows' shares random, the
+    added row's weight above the bound: a share of 1; without Newton steps the hessian
+    field holds the weighted counts)."""
+    from dpxgb_dask.inputs import weight_shares, with_weights
+
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 5))
     y = rng.integers(0, K, size=300).astype(float)
     extra = {} if newton else {"newton": False, "gradient_bound": 0.8}
+    if weighted:
+        extra["weight_bound"] = 2.0
+        weights = rng.uniform(0.0, 3.0, size=300)
     params = resolve_params("multi:softprob", num_class=K, feature_bounds=BOUNDS, epsilon=1.0,
                             split_method="noisy_histogram", split_candidates="iterative_hessian",
                             n_estimators=2, max_depth=2, **extra)
@@ -144,7 +152,7 @@ def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newto
         gradient_histogram_l2_sensitivity(b.gradient, b.denominator, 5))
     coordinator = Coordinator(params, plan, None, 5)
     starts = [coordinator.rows.start(k, k, k) for k in range(K)]
-    denominator = "sum_hessians" if newton else "count"
+    denominator = "sum_hessians" if newton or weighted else "count"
     cuts = [np.linspace(-3, 3, 9)] * 5
     worst_split = worst_sketch = 0.0
     for base in (np.zeros(K), np.array([30.0, -30.0, -30.0, -30.0]),
@@ -153,6 +161,9 @@ def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newto
             stacked, sketch = [], []
             X_added = np.vstack([X, rng.normal(size=(1, 5))])
             for X_all, y_all in ((X, y), (X_added, np.append(y, label))):
+                if weighted:
+                    w = np.append(weights, 5.0)[:len(y_all)]
+                    y_all = with_weights(y_all, weight_shares(w, 2.0))
                 state = load_partition(X_all, y_all, Objective("multi:softprob", n_classes=K), 0)
                 state.prepare(Prepare(BOUNDS, cuts, 10, base, {0: 0}))
                 root = state.run(Round(seq=0, start_tree=replace(starts[0], output_class=-1),
