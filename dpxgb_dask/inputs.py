@@ -3,9 +3,12 @@ dtypes, column names), for every input type: NumPy, pandas (NumPy, nullable and 
 dtypes), scipy sparse matrices, dask arrays and dataframes; their values as float rows;
 labels as class indices; bounds given by column name.
 
-No value is read here. Value checks (lengths of dask partitions, label sets, infinities)
-run on the workers, inside :func:`~dpxgb_dask.boosting.partition.make_part`, and surface as
-a ``ValueError`` naming the argument.
+The checks read no value. The conversions (:func:`float_values`, :func:`weight_shares`,
+:func:`with_weights`, the label encodings) run where the values are: in the user's process
+for in-memory inputs, lazily on the workers for dask collections. Value checks (lengths of
+dask partitions, label sets, infinities) run on the workers, inside
+:func:`~dpxgb_dask.boosting.partition.make_part`, and surface as a ``ValueError`` naming
+the argument.
 """
 import numpy as np
 
