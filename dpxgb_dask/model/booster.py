@@ -219,9 +219,12 @@ class Booster:
 
         Parameters
         ----------
-        importance_type : {"leaf_spread", "weight"}
+        importance_type : {"leaf_spread", "weight", "cover", "total_cover"}
             "weight": the number of splits on the feature. With data-independent (random)
-            splits it reflects only how features were drawn, not the data. "leaf_spread":
+            splits it reflects only how features were drawn, not the data. "total_cover"
+            and "cover": the sum and the mean, over the splits on the feature, of the
+            split node's cover (XGBoost's meanings; covers are released leaf masses summed
+            up the tree: post-processing). "leaf_spread":
             the sum, over the splits on the feature, of the absolute difference between
             the mean leaf value under the left child and under the right one (unweighted
             means: the leaves' row counts are private, their values are DP releases, so

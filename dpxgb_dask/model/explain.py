@@ -29,7 +29,7 @@ def node_covers(left, right, cover):
 
 
 #: Kinds of :func:`feature_importance` (public values only).
-IMPORTANCE_TYPES = ("leaf_spread", "weight")
+IMPORTANCE_TYPES = ("leaf_spread", "weight", "cover", "total_cover")
 
 
 def feature_importance(booster, importance_type="leaf_spread"):
@@ -41,6 +41,13 @@ def feature_importance(booster, importance_type="leaf_spread"):
     internal = np.flatnonzero(nodes["left"] >= 0)
     if importance_type == "weight":
         score = np.bincount(nodes["feature"][internal], minlength=booster.n_features)
+    elif importance_type in ("cover", "total_cover"):  # (XGBoost's, from released covers)
+        features = nodes["feature"][internal]
+        score = np.bincount(features, weights=nodes["cover"][internal],
+                            minlength=booster.n_features)
+        if importance_type == "cover":  # the mean over the feature's splits
+            splits = np.bincount(features, minlength=booster.n_features)
+            score = np.where(splits > 0, score / np.maximum(splits, 1), 0.0)
     else:
         # Children follow their parent in the flat arrays: one backward pass gives
         # each node's sum and number of leaves below it.

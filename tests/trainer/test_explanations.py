@@ -211,3 +211,13 @@ def test_dask_inputs_are_explained_lazily(model):
             assert hasattr(result, "dask")
             np.testing.assert_array_equal(result.compute(),
                                           booster.predict(X, **{kind: True}))
+
+
+@pytest.mark.parametrize("importance_type", ["cover", "total_cover"])
+def test_cover_importance_is_xgboosts_of_the_export(model, importance_type):
+    _, booster, theirs, _, _ = model
+    ours = booster.feature_importance(importance_type)
+    scores = theirs.get_score(importance_type=importance_type)
+    names = booster.feature_names or [f"f{i}" for i in range(booster.n_features)]
+    expected = np.array([scores.get(name, 0.0) for name in names])
+    np.testing.assert_allclose(ours, expected / expected.sum(), rtol=1e-5)
