@@ -222,8 +222,8 @@ def weight_shares(sample_weight, weight_bound):
                                                 meta=(sample_weight.name, "f8"))
         return sample_weight.map_blocks(weight_shares, weight_bound, dtype=np.float64)
     w = np.asarray(float_values(sample_weight, "sample_weight"), dtype=np.float64)
-    if w.ndim != 1:
-        w = w.reshape(-1) if w.ndim == 2 and 1 in w.shape else w
+    if w.ndim == 2 and 1 in w.shape:  # (a column or a row)
+        w = w.reshape(-1)
     if w.ndim != 1:
         raise ValueError(f"sample_weight must have shape (n_rows,), got {w.shape}")
     return np.nan_to_num(np.clip(w / weight_bound, 0.0, 1.0), nan=0.0)

@@ -260,13 +260,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         if _is_dask(X):
             return X
         if self.booster_.categories is not None:
-            if hasattr(X, "columns") and self.booster_.feature_names is not None:
-                missing = [c for c in self.booster_.feature_names
-                           if c not in {str(k) for k in X.columns}]
-                if missing:
-                    raise ValueError(f"X lacks the training columns {missing}")
-                X = X[[{str(k): k for k in X.columns}[c] for c in self.booster_.feature_names]]
-            X = categories.encode(X, self.booster_.categories)
+            X = categories.encode(self.booster_.training_columns(X), self.booster_.categories)
         return validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
                              dtype=np.float64, ensure_all_finite=False)
 

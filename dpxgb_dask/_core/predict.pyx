@@ -56,14 +56,9 @@ def predict_raw(
     for i in prange(X.shape[0], schedule="static", nogil=True, num_threads=n_threads):
         total = 0.0
         for t in range(n_trees):
-            node = tree_roots[t]
-            while left[node] >= 0:
-                if _raw_goes_left(X[i, feature[node]], node, threshold, categorical,
-                                  category_set, missing_left):
-                    node = left[node]
-                else:
-                    node = right[node]
-            total = total + value[node]
+            total = total + value[_raw_leaf(X, i, tree_roots[t], feature, threshold,
+                                            categorical, category_set, missing_left, left,
+                                            right)]
         out[i] += total
 
 
@@ -78,6 +73,25 @@ cdef inline bint _raw_goes_left(X_DTYPE_C x, Py_ssize_t node, const X_DTYPE_C[::
         return (x >= 0.0 and x < 256.0 and x == <Py_ssize_t>x
                 and in_category_set(category_set, node, <Py_ssize_t>x))
     return x <= threshold[node]
+
+
+cdef inline Py_ssize_t _raw_leaf(const X_DTYPE_C[:, :] X, Py_ssize_t row, Py_ssize_t root,
+                                 const INDEX_DTYPE_C[::1] feature,
+                                 const X_DTYPE_C[::1] threshold,
+                                 const unsigned char[::1] categorical,
+                                 const CATEGORY_WORD_C[:, ::1] category_set,
+                                 const unsigned char[::1] missing_left,
+                                 const INDEX_DTYPE_C[::1] left,
+                                 const INDEX_DTYPE_C[::1] right) noexcept nogil:
+    """The leaf that raw row ``X[row]`` reaches from node ``root``."""
+    cdef Py_ssize_t node = root
+    while left[node] >= 0:
+        if _raw_goes_left(X[row, feature[node]], node, threshold, categorical, category_set,
+                          missing_left):
+            node = left[node]
+        else:
+            node = right[node]
+    return node
 
 
 def predict_leaves_raw(
@@ -109,14 +123,9 @@ def predict_leaves_raw(
     cdef Py_ssize_t i, t, node
     for i in prange(X.shape[0], schedule="static", nogil=True, num_threads=n_threads):
         for t in range(tree_roots.shape[0]):
-            node = tree_roots[t]
-            while left[node] >= 0:
-                if _raw_goes_left(X[i, feature[node]], node, threshold, categorical,
-                                  category_set, missing_left):
-                    node = left[node]
-                else:
-                    node = right[node]
-            out[i, t] = <INDEX_DTYPE_C>node
+            out[i, t] = <INDEX_DTYPE_C>_raw_leaf(X, i, tree_roots[t], feature, threshold,
+                                                 categorical, category_set, missing_left,
+                                                 left, right)
 
 
 # -- TreeSHAP ---------------------------------------------------------------------------

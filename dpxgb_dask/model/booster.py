@@ -6,6 +6,7 @@ base score (public or a DP release), parameters, and the privacy ledger. It hold
 sums, gains, counts or raw data values; :meth:`Booster.save_model` writes exactly these
 fields, so the file can be shared wherever the model can.
 """
+import copy
 import hashlib
 import hmac
 import json
@@ -247,13 +248,19 @@ class Booster:
 
     # -- prediction -------------------------------------------------------------------
 
-    def _as_features(self, X, encoded=False):
+    def training_columns(self, X):
+        """A (pandas or dask) frame's training columns, taken by name in the training
+        order when the model knows their names; any other X as it is."""
         if hasattr(X, "columns") and getattr(X, "ndim", 2) == 2 and self.feature_names is not None:
             by_name = {str(c): c for c in X.columns}  # names are kept as strings
             missing = [c for c in self.feature_names if c not in by_name]
             if missing:
                 raise ValueError(f"X lacks the training columns {missing}")
             X = X[[by_name[c] for c in self.feature_names]]
+        return X
+
+    def _as_features(self, X, encoded=False):
+        X = self.training_columns(X)
         if self.categories is not None and not encoded:
             if getattr(X, "ndim", 2) != 2 or np.shape(X)[1] != self.n_features:
                 raise ValueError(f"X must have shape (n_samples, {self.n_features}), got "
@@ -545,23 +552,22 @@ class Booster:
         if not isinstance(rounds, slice) or rounds.step not in (None, 1):
             raise TypeError("a Booster is sliced by boosting rounds: booster[begin:end]")
         begin, end, _ = rounds.indices(self.n_rounds)
-        data = self.to_dict()
         bounds = list(self._tree_roots) + [self._nodes["feature"].shape[0]]
         kept = range(begin * self.n_outputs, max(begin, end) * self.n_outputs)
         spans = [(bounds[t], bounds[t + 1]) for t in kept]
         offsets = np.cumsum([0] + [b - a for a, b in spans])
-        nodes = {}
+        model = Booster(self.objective, self.base_score, self.cuts, self.feature_bounds,
+                        self.params, copy.deepcopy(self.ledger), self.feature_names,
+                        self.label_bounds, self.n_classes, self.categories)
         for name, values in self._nodes.items():
             parts = [values[a:b] for a, b in spans]
             if name in ("left", "right"):  # tree-local indices, shifted to their new place
-                parts = [np.where(v >= 0, v - a + o, -1) for v, (a, _), o in
-                         zip(parts, spans, offsets)]
-            joined = np.concatenate(parts) if parts else values[:0]
-            nodes[name] = joined.tolist()
-        data["nodes"] = nodes
-        data["tree_roots"] = offsets[:-1].tolist()
-        data["tree_class"] = self._tree_class[list(kept)].tolist()
-        return Booster.from_dict(data)
+                parts = [np.where(v >= 0, v - a + o, -1).astype(np.int32)
+                         for v, (a, _), o in zip(parts, spans, offsets)]
+            model._nodes[name] = np.concatenate(parts) if parts else values[:0]
+        model._tree_roots = offsets[:-1].astype(np.int32)
+        model._tree_class = self._tree_class[list(kept)]
+        return model
 
     def __eq__(self, other):
         return isinstance(other, Booster) and json.dumps(self.to_dict()) == json.dumps(other.to_dict())

@@ -43,14 +43,8 @@ def explain_dask(booster, X, kind):
     (``"contribs"``: (n, n_features + 1), or (n, K, n_features + 1) for multi:softprob) of a
     dask array or dataframe, as a dask array (XGBoost's ``xgboost.dask.predict`` gives
     arrays too); a dataframe's training columns are taken by name."""
-    if hasattr(X, "map_partitions") and hasattr(X, "columns"):
-        if booster.feature_names is not None:
-            by_name = {str(c): c for c in X.columns}
-            missing = [c for c in booster.feature_names if c not in by_name]
-            if missing:
-                raise ValueError(f"X lacks the training columns {missing}")
-            X = X[[by_name[c] for c in booster.feature_names]]
-        X = X.to_dask_array()
+    if hasattr(X, "map_partitions") and getattr(X, "ndim", 2) == 2:
+        X = booster.training_columns(X).to_dask_array()
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
     X = X.rechunk({1: -1})

@@ -15,19 +15,26 @@ def _go_left(x, threshold, categorical, words, missing_left, missing):
     return x <= threshold
 
 
+def _raw_leaf(x_row, root, feature, threshold, categorical, category_set, missing_left, left,
+              right):
+    """The leaf a raw row reaches from node ``root``."""
+    node = root
+    while left[node] >= 0:
+        x = x_row[feature[node]]
+        go_left = _go_left(x, threshold[node], categorical[node], category_set[node],
+                           missing_left[node], math.isnan(x))
+        node = left[node] if go_left else right[node]
+    return node
+
+
 def predict_raw(X, feature, threshold, categorical, category_set, missing_left, left, right,
                 value, tree_roots):
     """Sum over trees of the reached leaf values, shape (n_samples,) float64."""
     out = np.zeros(X.shape[0])
     for i in range(X.shape[0]):
         for root in tree_roots:
-            node = root
-            while left[node] >= 0:
-                x = X[i, feature[node]]
-                go_left = _go_left(x, threshold[node], categorical[node], category_set[node],
-                                   missing_left[node], math.isnan(x))
-                node = left[node] if go_left else right[node]
-            out[i] += value[node]
+            out[i] += value[_raw_leaf(X[i], root, feature, threshold, categorical,
+                                      category_set, missing_left, left, right)]
     return out
 
 
@@ -53,13 +60,8 @@ def predict_leaves_raw(X, feature, threshold, categorical, category_set, missing
     out = np.zeros((X.shape[0], len(tree_roots)), dtype=np.int32)
     for i in range(X.shape[0]):
         for t, root in enumerate(tree_roots):
-            node = root
-            while left[node] >= 0:
-                x = X[i, feature[node]]
-                go_left = _go_left(x, threshold[node], categorical[node], category_set[node],
-                                   missing_left[node], math.isnan(x))
-                node = left[node] if go_left else right[node]
-            out[i, t] = node
+            out[i, t] = _raw_leaf(X[i], root, feature, threshold, categorical, category_set,
+                                  missing_left, left, right)
     return out
 
 
