@@ -21,6 +21,42 @@ import numpy as np
 
 OBJECTIVES = ("reg:squarederror", "binary:logistic", "multi:softprob")
 
+#: The evaluation metrics of each objective, its default first (XGBoost's names;
+#: :mod:`~dpxgb_dask.model.metrics` computes them).
+OBJECTIVE_METRICS = {
+    "binary:logistic": ("logloss", "error", "auc"),
+    "multi:softprob": ("mlogloss", "merror"),
+    "reg:squarederror": ("rmse", "mae"),
+}
+#: The metrics that are means of bounded per-row losses, which a private evaluation set
+#: can release with DP noise (AUC is not).
+PRIVATE_METRICS = ("logloss", "error", "mlogloss", "merror", "rmse", "mae")
+
+
+def metric_names(objective, eval_metric=None, private=False):
+    """The metrics to score: ``eval_metric`` (a name or a list of names), checked against
+    the objective's (those in :data:`PRIVATE_METRICS` when ``private``), or the objective's
+    default.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    ValueError
+        Naming ``eval_metric`` and the allowed names.
+    """
+    allowed = [m for m in OBJECTIVE_METRICS[objective] if not private or m in PRIVATE_METRICS]
+    if eval_metric is None:
+        return [allowed[0]]
+    names = [eval_metric] if isinstance(eval_metric, str) else list(eval_metric)
+    if not names or len(set(names)) != len(names) or any(n not in allowed for n in names):
+        kind = "of a private eval set for" if private else "for"
+        raise ValueError(f"eval_metric must name distinct metrics {kind} {objective}: "
+                         f"{allowed}, got {eval_metric!r}")
+    return names
+
 
 @dataclass(frozen=True)
 class Objective:

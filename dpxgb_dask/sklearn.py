@@ -27,7 +27,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from . import categories
 from .inputs import (bounds_by_name, check_numeric_dtypes, encode_labels,
                      encode_labels_lazily, label_array)
-from .evaluation import RoundScores, check_eval_set
+from .evaluation import RoundScores, check_eval_set, check_public
 from .objective import softmax
 from .params import TRAIN_PARAMETERS
 from .params.names import XGBOOST_ALIASES, KeywordParameters, merge_keywords
@@ -89,8 +89,9 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         use the rounds up to it (XGBoost's rule). Every round was trained and released: it
         picks the model, it saves no budget.
     eval_metric : str or list of str, optional
-        Metrics of ``evals_result_``: "logloss", "error", "auc" (binary), "mlogloss",
-        "merror" (multiclass), "rmse", "mae" (regression); default the first.
+        Metrics of ``evals_result_``: "logloss", "error", "auc" (binary; not of private
+        sets), "mlogloss", "merror" (multiclass), "rmse", "mae" (regression); default the
+        first.
     callbacks : list of callable, optional
         Called in your process with every public progress event of the fit
         (``train(callbacks=)``).
@@ -161,7 +162,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         for name in ("n_estimators", "max_depth", "learning_rate", "reg_lambda", "subsample",
                      "min_child_weight", "max_bin", "epsilon", "delta", "dp_epsilon_per_tree",
                      "label_bounds", "bounds_epsilon", "random_state", "budget", "preset",
-                     "feature_bounds", "categories", "weight_bound"):
+                     "feature_bounds", "categories", "weight_bound", "eval_metric"):
             keywords[name] = getattr(self, name)
         keywords["reproducible_noise"] = self.reproducible_noise or None  # (False: not given)
         params = merge_keywords(keywords, self.dp_params or {})
@@ -230,7 +231,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         return _check_sample_weight(sample_weight, X, dtype=np.float64,
                                     ensure_non_negative=False)
 
-    def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None):
+    def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None, evals=()):
+        """Train ``booster_``; return the DP scores of ``evals`` (private sets) or None."""
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         if isinstance(xgb_model, BaseEstimator):
             check_is_fitted(xgb_model, "booster_")  # names xgb_model's estimator class
@@ -238,9 +240,10 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         n_classes = None if classes is None else len(classes)
         resolved = self._categories_of(X, xgb_model) or []
         categorical_names = [n for n, c in zip(names or [], resolved) if c is not None]
-        booster = train(self._train_params(names, n_classes, categorical_names), X, y,
-                        client=self.client, verbose=self.verbose, xgb_model=xgb_model,
-                        callbacks=self.callbacks, sample_weight=sample_weight)
+        params, scores = self._train_params(names, n_classes, categorical_names), {}
+        booster = train(params, X, y, client=self.client, verbose=self.verbose,
+                        xgb_model=xgb_model, callbacks=self.callbacks,
+                        sample_weight=sample_weight, evals=list(evals), evals_result=scores)
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -251,7 +254,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
         self.epsilon_spent_ = float(booster.ledger["epsilon"])
-        return self
+        return scores if evals else None
 
     def _validate_predict_input(self, X):
         """In-memory X checked and converted to float64, categorical features encoded to
@@ -428,58 +431,68 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         Labels are encoded as their index in ``classes_`` (binary: 0 and 1); see
         ``classes`` for where ``classes_`` comes from. ``xgb_model`` (a Booster, a model
         file or a fitted estimator) is continued: ``n_estimators`` more rounds for
-        ``epsilon`` more (``train(xgb_model=)``). ``eval_set``, a list of ``(X, y)``
-        declared public with ``eval_set_public=True``, is scored after every round
-        (``evals_result_``, ``early_stopping_rounds``), spending nothing.
+        ``epsilon`` more (``train(xgb_model=)``). ``eval_set``, a list of ``(X, y)``, is
+        scored after every round (``evals_result_``, ``early_stopping_rounds``): declared
+        public with ``eval_set_public=True``, in your process, spending nothing; else
+        on the cluster with a DP metric charged to ``epsilon`` (``train(evals=)``).
         ``sample_weight`` (n_rows,) needs the public bound ``weight_bound``
         (``train(sample_weight=)``: each row counts ``min(w, W) / W``).
         """
-        eval_sets = check_eval_set(eval_set, eval_set_public)
+        eval_sets = check_eval_set(eval_set)
+        if eval_set_public:
+            check_public(eval_sets)
         X, y = self._validate_fit_input(X, y, y_numeric=False, xgb_model=xgb_model)
         sample_weight = self._checked_weights(sample_weight, X)
         # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
         if _is_dask(y):
-            if self.classes is None:
-                classes, encoded = np.array([0, 1]), y
-            else:
-                classes = self._public_classes()
-                if classes.size == 2:
-                    positive = (y == classes[1]).astype(np.float64)
-                    missing = y != y  # NaN labels stay NaN: their rows are left out
-                    encoded = (positive.mask(missing) if hasattr(positive, "mask")
-                               else _dask_where(missing, np.nan, positive))
-                else:
-                    encoded = encode_labels_lazily(y, classes)
-            self._fit(X, encoded, classes, xgb_model, sample_weight)
-            self._score_rounds([(Xe, encode_labels(ye, classes)) for Xe, ye in eval_sets])
-            return self
-        y_values = np.asarray(y).reshape(-1)
+            classes = np.array([0, 1]) if self.classes is None else self._public_classes()
+        else:
+            classes = self._classes_of(np.asarray(y).reshape(-1))
+        eval_sets = [(Xe, self._encoded(ye, classes)) for Xe, ye in eval_sets]
+        scores = self._fit(X, self._encoded(y, classes), classes, xgb_model, sample_weight,
+                           () if eval_set_public else eval_sets)
+        if self.classes is None and not _is_dask(y):
+            read_classes = {"purpose": "classes", "parameter": "classes=None",
+                            "reveals": "the set of labels present in y (read in the user's "
+                                       "process)"}
+            not_dp = self.booster_.ledger.setdefault("not_dp", [])
+            if read_classes not in not_dp:  # (a continued model may list it already)
+                not_dp.append(read_classes)
+        self._score_rounds(eval_sets, scores)
+        return self
+
+    def _encoded(self, y, classes):
+        """Labels as class indices (lazily for dask; see the class's ``classes``)."""
+        if not _is_dask(y):
+            return encode_labels(np.asarray(y).reshape(-1), classes)
+        if self.classes is None:
+            return y
+        if classes.size > 2:
+            return encode_labels_lazily(y, classes)
+        positive = (y == classes[1]).astype(np.float64)
+        missing = y != y
+        return (positive.mask(missing) if hasattr(positive, "mask")
+                else _dask_where(missing, np.nan, positive))
+
+    def _classes_of(self, y_values):
+        """The classes of in-memory labels: ``classes`` (checked), else read from them
+        with a :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`."""
         check_classification_targets(y_values)
         if self.classes is not None:
             classes = self._public_classes()
             if not np.isin(y_values, classes).all():
                 # (the user's process holds these labels: this reveals nothing to anyone else)
                 raise ValueError(f"y holds labels outside classes={classes.tolist()!r}")
-        else:
-            classes = np.unique(y_values)
-            if classes.size < 2:
-                raise ValueError(f"y contains 1 class ({classes[0]!r}); a classifier needs "
-                                 "two: give the public label set as classes=")
-            warnings.warn("DPXGBClassifier read its classes from the labels: the set of "
-                          "labels present is not differentially private. Give the public "
-                          "label set as classes=[...] instead.", PrivacyLeakWarning,
-                          stacklevel=2)
-        self._fit(X, encode_labels(y_values, classes), classes, xgb_model, sample_weight)
-        read_classes = {"purpose": "classes", "parameter": "classes=None",
-                        "reveals": "the set of labels present in y (read in the user's "
-                                   "process)"}
-        not_dp = self.booster_.ledger.setdefault("not_dp", [])
-        # (a continued model may list it already, from its first part)
-        if self.classes is None and read_classes not in not_dp:
-            not_dp.append(read_classes)
-        self._score_rounds([(Xe, encode_labels(np.asarray(ye).reshape(-1), classes))
-                            for Xe, ye in eval_sets])
-        return self
+            return classes
+        classes = np.unique(y_values)
+        if classes.size < 2:
+            raise ValueError(f"y contains 1 class ({classes[0]!r}); a classifier needs "
+                             "two: give the public label set as classes=")
+        warnings.warn("DPXGBClassifier read its classes from the labels: the set of "
+                      "labels present is not differentially private. Give the public "
+                      "label set as classes=[...] instead.", PrivacyLeakWarning,
+                      stacklevel=3)
+        return classes
 
     @property
     def n_classes_(self):
@@ -566,11 +579,14 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds;
         ``xgb_model``, ``eval_set``, ``eval_set_public`` and ``sample_weight`` as in
         :meth:`DPXGBClassifier.fit`."""
-        eval_sets = check_eval_set(eval_set, eval_set_public)
+        eval_sets = check_eval_set(eval_set)
+        if eval_set_public:
+            check_public(eval_sets)
         X, y = self._validate_fit_input(X, y, y_numeric=True, xgb_model=xgb_model)
-        self._fit(X, y, xgb_model=xgb_model,
-                  sample_weight=self._checked_weights(sample_weight, X))
-        self._score_rounds(eval_sets)
+        scores = self._fit(X, y, xgb_model=xgb_model,
+                           sample_weight=self._checked_weights(sample_weight, X),
+                           evals=() if eval_set_public else eval_sets)
+        self._score_rounds(eval_sets, scores)
         return self
 
     def predict(self, X, output_margin=False, iteration_range=None):

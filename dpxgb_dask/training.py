@@ -30,8 +30,9 @@ from .inputs import (describe_features, float_values, is_dask_collection, label_
                      weight_shares, with_weights)
 from .model.booster import Booster
 from .model.certificate import check_privacy_claims
-from .objective import Objective
-from .params import TrainParams, check_feature_bounds, check_label_bounds, resolve_params
+from .objective import Objective, metric_names
+from .params import (TrainParams, check_feature_bounds, check_label_bounds, resolve_params,
+                     with_overrides)
 from .privacy.validation import NoBudgetWarning, PrivacyLeakWarning, warn_if_large_epsilon
 
 
@@ -191,8 +192,38 @@ def weighted_targets(params, y, sample_weight):
     return with_weights(y, weight_shares(sample_weight, params.weight_bound))
 
 
+def with_evaluations(params, evals, feature_names, n_features):
+    """The private evaluation sets of ``train(evals=)``: pairs (X, y) with X's categorical
+    features encoded as the fit's (lazily for dask collections), checked against the
+    fit's features, and ``params`` with their count and metrics (``eval_metric``, default
+    the objective's first with a DP form).
+
+    Returns
+    -------
+    (TrainParams, list of (X, y))
+    """
+    sets = []
+    for i, pair in enumerate(evals or ()):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise ValueError(f"evals[{i}] must be a pair (X, y)")
+        X, y = pair
+        if params.categories is not None:
+            X = categories.encode(X, params.categories)
+        names, n = describe_features(X)
+        if n != n_features:
+            raise ValueError(f"evals[{i}] has {n} features, X has {n_features}")
+        if names is not None and feature_names is not None and names != feature_names:
+            raise ValueError(f"evals[{i}]'s columns {names} differ from X's {feature_names}")
+        sets.append((X, label_array(y)))
+    if len(sets) != params.private_eval_sets:
+        metrics = tuple(metric_names(params.objective, params.eval_metric, private=True))
+        params = with_overrides(params, private_eval_sets=len(sets),
+                                eval_metric=metrics if sets else None)
+    return params, sets
+
+
 def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
-                     sample_weight=None):
+                     sample_weight=None, evals=None):
     """Train without a cluster: the same coordinator over partition states in this process
     (:class:`~dpxgb_dask.boosting.protocol.LocalBackend`), for tests and benchmarks on small
     data.
@@ -213,28 +244,45 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
         A model to continue (``params`` from :func:`continuation_params`).
     sample_weight : array-like, shape (n_rows,), optional
         As in :func:`train`.
+    evals : list of (X, y), optional
+        Private evaluation sets (:func:`train`); their scores are ``coordinator.scores``.
 
     Returns
     -------
     Booster
     coordinator : Coordinator
-        With its ledger and timings.
+        With its ledger, timings and scores.
     """
     params, X = with_categories(params, X)  # raw category values -> codes
+    names, n_features = describe_features(X)
+    params, eval_sets = with_evaluations(params, evals, names, n_features)
     y = weighted_targets(params, y, sample_weight)
-    X = np.asarray(float_values(X, "X"), dtype=np.float64)
-    y = np.asarray(float_values(y, "y"), dtype=np.float64)
     objective = Objective.of(params)
-    chunks = np.array_split(np.arange(len(y)), n_partitions)
-    states = [load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
-    coordinator = Coordinator(params, make_plan(params, X.shape[1]), LocalBackend(states),
-                              X.shape[1], publish=publish, init_model=xgb_model)
+
+    def backend(X, y):
+        X = np.asarray(float_values(X, "X"), dtype=np.float64)
+        y = np.asarray(float_values(y, "y"), dtype=np.float64)
+        chunks = np.array_split(np.arange(len(y)), n_partitions)
+        return LocalBackend([load_partition(X[c], y[c], objective, i)
+                             for i, c in enumerate(chunks)])
+
+    coordinator = Coordinator(params, make_plan(params, n_features), backend(X, y),
+                              n_features, publish=publish, init_model=xgb_model,
+                              evaluations=[backend(Xe, ye) for Xe, ye in eval_sets])
     booster = asyncio.run(coordinator.fit())
     emit_warnings(coordinator.warnings, stacklevel=3)
     return booster, coordinator
 
 
 _said_no_budget = False
+
+
+def _warn_before_fit(params):
+    """Warn of a large ε, and (once per process) of a fit without a budget."""
+    if params.epsilon is not None:
+        warn_if_large_epsilon(params.epsilon, stacklevel=4)
+    if params.budget is None:
+        _say_no_budget_once()
 
 
 def _say_no_budget_once():
@@ -246,7 +294,7 @@ def _say_no_budget_once():
                       "fit alone, and nothing checks what several fits on the same data "
                       "spend together. Create one with dpxgb_dask.create_budget(name, "
                       "epsilon, delta) (or `dpxgb budget create`) and pass budget=name.",
-                      NoBudgetWarning, stacklevel=3)
+                      NoBudgetWarning, stacklevel=4)
 
 
 def emit_warnings(records, stacklevel=3):
@@ -257,7 +305,7 @@ def emit_warnings(records, stacklevel=3):
 
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
-          xgb_model=None, callbacks=None, sample_weight=None):
+          xgb_model=None, callbacks=None, sample_weight=None, evals=None, evals_result=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters
@@ -297,6 +345,13 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         row enters every sum with its share ``min(w, W) / W`` (negative or NaN: 0; never
         refused), so the sensitivities are the unweighted ones. Dask weights need the
         partitions of ``y``. Needs Gaussian leaves (``leaf_method="gaussian"``).
+    evals : list of (X, y), optional
+        Private evaluation sets (in memory or dask; their rows stay on the workers), scored
+        after every round with a DP metric, ``eval_metric`` in ``params`` (among
+        :data:`~dpxgb_dask.objective.PRIVATE_METRICS`), charged to ε under the budget
+        share "eval" (:mod:`~dpxgb_dask.boosting.scores`).
+    evals_result : dict, optional
+        Filled with their DP scores, ``{"validation_i": {metric: [after round 1, ...]}}``.
 
     Returns
     -------
@@ -307,28 +362,27 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     feature_names, n_features = describe_features(X)
     if init_model is not None:
         p = continuation_params(p, init_model, feature_names, n_features)
-    p = check_bounds_policy(p, n_features)
+    p, eval_sets = with_evaluations(check_bounds_policy(p, n_features), evals, feature_names,
+                                    n_features)
     y = weighted_targets(p, y, sample_weight)
-    if p.epsilon is not None:
-        warn_if_large_epsilon(p.epsilon, stacklevel=3)
-    if p.budget is None:
-        _say_no_budget_once()
+    _warn_before_fit(p)
     with ThreadPoolExecutor(1) as pool, client_or_embedded(client) as c:
         planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
         result = run_fit(c, p, planning, X, y, Objective.of(p), n_features, feature_names,
                          verbose, n_partitions, return_timings, init_model,
-                         list(callbacks or ()))
+                         list(callbacks or ()), eval_sets)
     # What the scheduler returns is checked like a model file (a scheduler running another
     # accounting, or tampered with, would be caught here).
     check_privacy_claims(result["model"]["ledger"], result["model"]["params"])
     booster = Booster.from_dict(result["model"])
+    if evals_result is not None:
+        evals_result.update({f"validation_{i}": scores
+                             for i, scores in enumerate(result.get("scores", []))})
     emit_warnings(result.get("warnings", ()), stacklevel=3)
     if p.epsilon is None:
         # dp_epsilon_per_tree: the total is known only now.
         warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
-    if return_timings:
-        return booster, result["timings"]
-    return booster
+    return (booster, result["timings"]) if return_timings else booster
 
 
 def _fit_params(params, X, xgb_model):

@@ -1,6 +1,7 @@
 """Exact fit-level aggregates of a partition's rows, which the coordinator asks for by name
 before the trees (the row count, the inputs of the DP bounds, sketch and initial score, and
-bounds forced from the data), and the per-tree fine histogram of a DP sketch.
+bounds forced from the data) and after them (an evaluation set's losses), and the per-tree
+fine histogram of a DP sketch.
 
 Each is computed on one partition's raw rows and summed across partitions before it
 reaches the coordinator, which releases it with DP noise (or, for forced bounds, with the
@@ -8,6 +9,7 @@ user's :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`).
 """
 import numpy as np
 
+from ..model.metrics import METRICS, round_margins
 from .gradients import VALUE_GRID, quantize
 
 
@@ -171,9 +173,49 @@ def feature_min_max(part):
     return out
 
 
-#: Exact per-partition aggregates of the raw rows the coordinator asks for by name, before
-#: the trees (the row count, the inputs of the DP bounds, sketch and initial score, and
-#: the forced data bounds).
+def round_loss_sums(part, booster, metrics, n_rounds, label_bounds=None):
+    """Per metric and round, the sum of the rows' bounded losses after that round
+    (``row_loss`` of :class:`~dpxgb_dask.model.metrics.Metric`: in [0, 1], on the value
+    grid), and the number of rows: the exact query of a private evaluation set's DP metric
+    (:class:`~dpxgb_dask.boosting.scores.EvaluationScores`). Rows with a NaN label are left
+    out.
+
+    Parameters
+    ----------
+    part : RawPart
+        Rows of an evaluation set (categorical features as codes).
+    booster : Booster
+        The released model, in label units (public).
+    metrics : sequence of str
+        Names in :data:`~dpxgb_dask.model.metrics.METRICS` with a ``row_loss``.
+    n_rounds : int
+        The last ``n_rounds`` rounds of ``booster`` are scored (a continued fit's own).
+    label_bounds : (lo, hi), optional
+        Regression's public label range.
+
+    Returns
+    -------
+    ndarray of float64, shape (len(metrics) * n_rounds + 1,)
+        Metric-major sums, then the row count.
+    """
+    labelled = ~np.isnan(part.y)
+    X, y = part.X[labelled], part.y[labelled]
+    out = np.zeros(len(metrics) * n_rounds + 1)
+    out[-1] = len(y)
+    if not len(y):
+        return out
+    predictions = booster.transform(round_margins(booster, X, encoded=True)[-n_rounds:])
+    for m, name in enumerate(metrics):
+        row_loss = METRICS[name].row_loss
+        for r in range(n_rounds):
+            loss = quantize(row_loss(y, predictions[r], label_bounds), 1.0, lower=0.0)
+            out[m * n_rounds + r] = loss.sum()
+    return out
+
+
+#: Exact per-partition aggregates of the raw rows the coordinator asks for by name: before
+#: the trees, the row count, the inputs of the DP bounds, sketch and initial score, and
+#: the forced data bounds; after them, an evaluation set's losses.
 AGGREGATES = {
     "length": part_length,
     "log2_magnitude_histogram": log2_magnitude_histogram,
@@ -181,6 +223,7 @@ AGGREGATES = {
     "clipped_label_sum": clipped_label_sum,
     "class_counts": class_counts,
     "feature_min_max": feature_min_max,
+    "round_loss_sums": round_loss_sums,
 }
 
 

@@ -26,6 +26,8 @@ One fit::
     multiclass each round grows one tree per class, at the round's starting margins; with
                Gaussian releases the class trees' releases of a depth (and their leaves)
                are one joint release, recorded once (``plan.FitLedger``).
+    evaluation each private evaluation set's loss sums of every round -> ONE release per
+               set (``scores.EvaluationScores``), after the last tree.
 """
 import asyncio
 from dataclasses import replace
@@ -42,6 +44,7 @@ from .leaves import InitialScore, make_leaf_method
 from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, FitLedger
 from .protocol import Prepare, Round, TreeEnd
 from .sampling import TreeRows
+from .scores import EvaluationScores
 from .splits import make_split_method
 from .streams import FitStreams
 from .tree import Tree, child_ranges, children
@@ -69,6 +72,9 @@ class Coordinator:
     init_model : Booster, optional
         A model this fit continues (``train(xgb_model=)``): its bounds, cuts and margins
         are the fit's start, and the returned model holds its trees, then the new ones.
+    evaluations : sequence of PartitionBackend
+        The partitions of each private evaluation set (``params.private_eval_sets`` of
+        them), scored once the trees are grown.
 
     Attributes
     ----------
@@ -80,10 +86,12 @@ class Coordinator:
     timings : dict
         Wall-clock times of the phases, trees and levels, and the bytes gathered per level
         (not DP: they stay in the cluster unless a benchmark asks for them).
+    scores : list of dict
+        After the fit, each private evaluation set's DP metrics (``_evaluate``).
     """
 
     def __init__(self, params, plan, backend, n_features, feature_names=None, publish=None,
-                 init_model=None):
+                 init_model=None, evaluations=()):
         self.params = params
         self.plan = plan
         self.init_model = init_model
@@ -100,6 +108,12 @@ class Coordinator:
         self.splitter = make_split_method(plan, self.streams)
         self.leaf_method = make_leaf_method(plan, self.streams)
         self.rows = TreeRows(plan, self.streams)
+        self.evaluations = list(evaluations)
+        if len(self.evaluations) != params.private_eval_sets:
+            raise ValueError(f"the fit has {len(self.evaluations)} private eval sets, its "
+                             f"params private_eval_sets={params.private_eval_sets}")
+        self.scorer = EvaluationScores(plan, self.streams) if self.evaluations else None
+        self.scores = []
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
                         "noise": 0.0, "noise_wait": 0.0, "phases": {}}
         self._seq = 0
@@ -174,12 +188,14 @@ class Coordinator:
         self._phase("trees", t_trees)
         booster = to_label_units(booster, self.objective)
         booster.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
+        if self.init_model is not None:
+            booster = self.init_model.continued_by(booster, p.to_dict(), None)
+        self.scores = await self._evaluate(booster)
         if self.init_model is None:
             booster.ledger = privacy_summary(self.ledger, p, self.plan.budget_scale)
         else:
-            booster = self.init_model.continued_by(booster, p.to_dict(), continued_summary(
-                self.init_model.ledger, self.init_model.n_trees, self.ledger, p,
-                self.plan.budget_scale))
+            booster.ledger = continued_summary(self.init_model.ledger, self.init_model.n_trees,
+                                               self.ledger, p, self.plan.budget_scale)
         self._publish({"event": "done", "epsilon": booster.ledger["epsilon"],
                        "accountant": p.accountant, "delta": p.delta})
         return booster
@@ -299,6 +315,21 @@ class Coordinator:
             cuts = await self._cpu(self._recorded, self.candidates.tree_sketch, t, fine,
                                    bounds, n_values=fine.size)
         return cuts
+
+    async def _evaluate(self, booster):
+        """Per private evaluation set, ``{metric: [score after round 1, ...]}``: the
+        exact loss sums of the released ``booster`` (label units) on its rows, ONE release
+        per set (:class:`~dpxgb_dask.boosting.scores.EvaluationScores`)."""
+        if not self.evaluations:
+            return []
+        p, t0 = self.params, time.perf_counter()
+        sums = [await backend.reduce("round_loss_sums", booster, p.eval_metric,
+                                     self.plan.n_rounds, p.label_bounds)
+                for backend in self.evaluations]
+        scores = await self._cpu(self._recorded, self.scorer.release, sums,
+                                 n_values=sum(s.size for s in sums))
+        self._phase("evaluation", t0)
+        return scores
 
     def _publish(self, event):
         """Send a progress event, with the releases recorded since the last event."""

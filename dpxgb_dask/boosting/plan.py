@@ -29,7 +29,7 @@ from ..params import TrainParams
 from ..privacy.accountants import PLDAccountant, get_accountant
 from ..privacy.filter import RowFilter, choose_filter, filter_term, tree_divergences
 from ..privacy.ledger import Ledger
-from ..privacy.mechanisms import GaussianMechanism
+from ..privacy.mechanisms import GaussianMechanism, histogram_mechanism
 from ..privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sensitivity,
                                   gradient_histogram_l1_sensitivity,
                                   gradient_histogram_l2_sensitivity, leaf_balanced_sigmas,
@@ -42,6 +42,9 @@ FILTER_NAME = "rows"
 #: log2-magnitude range of the DP bounds estimate: ``|x|`` from 2**-20 to 2**44.
 BOUNDS_MIN_EXPONENT = -20
 BOUNDS_N_EXPONENTS = 64
+#: The default weight of the private evaluation sets' releases per boosting round: about
+#: 5% of the budget next to the default per-tree weights (split or sketch, and leaf).
+EVAL_WEIGHT_PER_ROUND = 0.1
 
 
 def _default_shares(p):
@@ -56,6 +59,8 @@ def _default_shares(p):
         shares["leaf"] = 1.0 if p.split_method != "random" else 0.9
     if p.init_score == "dp_mean":
         shares["init"] = 0.05
+    if p.private_eval_sets:
+        shares["eval"] = EVAL_WEIGHT_PER_ROUND * (p.n_estimators + p.filter_rounds)
     return shares
 
 
@@ -81,6 +86,8 @@ def _equal_noise_shares(p, n_features):
         shares["split"] = float(p.max_depth * n_features)
     if p.split_method != "partially_random":
         shares["leaf"] = 1.0
+    if p.private_eval_sets:  # one query per set
+        shares["eval"] = float(p.private_eval_sets)
     return shares
 
 
@@ -232,6 +239,19 @@ class ReleasePlan:
             self.releases["init"] = Release("init_score", "laplace", 1.0,
                                             epsilon=s * shares["init"] / (1 if p.num_class
                                                                           else 2))
+        if "eval" in shares:
+            self.releases["eval"] = self._evaluation_release(shares["eval"])
+
+    def _evaluation_release(self, share):
+        """Per private evaluation set, one release of M metrics' loss sums after each of
+        the T rounds (a row's losses in [0, 1]) and of its row count: Δ₂ = sqrt(MT + 1),
+        Δ₁ = MT + 1 (``scores.py``); Gaussian, or Laplace when δ = 0."""
+        p, s = self.params, self.budget_scale
+        n_sets, n_values = p.private_eval_sets, len(p.eval_metric) * self.n_rounds + 1
+        if p.delta > 0:
+            return Release("eval", "gaussian", math.sqrt(n_values),
+                           noise_multiplier=math.sqrt(n_sets / share) / s)
+        return Release("eval", "laplace", float(n_values), epsilon=s * share / n_sets)
 
     # ledger events of the plan --------------------------------------------------------------
 
@@ -286,6 +306,11 @@ class ReleasePlan:
             fields["count"] = 2
         elif kind == "init":
             fields["note"] = f"the {self.params.num_class} class counts (a row is in one class)"
+        elif kind == "eval":
+            fields.update(count=self.params.private_eval_sets, note=(
+                f"each private eval set's {', '.join(self.params.eval_metric)} after each of "
+                f"{self.n_rounds} rounds (a row's losses in [0, 1]) and its row count; the "
+                "scores, and early stopping on them, are post-processing"))
         return fields
 
     # the individual Rényi filter ---------------------------------------------------------
@@ -385,6 +410,8 @@ class ReleasePlan:
                     ledger.record(**self.event("leaf", tree=t, n_parallel=n_leaves))
                 if "leaf_count" in self.releases:
                     ledger.record(**self.event("leaf_count", tree=t, n_parallel=n_leaves))
+        if "eval" in self.releases and n_rounds == self.n_rounds:
+            ledger.record(**self.event("eval"))
         return ledger
 
 
@@ -414,38 +441,6 @@ class FitLedger:
                 return
             self._recorded_joint.add(key)
         self.ledger.record(**fields)
-
-
-def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_multiplier,
-                        n_joint=1):
-    """The Gaussian mechanism of one level's (G, H) histograms
-    (:class:`~dpxgb_dask.boosting.splits.NoisyHistogramSplits`, and the three cells per
-    feature of :class:`~dpxgb_dask.boosting.splits.PartiallyRandomSplits`).
-
-    One row adds (g, h) to one bin of each of the ``F`` features, so the L2 sensitivity of
-    the release is ``sqrt(F (g*² + h*²))`` over the 2F coordinates one row touches, one σ
-    for G and H alike (Maddock et al. §4.3.1).
-
-    Parameters
-    ----------
-    n_features : int
-    gradient_bound, denominator_bound : float
-        A row's L2 bounds in the release (``ReleasePlan.row_bounds``: g* and h*, or 1
-        for counts; the joint bounds of a multiclass round).
-    noise_multiplier : float
-    n_joint : int
-        Trees whose histograms are released jointly (K of a multiclass round): a row
-        changes ``2 F n_joint`` entries of the joint release, which sizes the margin of the
-        integer rounding (:mod:`~dpxgb_dask.privacy.mechanisms`).
-
-    Returns
-    -------
-    GaussianMechanism
-    """
-    sensitivity = gradient_histogram_l2_sensitivity(gradient_bound, denominator_bound,
-                                                    n_features)
-    return GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
-                             coords_per_row=2 * n_features * n_joint)
 
 
 def bounds_event(p, n_features):
@@ -562,8 +557,9 @@ def _solve_log(f, rtol, start=1.0, step=8.0):
 def _cached_budget_scale(params_json, n_features):
     fields = json.loads(params_json)
     fields.pop("seeded")
-    if isinstance(fields.get("label_bounds"), list):
-        fields["label_bounds"] = tuple(fields["label_bounds"])
+    for name in ("label_bounds", "eval_metric"):
+        if isinstance(fields.get(name), list):
+            fields[name] = tuple(fields[name])
     return calibrate_budget_scale(TrainParams(**fields), n_features)
 
 

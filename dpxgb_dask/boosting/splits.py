@@ -23,10 +23,10 @@ import numpy as np
 
 from .. import categories
 from ..privacy.exponential import ExponentialMechanism
+from ..privacy.mechanisms import histogram_mechanism
 from .gains import (ReleasedNoise, candidate_mask, category_order, collapse_at_thresholds,
                     decode_candidates, random_category_subset, reachable_bins, split_gains,
                     threshold_ranges)
-from .plan import histogram_mechanism
 from .tree import child_totals, level_splits, node_totals
 
 
@@ -264,7 +264,7 @@ class ExponentialSplits(LevelSplitMethod):
 
 class _GaussianHistogramSplits(LevelSplitMethod):
     """A method that releases the level's (G, H) sums with Gaussian noise
-    (:func:`~dpxgb_dask.boosting.plan.histogram_mechanism`, built once per fit), the noise
+    (:func:`~dpxgb_dask.privacy.mechanisms.histogram_mechanism`, built once per fit), the noise
     drawn while the workers build the histograms."""
 
     #: Cells per feature and node in the release.

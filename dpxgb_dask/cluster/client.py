@@ -93,7 +93,7 @@ def ask_budgets(client, **message):
 
 
 def run_fit(client, params, planning, X, y, objective, n_features, feature_names, verbose,
-            n_partitions, with_timings, init_model, callbacks=()):
+            n_partitions, with_timings, init_model, callbacks=(), evals=()):
     """Fit on ``client``'s cluster: register dpxgb's plugins, have the scheduler admit the
     fit (its budget) before any row is read, load the rows, and ask the scheduler to run
     the coordinator once the release plan is ready.
@@ -114,6 +114,9 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     init_model : Booster or None
     callbacks : sequence of callable
         Each called with every public progress event (:func:`progress_display`).
+    evals : sequence of (X, y)
+        Private evaluation sets, each loaded like the rows as a fit of its own on the
+        workers (id ``<fit id>-eval<i>``, the same capability).
 
     Returns
     -------
@@ -132,22 +135,29 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     unpack_reply(client.sync(client.scheduler.dpxgb_budget, action="admit", name=params.budget,
                              fit_id=fit_id, events=events))
     coordinated = False
+    eval_ids = [f"{fit_id}-eval{i}" for i in range(len(evals))]
     try:
         placement, sources = load_partitions(client, X, y, objective, fit_id, capability,
                                              n_partitions, params.n_threads)
+        evaluations = [(eval_id, *load_partitions(client, Xe, ye, objective, eval_id,
+                                                  capability, n_partitions, params.n_threads))
+                       for eval_id, (Xe, ye) in zip(eval_ids, evals)]
         while True:  # keep the loaded partitions alive while the plan is calibrated
             try:
                 plan = planning.result(timeout=KEEPALIVE_SECONDS)
                 break
             except FuturesTimeout:
                 _touch_fit(client, fit_id, capability, placement)
+                for eval_id, eval_placement, _ in evaluations:
+                    _touch_fit(client, eval_id, capability, eval_placement)
         with progress_display(client, verbose, plan.n_rounds * plan.trees_per_round,
                               callbacks) as topic:
             coordinated = True
             request = dict(fit_id=fit_id, capability=capability, placement=placement,
                            sources=sources, params=params, plan=plan, n_features=n_features,
                            feature_names=feature_names, client_id=client.id, topic=topic,
-                           with_timings=with_timings, init_model=init_model)
+                           with_timings=with_timings, init_model=init_model,
+                           evaluations=evaluations)
             try:
                 answer = client.sync(client.scheduler.dpxgb_fit,
                                      payload=pickle.dumps(request, protocol=5))
@@ -159,7 +169,8 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
             return unpack_reply(answer)
     finally:
         if not coordinated:
-            _drop_fit(client, fit_id)
+            for dropped in [fit_id] + eval_ids:
+                _drop_fit(client, dropped)
 
 
 @contextmanager

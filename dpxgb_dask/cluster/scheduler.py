@@ -156,8 +156,9 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
 
     async def coordinate(self, fit_id, capability, placement, sources, params, plan,
                          n_features, feature_names, client_id, topic, with_timings,
-                         init_model=None):
-        """Run one fit's coordinator in this process.
+                         init_model=None, evaluations=()):
+        """Run one fit's coordinator in this process (``evaluations``: the fit id,
+        placement and sources of each private evaluation set's partitions).
 
         The budget is reserved before the first release (a refused fit spends nothing)
         and charged with the releases made, however the fit ends. The fit runs as a task
@@ -167,27 +168,31 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         Returns
         -------
         dict
-            ``{"model": Booster.to_dict(), "warnings": [...]}``: public and DP values
-            only; plus ``"timings"`` only when asked (wall-clock times grow with the rows
+            ``{"model": Booster.to_dict(), "warnings": [...]}``, ``"scores"`` with
+            private evaluation sets (their DP metrics): public and DP values only; plus
+            ``"timings"`` only when asked (wall-clock times grow with the rows
             of each node: a coarse side channel, which is why they are not sent by
             default).
         """
         backend = DaskBackend(self._scheduler, fit_id, capability, placement, sources)
+        backends = [backend] + [DaskBackend(self._scheduler, eval_id, capability, *where)
+                                for eval_id, *where in evaluations]
         try:
             if params.budget is not None:
                 await self.run_budget("reserve", params.budget, fit_id, plan.ledger().events)
             elif budget_required():
                 raise BudgetError(BUDGET_REQUIRED)
         except BaseException:
-            await backend.close()
+            await asyncio.gather(*(b.close() for b in backends))
             raise
         self.running[fit_id] = client_id
         ended, coordinator, status = ("failed", None), None, None
         try:
             progress = self.board.start(fit_id, client_id)
             coordinator = Coordinator(params, plan, backend, n_features, feature_names,
-                                      self._publisher(progress, client_id, topic), init_model)
-            booster = await self._watch(coordinator, fit_id, client_id, backend)
+                                      self._publisher(progress, client_id, topic), init_model,
+                                      backends[1:])
+            booster = await self._watch(coordinator, fit_id, client_id, backends)
             ended = "finished", None
         except ClientLeftError as exc:
             ended = "stopped", str(exc)
@@ -196,11 +201,13 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             ended = "failed", type(exc).__name__
             raise
         finally:
-            status = await self._end(fit_id, params.budget, coordinator, backend, ended)
+            status = await self._end(fit_id, params.budget, coordinator, backends, ended)
         model = booster.to_dict()
         if status is not None:
             model["ledger"]["budget"] = budget_record(status, fit_id)
         result = {"model": model, "warnings": coordinator.warnings}
+        if coordinator.scores:
+            result["scores"] = coordinator.scores
         if with_timings:
             result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
                                      worker_seconds=backend.worker_seconds,
@@ -217,7 +224,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
 
         return publish
 
-    async def _watch(self, coordinator, fit_id, client_id, backend):
+    async def _watch(self, coordinator, fit_id, client_id, backends):
         """Run the coordinator's fit as a task, stopped when its client leaves; keep the
         fit's leases meanwhile (a slow worker must not let the others' expire)."""
         fit = asyncio.ensure_future(coordinator.fit())
@@ -231,13 +238,15 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                 raise ClientLeftError(f"the client of fit {fit_id} left the scheduler; "
                                       "the fit stopped and its state was dropped")
             if time.monotonic() - last_touch >= KEEPALIVE_SECONDS:
-                asyncio.ensure_future(backend.touch())
+                for backend in backends:
+                    asyncio.ensure_future(backend.touch())
                 last_touch = time.monotonic()
         return fit.result()
 
-    async def _end(self, fit_id, budget, coordinator, backend, ended):
-        """Close a fit however it ended: the board, the workers' states, and the budget
-        charged with the releases made.
+    async def _end(self, fit_id, budget, coordinator, backends, ended):
+        """Close a fit however it ended: the board, the workers' states (of every backend:
+        its rows' and its evaluation sets'), and the budget charged with the releases
+        made.
 
         Returns
         -------
@@ -252,7 +261,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             # the releases of a fit that stopped between events
             progress.update({"releases": coordinator.unpublished_releases()})
         self.board.end(fit_id, *ended)
-        await backend.close()
+        await asyncio.gather(*(backend.close() for backend in backends))
         if budget is None:
             return None
         try:

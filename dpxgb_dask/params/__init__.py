@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ..objective import OBJECTIVES
+from ..objective import OBJECTIVES, metric_names
 from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
                        carried_leaf_regime, default_schedule_overrides, split_method_defaults)
 from .names import canonical_names
@@ -147,14 +147,15 @@ class TrainParams:
         G̃²/(max(H̃, 0) + λ) as Maddock et al.'s code does (the ``maddock`` preset).
     budget_shares : dict or "equal_noise"
         Relative weights of the budget of the releases: keys among "sketch", "split",
-        "leaf", "init". A release the method makes but the dict omits keeps its default
-        weight (sketch 0.1 with iterative-Hessian candidates or 1 with the DP sketch,
-        split 1, leaf 0.9 with random splits or 1, init 0.05); the weights are then
-        normalised to sum to 1. Sketch weights are per fit, split and leaf weights per
-        tree (:class:`~dpxgb_dask.boosting.plan.ReleasePlan`). "equal_noise" (Maddock et al.): every Gaussian query
-        (one feature's histogram in a release, or one tree's leaves) gets the same noise
-        multiplier; needs Gaussian leaves, random, noisy-histogram or partially random
-        splits, uniform or iterative-Hessian candidates and ``init_score="zero"``.
+        "leaf", "init", "eval". A release the method makes but the dict omits keeps its
+        default weight (sketch 0.1 with iterative-Hessian candidates or 1 with the DP
+        sketch, split 1, leaf 0.9 with random splits or 1, init 0.05, eval 0.1 per round);
+        the weights are then normalised to sum to 1. Sketch, init and eval weights are per
+        fit, split and leaf weights per tree (:class:`~dpxgb_dask.boosting.plan.ReleasePlan`).
+        "equal_noise" (Maddock et al.): every Gaussian query (one feature's histogram in a
+        release, one tree's leaves, an evaluation set) gets the same noise multiplier; needs
+        Gaussian leaves, random, noisy-histogram or partially random splits, uniform or
+        iterative-Hessian candidates and ``init_score="zero"``.
     init_score : {"zero", "dp_mean"}
     n_sketch_bins : int
         Equal-width bins of the DP histogram that feeds the quantile sketch.
@@ -196,6 +197,14 @@ class TrainParams:
         neighbouring datasets have identical noise, which cancels in their difference.
     n_threads : int
         Threads of the kernels in each task.
+    private_eval_sets : int
+        Evaluation sets of private rows scored after the fit, each with one DP release of
+        its metrics' per-row loss sums at every round and its row count (``train(evals=)``
+        sets it; :class:`~dpxgb_dask.boosting.scores.EvaluationScores`), under the budget
+        share "eval". 0: none.
+    eval_metric : tuple of str, optional
+        The metrics of the private evaluation sets (XGBoost's names, among
+        :data:`~dpxgb_dask.objective.PRIVATE_METRICS`; default the objective's first).
     """
 
     # The field values are the plain default (no preset): data-independent random splits on
@@ -246,6 +255,8 @@ class TrainParams:
     reproducible_noise: bool = False
     budget: str | None = None
     n_threads: int = 1
+    private_eval_sets: int = 0
+    eval_metric: tuple | None = None
 
     @property
     def hessian_denominators(self):
@@ -265,6 +276,10 @@ class TrainParams:
         out["seeded"] = out.pop("random_state") is not None
         if out["weight_bound"] is None:  # (unweighted fits: their files as before weights)
             del out["weight_bound"]
+        if not out["private_eval_sets"]:  # (and those without private evaluation sets)
+            del out["private_eval_sets"], out["eval_metric"]
+        else:
+            out["eval_metric"] = list(out["eval_metric"])
         for name in ("feature_bounds", "label_bounds"):
             if out[name] is not None and not isinstance(out[name], str):
                 out[name] = np.asarray(out[name], dtype=float).tolist()
@@ -379,6 +394,9 @@ def resolve_params(objective, preset=None, **explicit):
     if preset is None and not own_method:
         values.update(carried_leaf_regime(
             objective, epsilon, values.get("n_estimators", TrainParams.n_estimators), given))
+    if values.get("private_eval_sets"):
+        values["eval_metric"] = tuple(metric_names(objective, values.get("eval_metric"),
+                                                   private=True))
     params = TrainParams(**values)
     validate(params)
     if params.dp_epsilon_per_tree is not None and params.epsilon is not None \
@@ -438,6 +456,11 @@ def _check_sizes_and_budget(p):
         check_label_bounds(p.label_bounds)
     if p.weight_bound is not None:
         _check_number("weight_bound", p.weight_bound, lo=0, lo_open=True)
+    _check_number("private_eval_sets", p.private_eval_sets, lo=0, integer=True)
+    if p.private_eval_sets and tuple(metric_names(p.objective, p.eval_metric,
+                                                   private=True)) != p.eval_metric:
+        raise ValueError("eval_metric must be a tuple of metric names with private_eval_sets "
+                         f"(resolve_params makes it one), got {p.eval_metric!r}")
 
 
 def _check_methods(p):
@@ -486,7 +509,8 @@ def _check_methods(p):
             raise ValueError("budget_shares must be a non-empty dict of release -> share, "
                              "or 'equal_noise'")
         for key, share in p.budget_shares.items():
-            _check_choice("budget_shares key", key, ("sketch", "split", "leaf", "init"))
+            _check_choice("budget_shares key", key, ("sketch", "split", "leaf", "init",
+                                                     "eval"))
             _check_number(f"budget_shares[{key!r}]", share, lo=0, lo_open=True)
 
 

@@ -51,10 +51,11 @@ import numpy as np
 
 from .randomness import as_stream
 from .samplers import discrete_gaussian, discrete_laplace
+from .sensitivity import gradient_histogram_l2_sensitivity
 from .validation import check_epsilon, check_positive
 
 __all__ = ["GaussianMechanism", "LaplaceMechanism", "combined_noise_multiplier",
-           "gaussian_mechanism", "laplace_mechanism"]
+           "gaussian_mechanism", "histogram_mechanism", "laplace_mechanism"]
 
 LAPLACE_GRID_BITS = 20
 GAUSSIAN_GRID_BITS = 22
@@ -483,3 +484,35 @@ def combined_noise_multiplier(*noise_multipliers):
         raise ValueError("give at least one noise multiplier")
     zs = [check_positive(z, "noise_multiplier") for z in noise_multipliers]
     return 1.0 / math.sqrt(sum(1.0 / (z * z) for z in zs))
+
+
+def histogram_mechanism(n_features, gradient_bound, denominator_bound, noise_multiplier,
+                        n_joint=1):
+    """The Gaussian mechanism of one level's (G, H) histograms
+    (:class:`~dpxgb_dask.boosting.splits.NoisyHistogramSplits`, and the three cells per
+    feature of :class:`~dpxgb_dask.boosting.splits.PartiallyRandomSplits`).
+
+    One row adds (g, h) to one bin of each of the ``F`` features, so the L2 sensitivity of
+    the release is ``sqrt(F (g*² + h*²))`` over the 2F coordinates one row touches, one σ
+    for G and H alike (Maddock et al. §4.3.1).
+
+    Parameters
+    ----------
+    n_features : int
+    gradient_bound, denominator_bound : float
+        A row's L2 bounds in the release (``boosting.plan.ReleasePlan.row_bounds``: g* and
+        h*, or 1 for counts; the joint bounds of a multiclass round).
+    noise_multiplier : float
+    n_joint : int
+        Trees whose histograms are released jointly (K of a multiclass round): a row
+        changes ``2 F n_joint`` entries of the joint release, which sizes the margin of the
+        integer rounding (:mod:`~dpxgb_dask.privacy.mechanisms`).
+
+    Returns
+    -------
+    GaussianMechanism
+    """
+    sensitivity = gradient_histogram_l2_sensitivity(gradient_bound, denominator_bound,
+                                                    n_features)
+    return GaussianMechanism(sensitivity, noise_multiplier=noise_multiplier,
+                             coords_per_row=2 * n_features * n_joint)

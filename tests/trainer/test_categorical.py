@@ -9,7 +9,7 @@ import pytest
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor
 from dpxgb_dask import categories as cat
 from dpxgb_dask.boosting import gains, tree
-from dpxgb_dask.boosting.plan import histogram_mechanism
+from dpxgb_dask.privacy.mechanisms import histogram_mechanism
 from dpxgb_dask.boosting.splits import NoisyHistogramSplits, RandomSplits
 from dpxgb_dask._core import category_set_codes
 from dpxgb_dask.model.booster import Booster

@@ -1,12 +1,13 @@
 """XGBoost's eval_set, evals_result_, early_stopping_rounds and best_iteration on public
 evaluation sets (post-processing: nothing spent), and callbacks that see public progress
-events only."""
+events only. Private evaluation sets: test_private_eval_set.py."""
 import numpy as np
 import pytest
 from sklearn.metrics import log_loss, mean_squared_error
 
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor
-from dpxgb_dask.evaluation import early_stopping, evaluate, round_margins
+from dpxgb_dask.evaluation import early_stopping, evaluate
+from dpxgb_dask.model.metrics import round_margins
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.training import train_in_process
 
@@ -95,10 +96,9 @@ def test_regressor_eval_set(client):
 
 
 @pytest.mark.parametrize("kwargs, fit_kwargs, message", [
-    ({}, {"eval_set": "private"}, "declare it public with eval_set_public=True"),
     ({"early_stopping_rounds": 3}, {}, "early_stopping_rounds needs an eval_set"),
-    ({"eval_metric": "rmse"}, {"eval_set": "public"}, r"eval_metric must name metrics of "
-                                                      r"binary:logistic"),
+    ({"eval_metric": "rmse"}, {"eval_set": "public"}, r"eval_metric must name distinct "
+                                                      r"metrics for binary:logistic"),
     ({"early_stopping_rounds": 0}, {"eval_set": "public"}, "positive integer"),
 ])
 def test_bad_evaluation_arguments_are_refused(client, kwargs, fit_kwargs, message):

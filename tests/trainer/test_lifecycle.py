@@ -204,13 +204,15 @@ def _inputs(kind, X, y):
 
 @pytest.mark.parametrize("kind", ["numpy", "pandas", "dask_array", "dask_frame",
                                   "numpy_multiclass", "numpy_filtered",
-                                  "numpy_categorical_pr", "numpy_tree_sketch"])
+                                  "numpy_categorical_pr", "numpy_tree_sketch",
+                                  "numpy_private_eval"])
 def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_data, kind):
     """The fit finishes after a worker is killed, with the very model (and ledger) of an
     undisturbed fit: the lost partitions are rebuilt and the interrupted round replayed
     (multiclass: the class gradients of the round are recomputed where they were lost;
     with an individual Rényi filter, every row's divergence so far; partially random
-    splits on sets of categories; a DP sketch of each tree's rows)."""
+    splits on sets of categories; a DP sketch of each tree's rows; a private evaluation
+    set, whose lost partitions are rebuilt when it is scored)."""
     import os
     import signal
 
@@ -234,9 +236,15 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
         kind = "numpy"
         params.update(preset="dp-xgboost", split_method="exponential", n_estimators=100,
                       epsilon=10.0)
-    undisturbed = train(params, *_inputs(kind, X, y), client=client)
+    evaluation = {}
+    if kind == "numpy_private_eval":
+        kind, evaluation = "numpy", {"evals": [(X[:3000], y[:3000])]}
+    scores = [{}, {}]
+    undisturbed = train(params, *_inputs(kind, X, y), client=client, **evaluation,
+                        evals_result=scores[0])
     thread, outcome = _fit_in_background(params, *_inputs(kind, X, y), client=client,
-                                         return_timings=True)
+                                         return_timings=True, **evaluation,
+                                         evals_result=scores[1])
     assert _wait_for(lambda: _running(client), 60) is not None
     time.sleep(0.3)
     pids = client.run(os.getpid)
@@ -248,6 +256,7 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     model, timings = outcome["result"]
     assert timings["recoveries"] == 1, "the kill did not land mid-fit"
     assert model.to_dict() == undisturbed.to_dict()
+    assert scores[0] == scores[1] and len(scores[0]) == len(evaluation.get("evals", []))
     assert _wait_for(lambda: not _fits(client), 5.0) is not None
 
 

@@ -3,7 +3,8 @@
 The scheduler and the workers run in subprocesses; every message the user's process
 decodes (``distributed.protocol.loads``, and the dpxgb replies inside them) is recorded. The exact root histogram of the first
 tree is recomputed here, and none of its gradient or hessian sums may appear among the
-numbers received, while the model's DP leaf values must (the spy works).
+numbers received, while the model's DP leaf values must (the spy works). The same holds
+for a private evaluation set: its exact loss sums never arrive, its DP scores do.
 """
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 import distributed
 from dpxgb_dask import train
 from dpxgb_dask.boosting import partition, protocol
+from dpxgb_dask.boosting.aggregates import round_loss_sums
 from dpxgb_dask.boosting.candidates import uniform_cuts
 from dpxgb_dask.objective import Objective
 
@@ -52,6 +54,8 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
     rng = np.random.default_rng(5)
     X = rng.normal(size=(3001, 4))
     y = (X[:, 0] + rng.normal(size=3001) > 0).astype(float)
+    X_val = rng.normal(size=(1003, 4))
+    y_val = (X_val[:, 0] + rng.normal(size=1003) > 0).astype(float)
     bounds = np.tile([-4.0, 4.0], (4, 1))
     params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": SEED,
               "n_estimators": 3, "max_depth": 3, "split_method": "noisy_histogram",
@@ -82,7 +86,9 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
     with SubprocessCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         client.wait_for_workers(2, timeout=60)
-        booster = train(params, X, y, client=client, verbose=True)
+        scores = {}
+        booster = train(params, X, y, client=client, verbose=True,
+                        evals=[(X_val, y_val)], evals_result=scores)
     monkeypatch.setattr(distributed.protocol, "loads", original)
 
     numbers = set()
@@ -106,3 +112,11 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
     # Positive control: the DP leaf values did arrive through the spied channel.
     leaves = booster.nodes["value"][booster.nodes["left"] < 0]
     assert set(leaves.tolist()) <= numbers
+
+    # The evaluation set's exact query, and the exact scores, recomputed from the model.
+    sums = round_loss_sums(partition.RawPart(X_val, y_val), booster, ["logloss"], 3)
+    exact_scores = sums[:-1] / sums[-1] * np.log(100.0)
+    exact_values = set(sums[:-1].tolist()) | set(exact_scores.tolist())
+    assert len(exact_values) == 6
+    assert not exact_values & numbers, "exact evaluation sums reached the user's process"
+    assert set(scores["validation_0"]["logloss"]) <= numbers

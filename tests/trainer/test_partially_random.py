@@ -6,7 +6,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from dpxgb_dask.boosting import gains, leaves, tree
-from dpxgb_dask.boosting.plan import histogram_mechanism
+from dpxgb_dask.privacy.mechanisms import histogram_mechanism
 from dpxgb_dask.boosting.splits import PartiallyRandomSplits
 from dpxgb_dask.boosting.streams import FitStreams
 from dpxgb_dask._core import empty_histograms
