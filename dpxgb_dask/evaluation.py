@@ -25,8 +25,9 @@ def evaluate(booster, eval_sets, metrics, encoded=False):
     Parameters
     ----------
     booster : Booster
-    eval_sets : list of (X, y)
-        Public rows and their labels (class indices for classifiers).
+    eval_sets : list of (X, y) or (X, y, base_margin)
+        Public rows and their labels (class indices for classifiers), and optionally
+        their base margins (XGBoost's ``base_margin_eval_set``).
     metrics : list of str
         Names in :data:`~dpxgb_dask.model.metrics.METRICS`.
     encoded : bool
@@ -39,9 +40,10 @@ def evaluate(booster, eval_sets, metrics, encoded=False):
         ``evals_result()``).
     """
     results = {}
-    for i, (X, y) in enumerate(eval_sets):
+    for i, (X, y, *margins) in enumerate(eval_sets):
         y = np.asarray(y, dtype=np.float64).reshape(-1)
-        predictions = booster.transform(round_margins(booster, X, encoded))
+        predictions = booster.transform(round_margins(booster, X, encoded,
+                                                      base_margin=(margins or [None])[0]))
         results[f"validation_{i}"] = {
             name: [METRICS[name].public(y, p) for p in predictions] for name in metrics}
     return results
@@ -74,27 +76,34 @@ def early_stopping(scores, rounds, lower_is_better=True):
     return best, float(scores[best])
 
 
-def check_eval_set(eval_set):
-    """The pairs (X, y) of an ``eval_set`` (a list of them; None: none).
+def check_eval_set(eval_set, base_margin_eval_set=None):
+    """The sets (X, y, base margins or None) of an ``eval_set`` (a list of pairs (X, y);
+    None: none) and of XGBoost's ``base_margin_eval_set`` (one entry per set).
 
     Returns
     -------
     list of tuple
     """
     if eval_set is None:
+        if base_margin_eval_set is not None:
+            raise ValueError("base_margin_eval_set needs an eval_set")
         return []
     sets = list(eval_set)
     for i, pair in enumerate(sets):
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise ValueError(f"eval_set[{i}] must be a pair (X, y)")
-    return [tuple(pair) for pair in sets]
+    margins = [None] * len(sets) if base_margin_eval_set is None else list(base_margin_eval_set)
+    if len(margins) != len(sets):
+        raise ValueError(f"base_margin_eval_set must have one entry per eval_set pair "
+                         f"({len(sets)}), got {len(margins)}")
+    return [(X, y, m) for (X, y), m in zip(sets, margins)]
 
 
 def check_public(eval_sets):
     """Refuse a public evaluation set that is a dask collection: it is scored in the
     user's process (compute it first)."""
     for i, pair in enumerate(eval_sets):
-        if any(hasattr(v, "__dask_graph__") for v in pair):
+        if any(hasattr(v, "__dask_graph__") for v in pair if v is not None):
             raise ValueError(f"eval_set[{i}] is a dask collection declared public: compute it "
                              "first (X.compute(), y.compute()), or leave eval_set_public=False "
                              "to score it on the cluster with a DP metric")
@@ -123,8 +132,8 @@ class RoundScores:
         else:
             metrics = metric_names(self.booster_.objective, self.eval_metric)
             self.evals_result_ = evaluate(
-                self.booster_, [(self._validate_predict_input(X), y) for X, y in eval_sets],
-                metrics, encoded=True)
+                self.booster_, [(self._validate_predict_input(X), y, m)
+                                for X, y, m in eval_sets], metrics, encoded=True)
         if self.early_stopping_rounds is not None:
             if not (isinstance(self.early_stopping_rounds, numbers.Integral)
                     and self.early_stopping_rounds >= 1):

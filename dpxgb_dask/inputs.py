@@ -4,7 +4,7 @@ dtypes), scipy sparse matrices, dask arrays and dataframes; their values as floa
 labels as class indices; bounds given by column name.
 
 The checks read no value. The conversions (:func:`float_values`, :func:`weight_shares`,
-:func:`with_weights`, the label encodings) run where the values are: in the user's process
+:func:`target_columns`, the label encodings) run where the values are: in the user's process
 for in-memory inputs, lazily on the workers for dask collections. Value checks (lengths of
 dask partitions, label sets, infinities) run on the workers, inside
 :func:`~dpxgb_dask.boosting.partition.make_part`, and surface as a ``ValueError`` naming
@@ -125,14 +125,15 @@ def describe_features(X):
     return None, int(X.shape[1])
 
 
-#: The columns of labels with their weight shares (:func:`with_weights`).
-WEIGHTED_TARGET = ["label", "weight"]
+#: The first columns of labels with their weight shares and base margins
+#: (:func:`target_columns`); the base margins follow, one column per output.
+TARGET_COLUMNS = ["label", "weight"]
 
 
 def label_array(y):
     """``y`` as one column: a one-column frame becomes its series (labels with weight
-    shares, :func:`with_weights`, stay as they are)."""
-    if is_frame(y) and list(y.columns) == WEIGHTED_TARGET:
+    shares and base margins, :func:`target_columns`, stay as they are)."""
+    if is_frame(y) and list(y.columns)[:2] == TARGET_COLUMNS:
         return y
     if is_frame(y):
         if len(y.columns) != 1:
@@ -235,47 +236,99 @@ def _shares_of_series(part, weight_bound):
     return pd.Series(weight_shares(part, weight_bound), index=part.index, name=part.name)
 
 
-def with_weights(y, shares):
-    """Labels and weight shares as one two-column target, ``(label, share)`` per row, so
-    that both travel with the same rows (the row partitions of X).
+def base_margin_rows(base_margin, n_rows, n_outputs):
+    """In-memory base margins (XGBoost's ``base_margin``) checked against the rows.
+
+    Parameters
+    ----------
+    base_margin : array-like, shape (n_rows,) or (n_rows, K)
+    n_rows : int
+    n_outputs : int
+        K for multi:softprob, 1 otherwise.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rows,) or (n_rows, K)
+    """
+    margins = np.asarray(float_values(base_margin, "base_margin"), dtype=np.float64)
+    expected = (n_rows,) if n_outputs == 1 else (n_rows, n_outputs)
+    if margins.shape not in [expected] + [(n_rows, 1)] * (n_outputs == 1):
+        raise ValueError(f"base_margin must have shape {expected}, got {margins.shape}")
+    return margins.reshape(expected)
+
+
+def target_columns(y, shares=None, margins=None):
+    """Labels with each row's weight share and base margins as one target of
+    :data:`TARGET_COLUMNS`, ``(label, share, margin, ...)`` per row, so that they travel
+    with the same rows (the row partitions of X); the share is NaN without weights.
 
     Parameters
     ----------
     y : array-like, pandas Series or dask collection, shape (n_rows,)
-    shares : same kind, shape (n_rows,)
+    shares : same kind, shape (n_rows,), optional
         From :func:`weight_shares`.
+    margins : same kind, shape (n_rows,) or (n_rows, K), optional
+        XGBoost's ``base_margin`` (a dask series, or a dask frame of K columns, with a dask
+        series ``y``).
 
     Returns
     -------
-    ndarray of float64 of shape (n_rows, 2), a pandas or dask DataFrame of two columns, or
-    a dask array of shape (n_rows, 2)
+    ndarray of float64 of shape (n_rows, 2 + K), a pandas or dask DataFrame of those
+    columns, or a dask array; ``y`` itself when neither is given
 
     Raises
     ------
     ValueError
-        When a dask ``sample_weight`` is not partitioned as ``y``.
+        When a dask ``sample_weight`` or ``base_margin`` is not partitioned as ``y``.
     """
-    if is_dask_collection(y) != is_dask_collection(shares):
-        raise ValueError("sample_weight must be a dask collection exactly when y is one")
+    extra = {"sample_weight": shares, "base_margin": margins}
+    extra = {k: v for k, v in extra.items() if v is not None}
+    if not extra:
+        return y
+    for name, values in extra.items():
+        if is_dask_collection(y) != is_dask_collection(values):
+            raise ValueError(f"{name} must be a dask collection exactly when y is one")
     if not is_dask_collection(y):
         labels = float_values(y, "y").reshape(-1)
-        if labels.shape != shares.shape:
-            raise ValueError(f"sample_weight has {shares.shape[0]} rows, y has "
-                             f"{labels.shape[0]}")
-        return np.column_stack([labels, shares])
-    if getattr(y, "ndim", 1) != 1 or getattr(shares, "ndim", 1) != 1:
+        columns = [labels, np.full(labels.shape, np.nan) if shares is None else shares]
+        if margins is not None:
+            margins = np.asarray(float_values(margins, "base_margin"), dtype=np.float64)
+            columns.extend(margins.reshape(len(margins), -1).T)
+        if any(len(c) != len(labels) for c in columns):
+            raise ValueError(f"sample_weight and base_margin must have the {len(labels)} "
+                             "rows of y")
+        return np.column_stack(columns)
+    if getattr(y, "ndim", 1) != 1 or (shares is not None and getattr(shares, "ndim", 1) != 1):
         raise ValueError("y and sample_weight must be one column each")
-    if hasattr(y, "chunks") and hasattr(shares, "chunks"):  # dask arrays
-        import dask.array as da
+    if hasattr(y, "chunks"):  # dask arrays
+        return _dask_array_target(y, shares, margins)
+    if any(hasattr(v, "chunks") for v in extra.values()):
+        raise ValueError("give y, sample_weight and base_margin as the same kind of dask "
+                         "collection (arrays, or series and frames)")
+    for name, values in extra.items():
+        if y.npartitions != values.npartitions or tuple(y.divisions) != tuple(values.divisions):
+            raise ValueError(f"{name} must have the partitions (and divisions) of y")
+    target = y.rename(TARGET_COLUMNS[0]).to_frame().assign(
+        **{TARGET_COLUMNS[1]: y.astype(np.float64) * np.nan if shares is None else shares})
+    if margins is not None:
+        columns = [margins] if getattr(margins, "ndim", 1) == 1 else \
+            [margins[c] for c in margins.columns]
+        target = target.assign(**{f"margin_{k}": c for k, c in enumerate(columns)})
+    return target
 
-        if len(y.chunks[0]) != len(shares.chunks[0]):
-            raise ValueError("sample_weight must have the partitions of y")
-        if not any(np.isnan(c) for c in y.chunks[0] + shares.chunks[0]):
-            shares = shares.rechunk((y.chunks[0],))
-        return da.stack([y.astype(np.float64), shares], axis=1)
-    if hasattr(y, "chunks") or hasattr(shares, "chunks"):
-        raise ValueError("give y and sample_weight as the same kind of dask collection "
-                         "(both arrays, or both series)")
-    if y.npartitions != shares.npartitions or tuple(y.divisions) != tuple(shares.divisions):
-        raise ValueError("sample_weight must have the partitions (and divisions) of y")
-    return y.rename(WEIGHTED_TARGET[0]).to_frame().assign(**{WEIGHTED_TARGET[1]: shares})
+
+def _dask_array_target(y, shares, margins):
+    """:func:`target_columns` of dask arrays: one (n_rows, 2 + K) array, chunked as y."""
+    import dask.array as da
+
+    columns = [y.astype(np.float64), y.astype(np.float64) * np.nan if shares is None else shares]
+    if margins is not None:
+        columns.extend([margins[:, k] for k in range(margins.shape[1])] if margins.ndim == 2
+                       else [margins])
+    known = not any(np.isnan(c) for c in y.chunks[0])
+    for i, column in enumerate(columns[1:]):
+        if len(column.chunks[0]) != len(y.chunks[0]):
+            raise ValueError("sample_weight and base_margin must have the partitions of y")
+        if known and not any(np.isnan(c) for c in column.chunks[0]):
+            columns[i + 1] = column.astype(np.float64).rechunk((y.chunks[0],))
+    return da.stack(columns, axis=1)

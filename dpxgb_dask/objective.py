@@ -21,6 +21,10 @@ import numpy as np
 
 OBJECTIVES = ("reg:squarederror", "binary:logistic", "multi:softprob")
 
+#: Classification base margins (logits) are clipped to ±this (a probability within 1e-13
+#: of 0 or 1): infinite ones would make NaN softmax margins.
+BASE_MARGIN_BOUND = 30.0
+
 #: The evaluation metrics of each objective, its default first (XGBoost's names;
 #: :mod:`~dpxgb_dask.model.metrics` computes them).
 OBJECTIVE_METRICS = {
@@ -117,6 +121,30 @@ class Objective:
         offset, scale = self.label_offset_scale
         y = np.asarray(y, dtype=np.float64)
         return y if not self.is_regression else (y - offset) / scale
+
+    def clip_margins(self, margins):
+        """Base margins (XGBoost's ``base_margin``, in label units) moved into their public
+        domain, never refused: regression ones clipped to ``label_bounds`` (NaN: their
+        centre, the base score's), logits to ``±BASE_MARGIN_BOUND`` (NaN: 0).
+
+        Parameters
+        ----------
+        margins : ndarray of float64, shape (n_rows,) or (n_rows, K)
+
+        Returns
+        -------
+        ndarray of float64, same shape
+        """
+        margins = np.asarray(margins, dtype=np.float64)
+        if self.is_regression:
+            offset, _ = self.label_offset_scale
+            return np.clip(np.nan_to_num(margins, nan=offset), *self.label_bounds)
+        return np.clip(np.nan_to_num(margins, nan=0.0), -BASE_MARGIN_BOUND, BASE_MARGIN_BOUND)
+
+    def training_margins(self, margins):
+        """Base margins on the training scale: ``(m - offset) / scale`` (as the labels;
+        the identity for classification)."""
+        return self.scale_labels(margins)
 
     def clip_labels(self, y, label_bounds=None):
         """Labels moved into the public label domain (never refused: a refusal would tell

@@ -28,6 +28,7 @@ from . import categories
 from .inputs import (bounds_by_name, check_numeric_dtypes, encode_labels,
                      encode_labels_lazily, label_array)
 from .evaluation import RoundScores, check_eval_set, check_public
+from .model.dask_predict import gathered
 from .objective import softmax
 from .params import TRAIN_PARAMETERS
 from .params.names import XGBOOST_ALIASES, KeywordParameters, merge_keywords
@@ -231,7 +232,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         return _check_sample_weight(sample_weight, X, dtype=np.float64,
                                     ensure_non_negative=False)
 
-    def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None, evals=()):
+    def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None, evals=(),
+             base_margin=None):
         """Train ``booster_``; return the DP scores of ``evals`` (private sets) or None."""
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         if isinstance(xgb_model, BaseEstimator):
@@ -243,7 +245,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         params, scores = self._train_params(names, n_classes, categorical_names), {}
         booster = train(params, X, y, client=self.client, verbose=self.verbose,
                         xgb_model=xgb_model, callbacks=self.callbacks,
-                        sample_weight=sample_weight, evals=list(evals), evals_result=scores)
+                        sample_weight=sample_weight, evals=list(evals), evals_result=scores,
+                        base_margin=base_margin)
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -267,14 +270,15 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         return validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
                              dtype=np.float64, ensure_all_finite=False)
 
-    def _predict_booster(self, X, output_margin=False, iteration_range=None, **kinds):
+    def _predict_booster(self, X, output_margin=False, iteration_range=None, base_margin=None,
+                         **kinds):
         """The booster's prediction of validated X (codes for categorical features), by
         the rounds of ``iteration_range``."""
         encoded = not _is_dask(X)
         if iteration_range is None and getattr(self, "best_iteration_", None) is not None:
             iteration_range = (0, self.best_iteration_ + 1)  # (XGBoost's default after it)
         return self.booster_.rounds(iteration_range).predict(
-            X, output_margin=output_margin, encoded=encoded, **kinds)
+            X, output_margin=output_margin, encoded=encoded, base_margin=base_margin, **kinds)
 
     def get_booster(self):
         """The fitted :class:`~dpxgb_dask.model.booster.Booster` (``booster_``), as
@@ -295,23 +299,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         gathered to score them."""
         if not (_is_dask(X) or _is_dask(y) or _is_dask(sample_weight)):
             return float(self._metric(y, self.predict(X), sample_weight=sample_weight))
-        import dask
-
-        def flat(values):
-            if values is None:
-                return None
-            if getattr(values, "ndim", 1) == 2 and hasattr(values, "columns"):
-                if len(values.columns) != 1:
-                    raise ValueError(f"y must have one column, got {len(values.columns)}")
-                values = values.iloc[:, 0]  # a one-column frame: its column
-            values = values.to_dask_array() if hasattr(values, "to_dask_array") else values
-            # (1-D as it is: a dask array of unknown chunk sizes cannot be reshaped)
-            return values.reshape(-1) if getattr(values, "ndim", 1) != 1 else values
-
-        prediction, y_true, weight = dask.compute(flat(self.predict(X)), flat(y),
-                                                  flat(sample_weight))
-        return float(self._metric(np.asarray(y_true), np.asarray(prediction),
-                                  sample_weight=weight))
+        prediction, y_true, weight = gathered(self.predict(X), y, sample_weight)
+        return float(self._metric(y_true, prediction, sample_weight=weight))
 
     @property
     def feature_importances_(self):
@@ -333,9 +322,9 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         check_is_fitted(self, "booster_")
         return self.booster_.privacy_report()
 
-    def _margin(self, X, iteration_range=None):
+    def _margin(self, X, iteration_range=None, base_margin=None):
         return self._predict_booster(self._validate_predict_input(X), output_margin=True,
-                                     iteration_range=iteration_range)
+                                     iteration_range=iteration_range, base_margin=base_margin)
 
     def __sklearn_clone__(self):
         """Clone the parameters; the client is shared, not copied (it holds a connection)."""
@@ -425,7 +414,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         return classes
 
     def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False,
-            sample_weight=None):
+            sample_weight=None, base_margin=None, base_margin_eval_set=None):
         """Fit on X (n_rows, n_features) and labels y (n_rows,).
 
         Labels are encoded as their index in ``classes_`` (binary: 0 and 1); see
@@ -436,9 +425,11 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         public with ``eval_set_public=True``, in your process, spending nothing; else
         on the cluster with a DP metric charged to ``epsilon`` (``train(evals=)``).
         ``sample_weight`` (n_rows,) needs the public bound ``weight_bound``
-        (``train(sample_weight=)``: each row counts ``min(w, W) / W``).
+        (``train(sample_weight=)``: each row counts ``min(w, W) / W``). ``base_margin``
+        (n_rows,) or (n_rows, K), and ``base_margin_eval_set`` (one per set): where each
+        row's margins start (``train(base_margin=)``; predictions take it too).
         """
-        eval_sets = check_eval_set(eval_set)
+        eval_sets = check_eval_set(eval_set, base_margin_eval_set)
         if eval_set_public:
             check_public(eval_sets)
         X, y = self._validate_fit_input(X, y, y_numeric=False, xgb_model=xgb_model)
@@ -448,9 +439,9 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             classes = np.array([0, 1]) if self.classes is None else self._public_classes()
         else:
             classes = self._classes_of(np.asarray(y).reshape(-1))
-        eval_sets = [(Xe, self._encoded(ye, classes)) for Xe, ye in eval_sets]
+        eval_sets = [(Xe, self._encoded(ye, classes), me) for Xe, ye, me in eval_sets]
         scores = self._fit(X, self._encoded(y, classes), classes, xgb_model, sample_weight,
-                           () if eval_set_public else eval_sets)
+                           () if eval_set_public else eval_sets, base_margin)
         if self.classes is None and not _is_dask(y):
             read_classes = {"purpose": "classes", "parameter": "classes=None",
                             "reveals": "the set of labels present in y (read in the user's "
@@ -505,10 +496,11 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         margin = self._margin(X)
         return _as_dask_array(margin) if _is_dask(margin) else margin
 
-    def predict_proba(self, X, iteration_range=None):
+    def predict_proba(self, X, iteration_range=None, base_margin=None):
         """Probabilities, shape ``(n_rows, n_classes_)`` (a lazy dask array for dask inputs),
-        of the rounds of ``iteration_range`` (XGBoost's (begin, end); None: all)."""
-        margin = self._margin(X, iteration_range)
+        of the rounds of ``iteration_range`` (XGBoost's (begin, end); None: all), from
+        ``base_margin`` (XGBoost's: each row's starting margins) when given."""
+        margin = self._margin(X, iteration_range, base_margin)
         to_proba = _binary_proba if margin.ndim == 1 else softmax
         if _is_dask(margin):
             margin = _as_dask_array(margin)
@@ -518,11 +510,11 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             return margin.map_blocks(softmax, dtype=np.float64)
         return to_proba(margin)
 
-    def predict(self, X, output_margin=False, iteration_range=None):
+    def predict(self, X, output_margin=False, iteration_range=None, base_margin=None):
         """Class labels from ``classes_``, shape (n_rows,) (lazy for dask inputs), or with
         ``output_margin`` the raw margins (:meth:`decision_function`); of the rounds of
-        ``iteration_range`` (XGBoost's (begin, end); None: all)."""
-        margin = self._margin(X, iteration_range)
+        ``iteration_range`` (XGBoost's (begin, end); None: all), from ``base_margin``."""
+        margin = self._margin(X, iteration_range, base_margin)
         if output_margin:
             return _as_dask_array(margin) if _is_dask(margin) else margin
         if _is_dask(margin):
@@ -575,25 +567,25 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         return tags
 
     def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False,
-            sample_weight=None):
+            sample_weight=None, base_margin=None, base_margin_eval_set=None):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds;
-        ``xgb_model``, ``eval_set``, ``eval_set_public`` and ``sample_weight`` as in
-        :meth:`DPXGBClassifier.fit`."""
-        eval_sets = check_eval_set(eval_set)
+        the other arguments as in :meth:`DPXGBClassifier.fit`."""
+        eval_sets = check_eval_set(eval_set, base_margin_eval_set)
         if eval_set_public:
             check_public(eval_sets)
         X, y = self._validate_fit_input(X, y, y_numeric=True, xgb_model=xgb_model)
         scores = self._fit(X, y, xgb_model=xgb_model,
                            sample_weight=self._checked_weights(sample_weight, X),
-                           evals=() if eval_set_public else eval_sets)
+                           evals=() if eval_set_public else eval_sets,
+                           base_margin=base_margin)
         self._score_rounds(eval_sets, scores)
         return self
 
-    def predict(self, X, output_margin=False, iteration_range=None):
+    def predict(self, X, output_margin=False, iteration_range=None, base_margin=None):
         """Predictions clipped to ``label_bounds``, shape (n_rows,) (lazy for dask
         inputs): the label is known to lie there, so clipping is free post-processing.
         ``output_margin``: the unclipped margin; ``iteration_range``: XGBoost's (begin,
-        end) of the rounds to use (None: all)."""
+        end) of the rounds to use (None: all); ``base_margin``: each row's start."""
         prediction = self._predict_booster(self._validate_predict_input(X), output_margin,
-                                           iteration_range)
+                                           iteration_range, base_margin)
         return _as_dask_array(prediction) if _is_dask(prediction) else prediction

@@ -26,8 +26,8 @@ from .boosting.partition import load_partition
 from .boosting.plan import make_plan
 from .boosting.protocol import LocalBackend
 from .cluster.client import client_or_embedded, run_fit
-from .inputs import (describe_features, float_values, is_dask_collection, label_array,
-                     weight_shares, with_weights)
+from .inputs import (base_margin_rows, describe_features, float_values, is_dask_collection,
+                     label_array, target_columns, weight_shares)
 from .model.booster import Booster
 from .model.certificate import check_privacy_claims
 from .objective import Objective, metric_names
@@ -163,9 +163,17 @@ def _same_bounds(given, bounds, rows):
     return given.shape == bounds.shape and np.array_equal(given[rows], bounds[rows])
 
 
-def weighted_targets(params, y, sample_weight):
-    """``y``, or with ``sample_weight`` the labels with each row's weight share
-    (:func:`~dpxgb_dask.inputs.weight_shares` of ``params.weight_bound``), checked.
+def fit_targets(params, y, sample_weight=None, base_margin=None):
+    """The fit's target: ``y``, or the labels with each row's weight share
+    (:func:`~dpxgb_dask.inputs.weight_shares` of ``params.weight_bound``) and base margin
+    (XGBoost's ``base_margin``, where the row's margins start), checked
+    (:func:`~dpxgb_dask.inputs.target_columns`); and the parameters, which make no
+    initial-score release when every row has a base margin (XGBoost then ignores the base
+    score).
+
+    Returns
+    -------
+    (TrainParams, target)
 
     Raises
     ------
@@ -177,8 +185,19 @@ def weighted_targets(params, y, sample_weight):
     if shape is not None and len(shape) == 2 and shape[1] != 1:
         # (a two-column y is never read as labels and weights: those come from here only)
         raise ValueError(f"y must be one column of labels, shape (n_rows,), got shape {shape}")
+    if base_margin is not None:
+        if not (is_dask_collection(base_margin) or is_dask_collection(y)):
+            base_margin = base_margin_rows(base_margin, len(label_array(y)),
+                                           Objective.of(params).n_outputs)
+        params = with_overrides(params, init_score="zero")
+    return params, target_columns(label_array(y), _weight_shares(params, y, sample_weight),
+                                  base_margin)
+
+
+def _weight_shares(params, y, sample_weight):
+    """Each row's weight share, or None for an unweighted fit (see :func:`fit_targets`)."""
     if sample_weight is None and params.weight_bound is None:
-        return y
+        return None
     if params.weight_bound is None:
         raise ValueError("sample_weight needs weight_bound, the public upper bound of the "
                          "weights (never read from them): e.g. weight_bound=10.0")
@@ -189,14 +208,16 @@ def weighted_targets(params, y, sample_weight):
     y = label_array(y)
     if sample_weight is None:  # (every row weighs 1, as in scikit-learn's unweighted fit)
         sample_weight = y * 0.0 + 1.0 if is_dask_collection(y) else np.ones(len(y))
-    return with_weights(y, weight_shares(sample_weight, params.weight_bound))
+    return weight_shares(sample_weight, params.weight_bound)
 
 
 def with_evaluations(params, evals, feature_names, n_features):
-    """The private evaluation sets of ``train(evals=)``: pairs (X, y) with X's categorical
-    features encoded as the fit's (lazily for dask collections), checked against the
-    fit's features, and ``params`` with their count and metrics (``eval_metric``, default
-    the objective's first with a DP form).
+    """The private evaluation sets of ``train(evals=)``: pairs (X, y), or (X, y,
+    base_margin), with X's categorical features encoded as the fit's (lazily for dask
+    collections), checked against the fit's features, and the labels with their base
+    margins as one target (:func:`~dpxgb_dask.inputs.target_columns`); and ``params`` with
+    their count and metrics (``eval_metric``, default the objective's first with a DP
+    form).
 
     Returns
     -------
@@ -204,9 +225,9 @@ def with_evaluations(params, evals, feature_names, n_features):
     """
     sets = []
     for i, pair in enumerate(evals or ()):
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-            raise ValueError(f"evals[{i}] must be a pair (X, y)")
-        X, y = pair
+        if not (isinstance(pair, (tuple, list)) and len(pair) in (2, 3)):
+            raise ValueError(f"evals[{i}] must be a pair (X, y) or (X, y, base_margin)")
+        X, y, margins = (*pair, None)[:3]
         if params.categories is not None:
             X = categories.encode(X, params.categories)
         names, n = describe_features(X)
@@ -214,7 +235,10 @@ def with_evaluations(params, evals, feature_names, n_features):
             raise ValueError(f"evals[{i}] has {n} features, X has {n_features}")
         if names is not None and feature_names is not None and names != feature_names:
             raise ValueError(f"evals[{i}]'s columns {names} differ from X's {feature_names}")
-        sets.append((X, label_array(y)))
+        if margins is not None and not (is_dask_collection(margins) or is_dask_collection(y)):
+            margins = base_margin_rows(margins, len(label_array(y)),
+                                       Objective.of(params).n_outputs)
+        sets.append((X, target_columns(label_array(y), None, margins)))
     if len(sets) != params.private_eval_sets:
         metrics = tuple(metric_names(params.objective, params.eval_metric, private=True))
         params = with_overrides(params, private_eval_sets=len(sets),
@@ -223,7 +247,7 @@ def with_evaluations(params, evals, feature_names, n_features):
 
 
 def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
-                     sample_weight=None, evals=None):
+                     sample_weight=None, evals=None, base_margin=None):
     """Train without a cluster: the same coordinator over partition states in this process
     (:class:`~dpxgb_dask.boosting.protocol.LocalBackend`), for tests and benchmarks on small
     data.
@@ -242,7 +266,7 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
         Receives the coordinator's progress events (:mod:`~dpxgb_dask.progress`).
     xgb_model : Booster, optional
         A model to continue (``params`` from :func:`continuation_params`).
-    sample_weight : array-like, shape (n_rows,), optional
+    sample_weight, base_margin : array-like, optional
         As in :func:`train`.
     evals : list of (X, y), optional
         Private evaluation sets (:func:`train`); their scores are ``coordinator.scores``.
@@ -256,7 +280,7 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
     params, X = with_categories(params, X)  # raw category values -> codes
     names, n_features = describe_features(X)
     params, eval_sets = with_evaluations(params, evals, names, n_features)
-    y = weighted_targets(params, y, sample_weight)
+    params, y = fit_targets(params, y, sample_weight, base_margin)
     objective = Objective.of(params)
 
     def backend(X, y):
@@ -305,7 +329,8 @@ def emit_warnings(records, stacklevel=3):
 
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
-          xgb_model=None, callbacks=None, sample_weight=None, evals=None, evals_result=None):
+          xgb_model=None, callbacks=None, sample_weight=None, evals=None, evals_result=None,
+          base_margin=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters
@@ -345,13 +370,16 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         row enters every sum with its share ``min(w, W) / W`` (negative or NaN: 0; never
         refused), so the sensitivities are the unweighted ones. Dask weights need the
         partitions of ``y``. Needs Gaussian leaves (``leaf_method="gaussian"``).
-    evals : list of (X, y), optional
+    evals : list of (X, y) or (X, y, base_margin), optional
         Private evaluation sets (in memory or dask; their rows stay on the workers), scored
         after every round with a DP metric, ``eval_metric`` in ``params`` (among
         :data:`~dpxgb_dask.objective.PRIVATE_METRICS`), charged to ε under the budget
         share "eval" (:mod:`~dpxgb_dask.boosting.scores`).
     evals_result : dict, optional
         Filled with their DP scores, ``{"validation_i": {metric: [after round 1, ...]}}``.
+    base_margin : array-like or dask collection, shape (n_rows,) or (n_rows, K), optional
+        XGBoost's: each row's margins start there instead of at the base score (no
+        initial-score release); predictions then take it too (``Booster.predict``).
 
     Returns
     -------
@@ -364,25 +392,30 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         p = continuation_params(p, init_model, feature_names, n_features)
     p, eval_sets = with_evaluations(check_bounds_policy(p, n_features), evals, feature_names,
                                     n_features)
-    y = weighted_targets(p, y, sample_weight)
+    p, y = fit_targets(p, y, sample_weight, base_margin)
     _warn_before_fit(p)
     with ThreadPoolExecutor(1) as pool, client_or_embedded(client) as c:
         planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
         result = run_fit(c, p, planning, X, y, Objective.of(p), n_features, feature_names,
                          verbose, n_partitions, return_timings, init_model,
                          list(callbacks or ()), eval_sets)
-    # What the scheduler returns is checked like a model file (a scheduler running another
-    # accounting, or tampered with, would be caught here).
-    check_privacy_claims(result["model"]["ledger"], result["model"]["params"])
-    booster = Booster.from_dict(result["model"])
-    if evals_result is not None:
-        evals_result.update({f"validation_{i}": scores
-                             for i, scores in enumerate(result.get("scores", []))})
+    booster = _received_model(result, evals_result)  # (checked like a model file)
     emit_warnings(result.get("warnings", ()), stacklevel=3)
     if p.epsilon is None:
         # dp_epsilon_per_tree: the total is known only now.
         warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
     return (booster, result["timings"]) if return_timings else booster
+
+
+def _received_model(result, evals_result=None):
+    """The model the scheduler returned, checked like a model file (a scheduler running
+    another accounting, or tampered with, would be caught here), and ``evals_result``
+    filled with the private evaluation sets' DP scores."""
+    check_privacy_claims(result["model"]["ledger"], result["model"]["params"])
+    if evals_result is not None:
+        evals_result.update({f"validation_{i}": scores
+                             for i, scores in enumerate(result.get("scores", []))})
+    return Booster.from_dict(result["model"])
 
 
 def _fit_params(params, X, xgb_model):

@@ -200,11 +200,13 @@ def round_loss_sums(part, booster, metrics, n_rounds, label_bounds=None):
     """
     labelled = ~np.isnan(part.y)
     X, y = part.X[labelled], part.y[labelled]
+    start = None if part.margins is None else part.margins[labelled]  # (label units)
     out = np.zeros(len(metrics) * n_rounds + 1)
     out[-1] = len(y)
     if not len(y):
         return out
-    predictions = booster.transform(round_margins(booster, X, encoded=True)[-n_rounds:])
+    predictions = booster.transform(
+        round_margins(booster, X, encoded=True, base_margin=start)[-n_rounds:])
     for m, name in enumerate(metrics):
         row_loss = METRICS[name].row_loss
         for r in range(n_rounds):

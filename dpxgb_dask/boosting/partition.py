@@ -29,6 +29,7 @@ from .._core.rows import add_leaf_values, select_tree_rows
 from ..inputs import float_values
 from .aggregates import tree_fine_histogram
 from .gradients import VALUE_GRID, clip_row_vectors, grid_limits, quantize
+from .sampling import row_uniforms
 
 
 @dataclass
@@ -43,11 +44,16 @@ class RawPart:
     weights : ndarray of float64, shape (n_rows,), or None
         Each row's weight share in [0, 1] on the value grid (``inputs.weight_shares``);
         None: every row counts fully.
+    margins : ndarray of float64, shape (n_rows,) or (n_rows, K), or None
+        Each row's base margin (XGBoost's ``base_margin``, label units, in its public
+        domain: ``Objective.clip_margins``), where its margins start instead of the base
+        score; None: at the base score.
     """
 
     X: np.ndarray
     y: np.ndarray
     weights: np.ndarray | None = None
+    margins: np.ndarray | None = None
 
     @property
     def n_rows(self):
@@ -60,8 +66,8 @@ def make_part(X, y, objective):
     Parameters
     ----------
     X : array-like of shape (n_rows, n_features)
-    y : array-like of shape (n_rows,), or (n_rows, 2): labels and weight shares
-        (``inputs.with_weights``)
+    y : array-like of shape (n_rows,), or (n_rows, 2 + K): labels, weight shares (NaN:
+        no weights) and base margins (``inputs.target_columns``)
     objective : Objective
 
     Returns
@@ -78,12 +84,17 @@ def make_part(X, y, objective):
     """
     X = float_values(X, "X")
     y = np.array(float_values(y, "y"), dtype=np.float64, copy=True)
-    weights = None
-    if y.ndim == 2 and y.shape[1] == 2:  # (label, weight share)
-        y, shares = y[:, 0].copy(), y[:, 1]
-        # on the value grid, rounded down: a share never exceeds 1
-        weights = np.floor(np.clip(np.nan_to_num(shares, nan=0.0), 0.0, 1.0) / VALUE_GRID) \
-            * VALUE_GRID
+    weights = margins = None
+    if y.ndim == 2 and y.shape[1] >= 2:  # (label, weight share, base margins)
+        y, shares, margins = y[:, 0].copy(), y[:, 1], y[:, 2:]
+        if not np.isnan(shares).all():  # (a weighted fit's shares are never NaN)
+            # on the value grid, rounded down: a share never exceeds 1
+            weights = np.floor(np.clip(np.nan_to_num(shares, nan=0.0), 0.0, 1.0) /
+                               VALUE_GRID) * VALUE_GRID
+        if margins.shape[1] not in (0, objective.n_outputs):
+            raise ValueError(f"base_margin must have {objective.n_outputs} column(s) per row")
+        margins = None if not margins.shape[1] else objective.clip_margins(
+            margins if objective.is_multiclass else margins[:, 0])
     y = y.reshape(-1)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
@@ -95,7 +106,7 @@ def make_part(X, y, objective):
     # the public bounds like any value beyond them; labels into their domain. A NaN
     # label stays NaN: its row is left out of every sum (as if absent, a neighbouring
     # dataset) but still gets predictions.
-    return RawPart(X, objective.clip_labels(y), weights)
+    return RawPart(X, objective.clip_labels(y), weights, margins)
 
 
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
@@ -130,32 +141,6 @@ def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
     X_binned = np.empty(X.shape, dtype=np.uint8, order="F") if out is None else out
     bin_features(X, values, offsets, missing_bin, X_binned, n_threads)
     return X_binned
-
-
-def row_uniforms(key, row_offset, n_rows):
-    """Uniform [0, 1) numbers for the global rows from ``row_offset`` on, ``n_rows`` of them.
-
-    The number of global row ``i`` is the ``i``-th output of a Philox-4x64 stream keyed by
-    ``key``, so it does not depend on how rows are split into partitions; with a secret
-    key (drawn by the coordinator from the OS CSPRNG when no seed is given) the selection
-    is unpredictable.
-
-    Parameters
-    ----------
-    key : int
-        128-bit key.
-    row_offset, n_rows : int
-
-    Returns
-    -------
-    ndarray of float64, shape (n_rows,)
-    """
-    key_words = [(key >> (64 * i)) & (2**64 - 1) for i in range(2)]
-    block, skip = divmod(int(row_offset), 4)  # Philox-4x64 emits 4 words per counter step
-    bit_generator = np.random.Philox(key=np.array(key_words, dtype=np.uint64),
-                                     counter=np.array([block, 0, 0, 0], dtype=np.uint64))
-    raw = bit_generator.random_raw(skip + n_rows)[skip:]
-    return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
 
 
 class PartitionState:
@@ -228,13 +213,16 @@ class PartitionState:
         self.missing_bin = int(spec.missing_bin)
         self.X_binned = bin_rows(self.raw.X, self.feature_bounds, spec.cuts, self.missing_bin,
                                  self.n_threads)
+        # rows with base margins start there, as XGBoost's (the base score is then 0)
+        start = None if self.raw.margins is None else \
+            self.objective.training_margins(self.raw.margins)
         if spec.init_model is None:
             base = np.asarray(spec.base_score, dtype=np.float64)
             self.margins = np.empty((self.n_rows,) + base.shape)
-            self.margins[...] = base
+            self.margins[...] = base if start is None else start
         else:  # a continued fit starts where its model ended
             self.margins = spec.init_model.predict_margin(self.raw.X, self.n_threads,
-                                                          encoded=True)
+                                                          encoded=True, base_margin=start)
         self.pending = self.margins
         self.positions = np.full(self.n_rows, -1, dtype=np.int32)
         self.gradients = np.zeros(self.n_rows, dtype=np.float32)

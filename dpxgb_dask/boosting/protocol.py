@@ -57,7 +57,7 @@ class TreeStart:
         128-bit key of the tree's (or ensemble's) row selection.
     sample_interval : tuple (lo, hi)
         Row ``i`` joins when its uniform number is in ``[lo, hi)`` (see
-        :func:`~dpxgb_dask.boosting.partition.row_uniforms`); ``hi > 1`` keeps every row.
+        :func:`~dpxgb_dask.boosting.sampling.row_uniforms`); ``hi > 1`` keeps every row.
     gradient_bound : float
         g*: gradients are clipped to [-g*, g*] ("clip") or rows beyond it leave the tree
         ("filter", DPBoost's gradient data filtering).

@@ -2,13 +2,42 @@
 :class:`~dpxgb_dask.boosting.protocol.TreeStart` of every tree.
 
 A tree trains on all the rows, on a Poisson subsample (each row joins with probability γ,
-by its uniform number under the tree's secret key: privacy amplification needs the sample
-secret), or on its disjoint share of a DPBoost ensemble. The K trees of a joint multiclass
+by its uniform number under the tree's secret key, :func:`row_uniforms`, drawn on the
+worker: privacy amplification needs the sample secret), or on its disjoint share of a
+DPBoost ensemble. The K trees of a joint multiclass
 release share their round's sample.
 """
 import math
 
+import numpy as np
+
 from .protocol import TreeStart
+
+
+def row_uniforms(key, row_offset, n_rows):
+    """Uniform [0, 1) numbers for the global rows from ``row_offset`` on, ``n_rows`` of them.
+
+    The number of global row ``i`` is the ``i``-th output of a Philox-4x64 stream keyed by
+    ``key``, so it does not depend on how rows are split into partitions; with a secret
+    key (drawn by the coordinator from the OS CSPRNG when no seed is given) the selection
+    is unpredictable.
+
+    Parameters
+    ----------
+    key : int
+        128-bit key.
+    row_offset, n_rows : int
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rows,)
+    """
+    key_words = [(key >> (64 * i)) & (2**64 - 1) for i in range(2)]
+    block, skip = divmod(int(row_offset), 4)  # Philox-4x64 emits 4 words per counter step
+    bit_generator = np.random.Philox(key=np.array(key_words, dtype=np.uint64),
+                                     counter=np.array([block, 0, 0, 0], dtype=np.uint64))
+    raw = bit_generator.random_raw(skip + n_rows)[skip:]
+    return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
 
 
 class TreeRows:

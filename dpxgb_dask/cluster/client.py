@@ -357,7 +357,8 @@ def _frame_blocks(X, y):
     prefix = "__dpxgb_"
     while any(str(c).startswith(prefix) for c in X.columns):
         prefix += "_"
-    # (y: a series, or the two columns of labels and weight shares: inputs.with_weights)
+    # (y: a series, or the columns of labels, weight shares and base margins:
+    # inputs.target_columns)
     two = getattr(y, "ndim", 1) == 2
     targets = {f"{prefix}{c}": y[c] for c in y.columns} if two else {f"{prefix}label": y}
     joined = X.assign(**targets)

@@ -17,7 +17,7 @@ import numpy as np
 from .._core import CATEGORY_SET_WORDS, category_sets
 from .._core.predict import predict_raw
 from ..categories import encode
-from ..inputs import float_values
+from ..inputs import base_margin_rows, float_values
 from ..objective import OBJECTIVES, softmax
 from . import explain
 from .dask_predict import explain_dask, predict_dask
@@ -221,16 +221,12 @@ class Booster:
         Parameters
         ----------
         importance_type : {"leaf_spread", "weight", "cover", "total_cover"}
-            "weight": the number of splits on the feature. With data-independent (random)
-            splits it reflects only how features were drawn, not the data. "total_cover"
-            and "cover": the sum and the mean, over the splits on the feature, of the
-            split node's cover (XGBoost's meanings; covers are released leaf masses summed
-            up the tree: post-processing). "leaf_spread":
-            the sum, over the splits on the feature, of the absolute difference between
-            the mean leaf value under the left child and under the right one (unweighted
-            means: the leaves' row counts are private, their values are DP releases, so
-            this is post-processing). It shows which splits the noisy leaves say matter,
-            for random splits too.
+            "weight": the number of splits on the feature (with random splits, how features
+            were drawn). "total_cover" and "cover": the sum and the mean over its splits of
+            the split node's cover (XGBoost's; covers are released leaf masses summed up
+            the tree). "leaf_spread": the sum over its splits of the absolute difference
+            between the unweighted mean leaf value under the left child and the right one
+            (which splits the noisy leaves say matter, for random splits too).
 
         Returns
         -------
@@ -273,9 +269,9 @@ class Booster:
         # Clip exactly as training did (NaN stays NaN: it is routed by the default direction).
         return np.clip(X, lo, hi)
 
-    def predict_margin(self, X, n_threads=1, encoded=False):
-        """Raw margins: base score plus the sum of the trees' leaf values (per class for
-        multi:softprob).
+    def predict_margin(self, X, n_threads=1, encoded=False, base_margin=None):
+        """Raw margins: base score (or each row's base margin) plus the sum of the trees'
+        leaf values (per class for multi:softprob).
 
         Parameters
         ----------
@@ -284,17 +280,22 @@ class Booster:
         n_threads : int
         encoded : bool
             The categorical features already hold their codes (the workers' rows).
+        base_margin : array-like of shape (n_samples,) or (n_samples, K), optional
+            XGBoost's ``base_margin``: where each row's margin starts instead of the base
+            score.
 
         Returns
         -------
         ndarray of float64, shape (n_samples,), or (n_samples, K) for multi:softprob
         """
         X = self._as_features(X, encoded)
+        start = (np.broadcast_to(np.atleast_1d(self.base_score), (len(X), self.n_outputs))
+                 if base_margin is None else
+                 base_margin_rows(base_margin, len(X), self.n_outputs).reshape(len(X), -1))
         n = self._nodes
         columns = []
         for k in range(self.n_outputs):
-            base = self.base_score if self.n_classes is None else self.base_score[k]
-            out = np.full(X.shape[0], base, dtype=np.float64)
+            out = np.array(start[:, k], dtype=np.float64)
             roots = self._tree_roots[self._tree_class == k]
             predict_raw(X, n["feature"], n["threshold"], n["categorical"], n["category_set"],
                         n["missing_left"],
@@ -332,16 +333,15 @@ class Booster:
         return explain.contributions(self, self._as_features(X, encoded), n_threads)
 
     def predict(self, X, output_margin=False, n_threads=1, encoded=False, pred_leaf=False,
-                pred_contribs=False, iteration_range=None):
+                pred_contribs=False, iteration_range=None, base_margin=None):
         """Predictions: regression values, probabilities of class 1 for binary:logistic, or
         of every class for multi:softprob.
 
         Parameters
         ----------
         X : array-like, dask array or dask dataframe of shape (n_samples, n_features)
-            Dask inputs are scored lazily where their blocks are (``map_blocks`` /
-            ``map_partitions``, the model travels with the tasks); anything else is scored
-            here by the Cython kernel, with no cluster.
+            Dask inputs are scored lazily where their blocks are (the model travels with
+            the tasks); anything else here, by the Cython kernel.
         output_margin : bool
             Return the raw margin instead of the transformed prediction (regression
             predictions are the margin clipped to ``label_bounds``).
@@ -356,6 +356,9 @@ class Booster:
         iteration_range : tuple of int (begin, end), optional
             Use the trees of boosting rounds ``begin`` to ``end - 1`` only (XGBoost's
             meaning; ``(0, 0)`` or None: every round).
+        base_margin : array-like or dask collection, shape (n_samples,) or (n_samples, K)
+            Each row's starting margin instead of the base score (XGBoost's; partitioned
+            as X for dask inputs). Not with ``pred_leaf`` or ``pred_contribs``.
 
         Returns
         -------
@@ -364,17 +367,22 @@ class Booster:
         """
         if iteration_range is not None and tuple(iteration_range) != (0, 0):
             return self.rounds(iteration_range).predict(X, output_margin, n_threads, encoded,
-                                                        pred_leaf, pred_contribs)
+                                                        pred_leaf, pred_contribs,
+                                                        base_margin=base_margin)
         if pred_leaf and pred_contribs:
             raise ValueError("pred_leaf and pred_contribs ask for different outputs: pass one")
+        if base_margin is not None and (pred_leaf or pred_contribs):
+            raise ValueError("base_margin applies to predictions and margins, not to "
+                             "pred_leaf or pred_contribs")
         if pred_leaf or pred_contribs:
             if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
                 return explain_dask(self, X, "leaf" if pred_leaf else "contribs")
             method = self.predict_leaf if pred_leaf else self.predict_contributions
             return method(X, n_threads=n_threads, encoded=encoded)
         if hasattr(X, "__dask_graph__") and X.__dask_graph__() is not None:
-            return predict_dask(self, X, output_margin)
-        margin = self.predict_margin(X, n_threads=n_threads, encoded=encoded)
+            return predict_dask(self, X, output_margin, base_margin)
+        margin = self.predict_margin(X, n_threads=n_threads, encoded=encoded,
+                                     base_margin=base_margin)
         return margin if output_margin else self.transform(margin)
 
     def transform(self, margin):
@@ -469,14 +477,10 @@ class Booster:
         """
         if format not in ("dpxgb", "xgboost"):
             raise ValueError(f"format must be 'dpxgb' or 'xgboost', got {format!r}")
-        if format == "xgboost":
-            if key is not None:
-                raise ValueError("key= signs files of format='dpxgb' only; XGBoost's format "
-                                 "has no place for a signature")
-            with open(os.fspath(path), "w") as f:
-                json.dump(to_xgboost_json(self), f)
-            return
-        data = self.to_dict()
+        if format == "xgboost" and key is not None:
+            raise ValueError("key= signs files of format='dpxgb' only; XGBoost's format "
+                             "has no place for a signature")
+        data = to_xgboost_json(self) if format == "xgboost" else self.to_dict()
         if key is not None:
             data["signature"] = _signature(data, key)
         with open(os.fspath(path), "w") as f:

@@ -3,35 +3,51 @@ tasks (``map_blocks`` / ``map_partitions``); nothing is computed here."""
 import numpy as np
 
 
-def _predict_block(block, booster, output_margin):
-    return booster.predict(block, output_margin=output_margin)
+def _predict_block(block, margins, booster, output_margin):
+    return booster.predict(block, output_margin=output_margin, base_margin=margins)
 
 
-def _predict_partition(df, booster, output_margin):
+def _predict_partition(df, booster, output_margin, margins=None):
     import pandas as pd
 
-    prediction = booster.predict(df, output_margin=output_margin)
+    margins = None if margins is None else margins.to_numpy()
+    prediction = booster.predict(df, output_margin=output_margin, base_margin=margins)
     if prediction.ndim == 2:  # one column per class
         return pd.DataFrame(prediction, index=df.index, columns=range(prediction.shape[1]))
     return pd.Series(prediction, index=df.index)
 
 
-def predict_dask(booster, X, output_margin=False):
+def predict_dask(booster, X, output_margin=False, base_margin=None):
     """Lazy prediction of a dask array (``map_blocks``) or dataframe (``map_partitions``):
-    a dask array (series) of shape (n,), or (n, K) (a frame of K columns) for multiclass."""
+    a dask array (series) of shape (n,), or (n, K) (a frame of K columns) for multiclass;
+    ``base_margin`` (XGBoost's) a dask collection of the same kind, partitioned as X."""
     if hasattr(X, "map_partitions") and getattr(X, "ndim", 2) == 2 and hasattr(X, "columns"):
         import pandas as pd
 
         meta = (pd.Series(dtype=np.float64) if booster.n_classes is None else
                 pd.DataFrame({k: pd.Series(dtype=np.float64) for k in range(booster.n_classes)}))
-        return X.map_partitions(_predict_partition, booster, output_margin, meta=meta)
+        if base_margin is not None and not hasattr(base_margin, "map_partitions"):
+            raise ValueError("base_margin of a dask DataFrame X must be a dask Series or "
+                             "DataFrame with its partitions")
+        return X.map_partitions(_predict_partition, booster, output_margin, base_margin,
+                                meta=meta)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
+    import dask.array as da
+
     X = X.rechunk({1: -1})
+    margins = None
+    if base_margin is not None:
+        if not hasattr(base_margin, "chunks"):
+            raise ValueError("base_margin of a dask array X must be a dask array")
+        margins = (base_margin[:, None] if base_margin.ndim == 1 else base_margin)
+        known = not any(np.isnan(c) for c in X.chunks[0] + margins.chunks[0])
+        margins = margins.rechunk((X.chunks[0], -1) if known else {1: -1})
     if booster.n_classes is not None:
-        return X.map_blocks(_predict_block, booster, output_margin, dtype=np.float64,
-                            chunks=(X.chunks[0], (booster.n_classes,)))
-    return X.map_blocks(_predict_block, booster, output_margin, drop_axis=1, dtype=np.float64)
+        return da.map_blocks(_predict_block, X, margins, booster, output_margin,
+                             dtype=np.float64, chunks=(X.chunks[0], (booster.n_classes,)))
+    return da.map_blocks(_predict_block, X, margins, booster, output_margin, drop_axis=1,
+                         dtype=np.float64)
 
 
 def _explain_block(block, booster, kind):
@@ -57,3 +73,23 @@ def explain_dask(booster, X, kind):
                             chunks=(X.chunks[0], width))
     return X.map_blocks(_explain_block, booster, kind, dtype=np.float64, new_axis=2,
                         chunks=(X.chunks[0], (booster.n_classes,), width))
+
+
+def gathered(*collections):
+    """Dask collections (or None) of one column each, computed together as 1-D NumPy
+    arrays: only these values reach the caller (e.g. predictions and labels to score)."""
+    import dask
+
+    def flat(values):
+        if values is None:
+            return None
+        if getattr(values, "ndim", 1) == 2 and hasattr(values, "columns"):
+            if len(values.columns) != 1:
+                raise ValueError(f"y must have one column, got {len(values.columns)}")
+            values = values.iloc[:, 0]  # a one-column frame: its column
+        values = values.to_dask_array() if hasattr(values, "to_dask_array") else values
+        # (1-D as it is: a dask array of unknown chunk sizes cannot be reshaped)
+        return values.reshape(-1) if getattr(values, "ndim", 1) != 1 else values
+
+    return [None if v is None else np.asarray(v)
+            for v in dask.compute(*(flat(c) for c in collections))]

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..inputs import base_margin_rows
 #: The probability a private log-loss floors the true class's at: a row's log-loss is at
 #: most ``-log(LOGLOSS_FLOOR)`` (about 4.6), the bound the DP sums are scaled by.
 LOGLOSS_FLOOR = 0.01
@@ -105,7 +106,7 @@ METRICS = {m.name: m for m in (
 )}
 
 
-def round_margins(booster, X, encoded=False, n_threads=1):
+def round_margins(booster, X, encoded=False, n_threads=1, base_margin=None):
     """The margins of every row after each boosting round, from one walk of the trees.
 
     Parameters
@@ -115,6 +116,8 @@ def round_margins(booster, X, encoded=False, n_threads=1):
     encoded : bool
         Categorical features hold their codes (``Booster.predict``'s).
     n_threads : int
+    base_margin : array-like of shape (n_rows,) or (n_rows, K), optional
+        Where each row starts instead of the base score (XGBoost's ``base_margin``).
 
     Returns
     -------
@@ -123,10 +126,12 @@ def round_margins(booster, X, encoded=False, n_threads=1):
     """
     leaves = booster.predict_leaf(X, n_threads, encoded=encoded) + booster.tree_roots[None, :]
     values = booster.nodes["value"][leaves]  # (n_rows, n_trees)
+    start = (np.atleast_1d(booster.base_score)[None, :] if base_margin is None else
+             base_margin_rows(base_margin, len(values), booster.n_outputs).reshape(
+                 len(values), -1))
     per_class = []
     for k in range(booster.n_outputs):
-        base = booster.base_score if booster.n_classes is None else booster.base_score[k]
         trees = values[:, booster.tree_class == k]  # (n_rows, n_rounds), rounds in order
-        per_class.append(base + np.cumsum(trees, axis=1).T)
+        per_class.append(start[:, k] + np.cumsum(trees, axis=1).T)
     return per_class[0] if booster.n_classes is None else np.stack(per_class, axis=-1)
 

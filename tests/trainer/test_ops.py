@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from dpxgb_dask.boosting import aggregates, candidates, gradients, partition, protocol, tree
+from dpxgb_dask.boosting import (aggregates, candidates, gradients, partition, protocol, sampling,
+                                 tree)
 from dpxgb_dask._core.naive import histogram as naive_histogram
 from dpxgb_dask._core.predict import predict_binned
 from dpxgb_dask.objective import Objective
@@ -67,12 +68,12 @@ def test_make_part_validates_and_names_the_argument():
 
 def test_row_uniforms_do_not_depend_on_partitioning():
     key = 12345678901234567890123456789
-    whole = partition.row_uniforms(key, 0, 1003)
-    pieces = np.concatenate([partition.row_uniforms(key, a, b - a)
+    whole = sampling.row_uniforms(key, 0, 1003)
+    pieces = np.concatenate([sampling.row_uniforms(key, a, b - a)
                              for a, b in [(0, 1), (1, 6), (6, 517), (517, 1003)]])
     np.testing.assert_array_equal(whole, pieces)
     assert 0.0 <= whole.min() and whole.max() < 1.0
-    assert not np.array_equal(whole, partition.row_uniforms(key + 1, 0, 1003))
+    assert not np.array_equal(whole, sampling.row_uniforms(key + 1, 0, 1003))
     # Roughly uniform: 1003 draws, mean within 5 standard errors of 1/2.
     assert abs(whole.mean() - 0.5) < 5 * np.sqrt(1 / 12 / 1003)
 

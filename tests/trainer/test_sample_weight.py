@@ -10,7 +10,7 @@ import pytest
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, train
 from dpxgb_dask.boosting.gradients import VALUE_GRID
 from dpxgb_dask.boosting.partition import make_part
-from dpxgb_dask.inputs import weight_shares, with_weights
+from dpxgb_dask.inputs import target_columns, weight_shares
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.training import train_in_process
@@ -88,7 +88,7 @@ def test_weights_change_the_model():
 def test_shares_are_in_zero_one_on_the_grid():
     shares = weight_shares(np.array([-1.0, 0.0, 0.3, 2.5, 7.0, np.nan]), 2.5)
     np.testing.assert_allclose(shares, [0.0, 0.0, 0.12, 1.0, 1.0, 0.0])
-    part = make_part(np.zeros((6, 1)), with_weights(np.ones(6), shares),
+    part = make_part(np.zeros((6, 1)), target_columns(np.ones(6), shares),
                      Objective.of(resolve_params("binary:logistic", feature_bounds=[[0, 1]])))
     assert np.all((part.weights >= 0) & (part.weights <= 1))
     np.testing.assert_array_equal(part.weights, np.floor(part.weights / VALUE_GRID) * VALUE_GRID)
