@@ -71,6 +71,21 @@ def resolve(categories, X, feature_names, n_features):
     return _checked(resolved, X, feature_names)
 
 
+def dtype_columns(categories, X):
+    """The columns of a frame X whose category lists :func:`resolve` takes from their pandas
+    ``category`` dtype (not DP unless the dtype was built from a public list).
+
+    Returns
+    -------
+    list of str
+    """
+    if not is_frame(X):
+        return []
+    names = [str(c) for c in X.columns]
+    _, from_dtype = _declared(categories, X, names, len(names))
+    return [names[f] for f in sorted(from_dtype)]
+
+
 def _declared(categories, X, feature_names, n_features):
     """Each feature's list as given, else its pandas ``category`` dtype's; and the features
     whose lists come from a dtype (listed with a ``PrivacyLeakWarning``)."""

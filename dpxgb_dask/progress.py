@@ -236,8 +236,7 @@ class ProgressDisplay:
             self.widget = ipywidgets.HBox([self._bar, self._label])
             display(self.widget)
 
-    def __call__(self, event):
-        msg = event[1] if isinstance(event, tuple) else event
+    def __call__(self, msg):
         self.progress.update(msg)
         kind = msg.get("event")
         if kind == "tree":

@@ -386,7 +386,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     Booster
         (and a dict of timings when ``return_timings``)
     """
-    p, X, init_model = _fit_params(params, X, xgb_model)
+    p, X, init_model, not_dp = _fit_params(params, X, xgb_model)
     feature_names, n_features = describe_features(X)
     if init_model is not None:
         p = continuation_params(p, init_model, feature_names, n_features)
@@ -399,7 +399,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         result = run_fit(c, p, planning, X, y, Objective.of(p), n_features, feature_names,
                          verbose, n_partitions, return_timings, init_model,
                          list(callbacks or ()), eval_sets)
-    booster = _received_model(result, evals_result)  # (checked like a model file)
+    booster = _received_model(result, evals_result, not_dp)  # (checked like a model file)
     emit_warnings(result.get("warnings", ()), stacklevel=3)
     if p.epsilon is None:
         # dp_epsilon_per_tree: the total is known only now.
@@ -407,24 +407,29 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     return (booster, result["timings"]) if return_timings else booster
 
 
-def _received_model(result, evals_result=None):
+def _received_model(result, evals_result=None, not_dp=()):
     """The model the scheduler returned, checked like a model file (a scheduler running
-    another accounting, or tampered with, would be caught here), and ``evals_result``
-    filled with the private evaluation sets' DP scores."""
+    another accounting, or tampered with, would be caught here), with the user's process's
+    own non-DP choices (``not_dp``) stated in its ledger, and ``evals_result`` filled with
+    the private evaluation sets' DP scores."""
     check_privacy_claims(result["model"]["ledger"], result["model"]["params"])
     if evals_result is not None:
         evals_result.update({f"validation_{i}": scores
                              for i, scores in enumerate(result.get("scores", []))})
-    return Booster.from_dict(result["model"])
+    booster = Booster.from_dict(result["model"])
+    stated = booster.ledger.setdefault("not_dp", [])
+    stated.extend(c for c in not_dp if c not in stated)
+    return booster
 
 
 def _fit_params(params, X, xgb_model):
     """The fit's resolved parameters with its public category lists, X with its categorical
-    features encoded, and the model it continues (checked; None for a fresh fit).
+    features encoded, the model it continues (checked; None for a fresh fit), and the
+    non-DP choices made here (category lists read from pandas dtypes).
 
     Returns
     -------
-    (TrainParams, X, Booster or None)
+    (TrainParams, X, Booster or None, list of dict)
     """
     if isinstance(params, TrainParams):
         p = params
@@ -446,5 +451,9 @@ def _fit_params(params, X, xgb_model):
                             f"file's path, got {type(xgb_model).__name__}")
         if p.categories is None and init_model.categories is not None:
             p = replace(p, categories=init_model.categories)  # the model's public lists
+    from_dtype = categories.dtype_columns(p.categories, X)
+    not_dp = [{"purpose": "categories", "parameter": f"categories of {from_dtype} from their "
+               "pandas dtype", "reveals": "the category lists of those columns' dtype, which "
+               "astype('category') reads off the values present"}] if from_dtype else []
     p, X = with_categories(p, X)
-    return p, X, init_model
+    return p, X, init_model, not_dp

@@ -193,7 +193,7 @@ def progress_display(client, verbose, n_trees, callbacks=()):
     def handle(event):
         if display is not None:
             display(event)
-        message = event[1] if isinstance(event, tuple) else event  # (without its timestamp)
+        message = event
         for callback in callbacks:
             try:
                 callback(dict(message))

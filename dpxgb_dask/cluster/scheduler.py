@@ -59,10 +59,12 @@ def budget_required():
 
 def _send_to_client(scheduler, client_id, topic, event):
     """Deliver a progress event straight to one client's event handler for ``topic``,
-    without the scheduler's event log (which would keep it after the fit)."""
+    without the scheduler's event log (which would keep it after the fit), and without a
+    timestamp: the time a level takes grows with its nodes' rows (events carry counts and
+    ε only)."""
     comm = scheduler.client_comms.get(client_id)
     if comm is not None:
-        comm.send({"op": "event", "topic": topic, "event": (time.time(), event)})
+        comm.send({"op": "event", "topic": topic, "event": event})
 
 
 class DPXGBSchedulerPlugin(SchedulerPlugin):

@@ -78,11 +78,20 @@ class DPXGBWorkerPlugin(WorkerPlugin):
         self._sweeper = asyncio.ensure_future(sweep_forever(worker.address))
 
     def teardown(self, worker):
-        """Remove the handler and drop every fit of ``worker``."""
-        worker.handlers.pop("dpxgb_call", None)
+        """Drop every fit of ``worker`` (it is closing, or the plugin is removed); the
+        handler stays, answering each later call that the fit is gone from this worker,
+        so that a coordinator's last calls racing the teardown get an error it handles
+        rather than a "No handler" traceback in the worker's log."""
+        address = worker.address
+
+        async def gone(comm=None, **kwargs):
+            return error_reply(ConnectionError(f"worker {address} is closing: it holds no "
+                                               "dpxgb fit any more"))
+
+        worker.handlers["dpxgb_call"] = gone
         if getattr(self, "_sweeper", None) is not None:
             self._sweeper.cancel()
-        forget_worker(worker.address)
+        forget_worker(address)
 
 
 class _FitOnWorker:

@@ -530,7 +530,7 @@ class Booster:
         # deferred: see load_model
         from .certificate import model_privacy_report
 
-        return model_privacy_report(self.ledger)
+        return model_privacy_report(self.ledger, self.params)
 
     @property
     def n_rounds(self):

@@ -24,13 +24,25 @@ def not_dp_choices(params):
     list of dict
         ``{"purpose", "parameter", "reveals"}`` per choice; empty for a fully DP fit.
     """
-    bounds = params.get("feature_bounds") if isinstance(params, dict) else params.feature_bounds
+    get = params.get if isinstance(params, dict) else lambda name: getattr(params, name)
+    bounds = get("feature_bounds")
     found = []
     if isinstance(bounds, str) and bounds == "data":
         found.append({"purpose": "feature_bounds", "parameter": "feature_bounds='data'",
                       "reveals": "the exact minimum and maximum of every feature, stored "
                                  "in the model"})
+    if get("reproducible_noise"):
+        found.append({"purpose": "noise", "parameter": "reproducible_noise=True",
+                      "reveals": "nothing by itself, but the noise and row subsamples are "
+                                 "keyed by random_state: whoever holds the seed can subtract "
+                                 "the noise, and two such fits on neighbouring data share it"})
     return found
+
+
+#: The non-DP choices every model file has stated since the first format: a file that hides
+#: one was edited and is refused. Later ones (reproducible noise) are added to an older
+#: file's report from its parameters instead (:func:`model_privacy_report`).
+ALWAYS_STATED = frozenset({"feature_bounds"})
 
 
 def privacy_summary(ledger, params, budget_scale):
@@ -113,13 +125,16 @@ def continued_summary(earlier, earlier_trees, new_ledger, params, budget_scale):
     return summary
 
 
-def model_privacy_report(summary):
+def model_privacy_report(summary, params=None):
     """What a model's privacy summary certifies, recomputed from its ledger's events.
 
     Parameters
     ----------
     summary : dict
         A model's ``Booster.ledger`` (:func:`privacy_summary`).
+    params : dict, optional
+        The model's parameters: their non-DP choices (:func:`not_dp_choices`) are in
+        ``not_dp`` whether or not the summary states them (an older file's).
 
     Returns
     -------
@@ -138,6 +153,8 @@ def model_privacy_report(summary):
     report["neighbouring_relation"] = summary.get("neighbouring_relation",
                                                   NEIGHBOURING_RELATION)
     report["not_dp"] = list(summary.get("not_dp", []))
+    stated = {c["purpose"] for c in report["not_dp"]}
+    report["not_dp"] += [c for c in not_dp_choices(params or {}) if c["purpose"] not in stated]
     report["is_dp"] = not report["not_dp"]
     report["budget"] = summary.get("budget")
     report["events"] = ledger.table()
@@ -184,7 +201,8 @@ def check_privacy_claims(summary, params=None):
     if params is not None:
         missing = not_dp_choices(params)
         stated = {c["purpose"] for c in report["not_dp"]}
-        hidden = [c["parameter"] for c in missing if c["purpose"] not in stated]
+        hidden = [c["parameter"] for c in missing
+                  if c["purpose"] not in stated and c["purpose"] in ALWAYS_STATED]
         if hidden:
             raise PrivacyClaimError(f"the model was trained with {', '.join(hidden)}, which "
                                     "is not DP, but does not say so (not_dp)")

@@ -462,3 +462,59 @@ def test_large_total_epsilon_warns_also_when_it_comes_from_the_per_tree_budget(
     with pytest.warns(LargeEpsilonWarning, match="above 10"):
         train({"preset": "dp-xgboost", "feature_bounds": bounds, "dp_epsilon_per_tree": 9.0,
                "random_state": seed, **SMALL}, X, y, client=client)
+
+
+def test_progress_events_reach_the_client_without_times(client, seed, classification_data,
+                                                        monkeypatch):
+    """Issue 30, item 5: a level's time grows with its nodes' rows, so the events a client
+    receives carry counts and ε, never a timestamp or a duration."""
+    import dpxgb_dask.training as training
+
+    X, y, bounds = classification_data
+    seen = []
+    original = client._stream_handlers["event"]
+
+    async def spy(topic, event):
+        if topic.startswith("dpxgb-progress-"):
+            seen.append(event)
+        return await original(topic=topic, event=event)
+
+    monkeypatch.setitem(client._stream_handlers, "event", spy)
+    training.train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL},
+                   X, y, client=client, verbose=True)
+
+    def keys(obj):
+        if isinstance(obj, dict):
+            return set(obj) | set().union(*(keys(v) for v in obj.values()))
+        if isinstance(obj, (list, tuple)):
+            return set().union(set(), *(keys(v) for v in obj))
+        return set()
+
+    assert seen and all(isinstance(event, dict) for event in seen)  # (no (time, event))
+    assert {"start", "tree", "done"} <= {event["event"] for event in seen}
+    named = keys(seen)
+    assert not [k for k in named if "time" in k or "second" in k or k in ("started", "at")]
+
+
+def test_a_closing_workers_last_calls_get_an_error_not_a_missing_handler():
+    """Issue 30, item 5: after the plugin's teardown (the worker closing), a coordinator's
+    call gets an error reply it handles (the fit is gone) instead of a "No handler"
+    traceback in the worker's log."""
+    import asyncio
+
+    from dpxgb_dask.cluster.wire import unpack_reply
+    from dpxgb_dask.cluster.worker import DPXGBWorkerPlugin
+
+    class Worker:
+        address = "tcp://closing:1"
+        handlers = {}
+
+    async def run():
+        worker, plugin = Worker(), DPXGBWorkerPlugin()
+        plugin.setup(worker)
+        plugin.teardown(worker)
+        return await worker.handlers["dpxgb_call"](fit="f", action="round", payload=b"")
+
+    reply = asyncio.run(run())
+    with pytest.raises(ConnectionError, match="is closing: it holds no dpxgb fit"):
+        unpack_reply(reply)
