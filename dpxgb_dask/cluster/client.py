@@ -24,6 +24,7 @@ from distributed import Client, LocalCluster, default_client
 from distributed.protocol import to_serialize
 
 from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
+from ..params.plain import to_plain
 from ..progress import ProgressDisplay
 from . import dashboard_plot
 from .scheduler import DPXGBSchedulerPlugin
@@ -154,9 +155,10 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
                               callbacks) as topic:
             coordinated = True
             request = dict(fit_id=fit_id, capability=capability, placement=placement,
-                           sources=sources, params=params, plan=plan, n_features=n_features,
+                           sources=sources, params=to_plain(params), n_features=n_features,
                            feature_names=feature_names, client_id=client.id, topic=topic,
-                           with_timings=with_timings, init_model=init_model,
+                           with_timings=with_timings,
+                           init_model=None if init_model is None else init_model.to_dict(),
                            evaluations=evaluations)
             try:
                 answer = client.sync(client.scheduler.dpxgb_fit,

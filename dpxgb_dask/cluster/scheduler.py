@@ -19,6 +19,9 @@ import dask.config
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..boosting.coordinator import Coordinator
+from ..boosting.plan import make_plan
+from ..model.booster import Booster
+from ..params.plain import from_plain
 from ..privacy.budget import BudgetStore, budget_record
 from ..privacy.ledger import PrivacyEvent
 from ..privacy.validation import BudgetError
@@ -156,11 +159,16 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             return error_reply(exc)
         return reply(result)
 
-    async def coordinate(self, fit_id, capability, placement, sources, params, plan,
-                         n_features, feature_names, client_id, topic, with_timings,
-                         init_model=None, evaluations=()):
-        """Run one fit's coordinator in this process (``evaluations``: the fit id,
-        placement and sources of each private evaluation set's partitions).
+    async def coordinate(self, fit_id, capability, placement, sources, params, n_features,
+                         feature_names, client_id, topic, with_timings, init_model=None,
+                         evaluations=()):
+        """Run one fit's coordinator in this process.
+
+        The request's ``params`` are plain data (:func:`~dpxgb_dask.params.plain.to_plain`),
+        validated here, and the release plan is computed here from them: every clip and
+        every noise follows this one plan, whatever the client computed. ``init_model`` is
+        a model's dict (``Booster.to_dict``); ``evaluations`` the fit id, placement and
+        sources of each private evaluation set's partitions.
 
         The budget is reserved before the first release (a refused fit spends nothing)
         and charged with the releases made, however the fit ends. The fit runs as a task
@@ -176,6 +184,9 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             of each node: a coarse side channel, which is why they are not sent by
             default).
         """
+        params = from_plain(params, n_features)
+        plan = await asyncio.to_thread(make_plan, params, n_features)  # (calibration: a thread)
+        init_model = None if init_model is None else Booster.from_dict(init_model)
         backend = DaskBackend(self._scheduler, fit_id, capability, placement, sources)
         backends = [backend] + [DaskBackend(self._scheduler, eval_id, capability, *where)
                                 for eval_id, *where in evaluations]

@@ -1,0 +1,73 @@
+"""Training parameters as plain data, what a fit request carries to the scheduler, and back.
+
+The scheduler rebuilds and validates the parameters itself (:func:`from_plain`) and
+derives the release plan, hence every clip and every noise, from them: it never reads a
+plan or any other privacy number a client computed.
+"""
+from dataclasses import asdict, fields
+
+import numpy as np
+
+from . import TrainParams, check_feature_bounds, check_label_bounds, validate
+
+#: The fields of :class:`~dpxgb_dask.params.TrainParams`.
+FIELDS = frozenset(f.name for f in fields(TrainParams))
+
+
+def to_plain(params):
+    """``params`` as a dict of plain values (arrays and tuples as lists; ``random_state``
+    kept, unlike the model's :meth:`~dpxgb_dask.params.TrainParams.to_dict`).
+
+    Parameters
+    ----------
+    params : TrainParams
+
+    Returns
+    -------
+    dict
+    """
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, tuple):
+            return list(value)
+        return value
+
+    return {name: plain(value) for name, value in asdict(params).items()}
+
+
+def from_plain(values, n_features):
+    """Validated :class:`~dpxgb_dask.params.TrainParams` from :func:`to_plain`'s dict.
+
+    Parameters
+    ----------
+    values : dict
+    n_features : int
+        The fit's number of features (public): array bounds must have one row per feature.
+
+    Returns
+    -------
+    TrainParams
+
+    Raises
+    ------
+    ValueError
+        Naming an unknown field or the first bad value.
+    """
+    if not isinstance(values, dict):
+        raise ValueError(f"params must be a dict of training parameters, got "
+                         f"{type(values).__name__}")
+    unknown = sorted(set(values) - FIELDS)
+    if unknown:
+        raise ValueError(f"params has unknown fields {unknown}")
+    values = dict(values)
+    bounds = values.get("feature_bounds")
+    if bounds is not None and not isinstance(bounds, str):
+        values["feature_bounds"] = check_feature_bounds(bounds, n_features)
+    if values.get("label_bounds") is not None:
+        values["label_bounds"] = check_label_bounds(values["label_bounds"])
+    if values.get("eval_metric") is not None and not isinstance(values["eval_metric"], str):
+        values["eval_metric"] = tuple(values["eval_metric"])
+    params = TrainParams(**values)
+    validate(params)
+    return params
