@@ -4,14 +4,12 @@ The scheduler rebuilds and validates the parameters itself (:func:`from_plain`) 
 derives the release plan, hence every clip and every noise, from them: it never reads a
 plan or any other privacy number a client computed.
 """
-from dataclasses import asdict, fields
+from dataclasses import asdict
 
 import numpy as np
 
-from . import TrainParams, check_feature_bounds, check_label_bounds, validate
-
-#: The fields of :class:`~dpxgb_dask.params.TrainParams`.
-FIELDS = frozenset(f.name for f in fields(TrainParams))
+from . import (TRAIN_PARAMETERS, TrainParams, check_feature_bounds, check_label_bounds,
+               validate)
 
 
 def to_plain(params):
@@ -57,7 +55,7 @@ def from_plain(values, n_features):
     if not isinstance(values, dict):
         raise ValueError(f"params must be a dict of training parameters, got "
                          f"{type(values).__name__}")
-    unknown = sorted(set(values) - FIELDS)
+    unknown = sorted(set(values) - TRAIN_PARAMETERS)
     if unknown:
         raise ValueError(f"params has unknown fields {unknown}")
     values = dict(values)
