@@ -42,7 +42,7 @@ nitpicky = True
 # Names of other libraries (no intersphinx: the build reads nothing from the network).
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|pandas|pd|dask|distributed|sklearn|dp_accounting|tornado|os|"
-               r"warnings|abc|concurrent)\..*"),
+               r"warnings|abc|concurrent|sqlalchemy|fastapi|pydantic|starlette|httpx)\..*"),
     # private base classes, named by "Bases:" lines
     (r"py:class", r"dpxgb_dask(\.\w+)*\._\w+"),
 ]

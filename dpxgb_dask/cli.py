@@ -1,4 +1,4 @@
-"""Command line: ``dpxgb demo | train | predict | report | budget``.
+"""Command line: ``dpxgb demo | train | predict | report | budget | serve | service``.
 
 =================  ==================================================================
 ``dpxgb demo``     trains on generated data with public bounds, prints accuracy and ε
@@ -7,6 +7,9 @@
 ``dpxgb report``   prints a saved model's privacy ledger as a table and its totals
 ``dpxgb budget``   creates a privacy budget across fits on the scheduler, or shows what
                    its fits spent (``create``, ``show``, ``list``)
+``dpxgb serve``    runs the DP training service for analysts
+                   (:mod:`~dpxgb_dask.service.cli`)
+``dpxgb service``  calls it: datasets, budgets, jobs, models, reports
 =================  ==================================================================
 """
 import argparse
@@ -20,6 +23,7 @@ import numpy as np
 # estimators or the accountants only when it needs them (``dpxgb predict`` needs neither).
 import dpxgb_dask
 from dpxgb_dask.privacy.validation import BudgetError
+from dpxgb_dask.service.cli import add_commands as add_service_commands
 
 
 class UsageError(SystemExit):
@@ -473,6 +477,7 @@ def build_parser():
                          "dpxgb.clients-create-budgets false)")
     bu.add_argument("--json", action="store_true", help="print JSON")
     bu.set_defaults(func=cmd_budget)
+    add_service_commands(sub)
     return parser
 
 

@@ -33,7 +33,8 @@ from .model.certificate import check_privacy_claims
 from .objective import Objective, metric_names
 from .params import (TrainParams, check_feature_bounds, check_label_bounds, resolve_params,
                      with_overrides)
-from .privacy.validation import NoBudgetWarning, PrivacyLeakWarning, warn_if_large_epsilon
+from .privacy.validation import (WARNING_CATEGORIES, NoBudgetWarning, PrivacyLeakWarning,
+                                 warn_if_large_epsilon)
 
 
 def check_bounds_policy(params, n_features):
@@ -323,9 +324,12 @@ def _say_no_budget_once():
 
 def emit_warnings(records, stacklevel=3):
     """Raise in this process the warnings a fit's coordinator recorded (on the scheduler),
-    as the same warning classes."""
+    as the same warning classes: ``records`` holds (class or its name in
+    :data:`~dpxgb_dask.privacy.validation.WARNING_CATEGORIES`, message) pairs."""
     for category, message in records:
-        warnings.warn(message, category, stacklevel=stacklevel)
+        if isinstance(category, str):
+            category = WARNING_CATEGORIES.get(category, UserWarning)
+        warnings.warn(str(message), category, stacklevel=stacklevel)
 
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,

@@ -25,7 +25,7 @@ LAYERS = (
     ("algorithm", ("dpxgb_dask.boosting",)),
     ("cluster", ("dpxgb_dask.cluster",)),
     ("client API", ("dpxgb_dask", "dpxgb_dask.sklearn", "dpxgb_dask.training",
-                    "dpxgb_dask.budgets", "dpxgb_dask.cli")),
+                    "dpxgb_dask.budgets", "dpxgb_dask.cli", "dpxgb_dask.service")),
 )
 
 #: Imports of the package's own modules made inside a function, and why each stays there

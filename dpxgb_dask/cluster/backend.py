@@ -9,15 +9,12 @@ sums per round whatever the number of workers. It implements
 :class:`~dpxgb_dask.boosting.protocol.PartitionBackend`, and recovers from lost workers.
 """
 import asyncio
-import pickle
 import time
 
-from distributed import Client
-
 from ..boosting.protocol import add_results
+from .codec import encode, register_error
 from .reduction import PeerLost, reduction_order
-from .wire import capability_digest, unpack_reply
-from .worker import load_task_delayed
+from .wire import unpack_reply
 
 #: How often a call in flight checks that its worker is still in the cluster.
 WORKER_CHECK_SECONDS = 0.25
@@ -29,6 +26,7 @@ LEAVE_SECONDS = 10.0
 MAX_RECOVERIES = 3
 
 
+@register_error
 class WorkerLost(RuntimeError):
     """A worker that holds partitions of the fit left the cluster during the fit.
 
@@ -56,13 +54,18 @@ class DaskBackend:
         Worker address -> indices of the partitions it holds.
     sources : dict of int -> tuple, optional
         Where a lost partition is rebuilt from
-        (:func:`~dpxgb_dask.cluster.client.load_partitions`).
+        (:func:`~dpxgb_dask.cluster.client.load_partitions`): ``("replica", address)``,
+        or ``("client",)``, rebuilt by ``reload``.
+    reload : coroutine function, optional
+        ``await reload(index)`` has the fit's client load partition ``index`` again (from
+        the graph of its dask inputs) and returns the worker that holds it now.
 
     Notes
     -----
     Faults: the backend keeps the fit's log (the ``Prepare`` and every ``Round``: public
     messages only). When a worker is lost, each of its partitions is loaded again on a
-    live worker (from its replica, or by re-running its load task on the blocks' graph),
+    live worker (from its replica, or by the client, which re-runs its load task on the
+    blocks' graph),
     the log is replayed on it, and the interrupted call is repeated on every partition:
     the others answer a repeated round from their cache, so the exact totals, and hence
     the releases and the model, are the ones of an undisturbed fit, and nothing is
@@ -70,12 +73,13 @@ class DaskBackend:
     :class:`WorkerLost`.
     """
 
-    def __init__(self, scheduler, fit_id, capability, placement, sources=None):
+    def __init__(self, scheduler, fit_id, capability, placement, sources=None, reload=None):
         self._scheduler = scheduler
         self._fit_id = fit_id
         self._capability = capability
         self._placement = {w: sorted(p) for w, p in placement.items() if p}
         self._sources = dict(sources or {})
+        self._reload_by_client = reload
         self._prepare = None
         self._rounds = []
         self._pending_round = False
@@ -93,7 +97,7 @@ class DaskBackend:
         return sorted(self._placement)
 
     async def _call(self, address, action, payload):
-        """One call to one worker; ``payload`` is the action's argument, pickled (once for
+        """One call to one worker; ``payload`` is the action's argument, encoded (once for
         a message that goes to every worker)."""
         if address not in self._scheduler.workers:
             raise WorkerLost(f"worker {address} holding partitions "
@@ -148,9 +152,9 @@ class DaskBackend:
         for attempt in range(MAX_RECOVERIES + 1):
             if reduced:
                 self._reduction_tag += 1
-                payload = _pickled((args, (self._reduction_tag, reduction_order(self._placement))))
+                payload = encode((args, (self._reduction_tag, reduction_order(self._placement))))
             else:
-                payload = _pickled(args)
+                payload = encode(args)
             outcomes = await self._gather(action, payload, cancel_on_failure=reduced)
             lost = [o for o in outcomes if isinstance(o, WorkerLost)]
             errors = [o for o in outcomes if isinstance(o, BaseException) and o not in lost]
@@ -195,7 +199,7 @@ class DaskBackend:
             for index in self._placement.pop(address):
                 target = await self._reload(index)
                 log = self._rounds[:-1] if self._pending_round else self._rounds
-                await self._call(target, "restore", _pickled((index, self._prepare, log)))
+                await self._call(target, "restore", encode((index, self._prepare, log)))
                 self._placement.setdefault(target, []).append(index)
         for indices in self._placement.values():
             indices.sort()
@@ -211,16 +215,10 @@ class DaskBackend:
             if holder not in self._scheduler.workers:
                 raise WorkerLost(f"partition {index} and its replica were both lost", holder)
             return holder
-        _, x_block, y_block, objective, n_threads = source
-        async with Client(self._scheduler.address, asynchronous=True,
-                          name="dpxgb-recovery") as client:
-            future = client.compute(load_task_delayed(x_block, y_block, self._fit_id,
-                                                      capability_digest(self._capability),
-                                                      index, objective, n_threads))
-            try:
-                return await future
-            finally:
-                await client.cancel([future], force=True)
+        if self._reload_by_client is None:
+            raise WorkerLost(f"partition {index} of the fit was lost with its worker and "
+                             "nothing can load it again")
+        return await self._reload_by_client(index)
 
     async def collect(self, name, *args):
         out = {}
@@ -247,7 +245,7 @@ class DaskBackend:
     async def touch(self):
         """Keep the fit's lease on every worker (:data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`);
         a worker that fails to answer is left to the next real call."""
-        await asyncio.gather(*(self._call(w, "touch", _pickled(None)) for w in self.workers),
+        await asyncio.gather(*(self._call(w, "touch", encode(None)) for w in self.workers),
                              return_exceptions=True)
 
     async def close(self):
@@ -259,9 +257,5 @@ class DaskBackend:
         await asyncio.wait_for(
             self._scheduler.rpc(address).dpxgb_call(fit=self._fit_id, action="drop"),
             WORKER_CHECK_SECONDS * 20)
-
-
-def _pickled(args):
-    return pickle.dumps(args, protocol=5)
 
 

@@ -16,17 +16,16 @@ from contextlib import contextmanager
 import multiprocessing
 import numbers
 import os
-import pickle
 import uuid
 
 import numpy as np
 from distributed import Client, LocalCluster, default_client
-from distributed.protocol import to_serialize
 
 from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
-from ..params.plain import to_plain
 from ..progress import ProgressDisplay
 from . import dashboard_plot
+from .codec import encode
+from .fit_request import fit_request
 from .scheduler import DPXGBSchedulerPlugin
 from .wire import (KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, SchedulerLostError,
                    capability_digest, unpack_reply)
@@ -138,11 +137,9 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     coordinated = False
     eval_ids = [f"{fit_id}-eval{i}" for i in range(len(evals))]
     try:
-        placement, sources = load_partitions(client, X, y, objective, fit_id, capability,
-                                             n_partitions, params.n_threads)
-        evaluations = [(eval_id, *load_partitions(client, Xe, ye, objective, eval_id,
-                                                  capability, n_partitions, params.n_threads))
-                       for eval_id, (Xe, ye) in zip(eval_ids, evals)]
+        placement, sources, evaluations, reloads = _load_fit(
+            client, [(fit_id, X, y)] + [(e, *xy) for e, xy in zip(eval_ids, evals)],
+            objective, capability, n_partitions, params.n_threads)
         while True:  # keep the loaded partitions alive while the plan is calibrated
             try:
                 plan = planning.result(timeout=KEEPALIVE_SECONDS)
@@ -152,17 +149,14 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
                 for eval_id, eval_placement, _ in evaluations:
                     _touch_fit(client, eval_id, capability, eval_placement)
         with progress_display(client, verbose, plan.n_rounds * plan.trees_per_round,
-                              callbacks) as topic:
+                              callbacks) as topic, \
+                reload_service(client, capability, reloads) as reload_topic:
             coordinated = True
-            request = dict(fit_id=fit_id, capability=capability, placement=placement,
-                           sources=sources, params=to_plain(params), n_features=n_features,
-                           feature_names=feature_names, client_id=client.id, topic=topic,
-                           with_timings=with_timings,
-                           init_model=None if init_model is None else init_model.to_dict(),
-                           evaluations=evaluations)
+            request = fit_request(fit_id, capability, placement, sources, params, n_features,
+                                  feature_names, client.id, topic, reload_topic, with_timings,
+                                  init_model, evaluations)
             try:
-                answer = client.sync(client.scheduler.dpxgb_fit,
-                                     payload=pickle.dumps(request, protocol=5))
+                answer = client.sync(client.scheduler.dpxgb_fit, **request)
             except OSError as exc:  # CommClosedError is an OSError
                 raise SchedulerLostError(
                     f"the connection to the scheduler {client.scheduler.address} was lost "
@@ -173,6 +167,31 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
         if not coordinated:
             for dropped in [fit_id] + eval_ids:
                 _drop_fit(client, dropped)
+
+
+def _load_fit(client, inputs, objective, capability, n_partitions, n_threads):
+    """Load the rows of a fit and of its private evaluation sets (:func:`load_partitions`).
+
+    Parameters
+    ----------
+    inputs : list of (fit id, X, y)
+        The fit's own first.
+
+    Returns
+    -------
+    placement, sources
+        Of the fit's rows.
+    evaluations : list of [fit id, placement, sources]
+        Of each evaluation set.
+    reloads : dict of str -> dict
+        Fit id -> the blocks of its dask inputs, by partition (they stay in this process).
+    """
+    loaded, reloads = [], {}
+    for load_id, X, y in inputs:
+        *where, reloads[load_id] = load_partitions(client, X, y, objective, load_id,
+                                                   capability, n_partitions, n_threads)
+        loaded.append([load_id, *where])
+    return loaded[0][1], loaded[0][2], loaded[1:], reloads
 
 
 @contextmanager
@@ -218,6 +237,55 @@ def progress_display(client, verbose, n_trees, callbacks=()):
         client._event_handlers.pop(topic, None)
     if failures:
         raise failures[0]
+
+
+@contextmanager
+def reload_service(client, capability, reloads):
+    """The topic on which the scheduler asks this client to load a partition of dask
+    inputs again (its worker was lost), or None when no partition comes from dask inputs.
+
+    The load task runs on the cluster from the blocks' graph, which never leaves the client
+    (the scheduler receives no graph, nor any other code, from a fit); the client answers
+    with the worker that holds the partition now (``dpxgb_reloaded``).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    capability : bytes
+    reloads : dict of str -> dict of int -> tuple
+        Fit id -> partition -> ``(x_block, y_block, objective, n_threads)``
+        (:func:`load_partitions`).
+    """
+    if not any(reloads.values()):
+        yield None
+        return
+    topic = f"dpxgb-reload-{uuid.uuid4().hex}"
+    digest = capability_digest(capability)
+
+    async def reload(fit_id, index):
+        address = error = None
+        try:
+            x_block, y_block, objective, n_threads = reloads[fit_id][index]
+            future = client.compute(load_task_delayed(x_block, y_block, fit_id, digest, index,
+                                                      objective, n_threads))
+            address = await future
+        except Exception as exc:  # (its message names arguments, never values)
+            error = f"{type(exc).__name__}: {exc}"
+        try:
+            await client.scheduler.dpxgb_reloaded(fit=fit_id, capability=capability,
+                                                  index=index, address=address, error=error)
+        except OSError:
+            pass  # the scheduler went away: the fit's own call says so
+
+    def handle(event):
+        # (a task: the client's other events go on meanwhile)
+        asyncio.ensure_future(reload(event.get("fit"), event.get("index")))
+
+    client._event_handlers[topic] = handle
+    try:
+        yield topic
+    finally:
+        client._event_handlers.pop(topic, None)
 
 
 def _touch_fit(client, fit_id, capability, placement):
@@ -274,10 +342,13 @@ def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=No
     -------
     placement : dict of str -> list of int
         Worker address -> indices of the partitions it holds.
-    sources : dict of int -> tuple
-        Where each partition is rebuilt from if its worker is lost: ``("replica",
-        worker address)`` (NumPy, pandas: a copy loaded on another worker), or
-        ``("blocks", x_block, y_block, objective, n_threads)`` (dask: the blocks' graph).
+    sources : dict of int -> list
+        Where each partition is rebuilt from if its worker is lost: ``["replica",
+        worker address]`` (NumPy, pandas: a copy loaded on another worker), or
+        ``["client"]`` (dask: this client runs the load task again, :func:`reload_service`).
+    reloads : dict of int -> tuple
+        Dask inputs: partition -> ``(x_block, y_block, objective, n_threads)``, the blocks'
+        graph, which stays in this process; empty otherwise.
 
     Raises
     ------
@@ -322,13 +393,13 @@ def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_thr
         # if its worker is lost (the client may be gone, or far away, by then).
         holders = [(worker, False)]
         if len(workers) > 1:
-            sources[i] = ("replica", workers[(i + 1) % len(workers)])
+            sources[i] = ["replica", workers[(i + 1) % len(workers)]]
             holders.append((sources[i][1], True))
         for holder, replica in holders:
             args = (i, X_values[a:b], y_values[a:b], objective, n_threads, replica)
             messages.append((holder, {"op": "dpxgb_call", "fit": fit_id,
                                       "capability": capability, "action": "load",
-                                      "payload": to_serialize(args)}))
+                                      "payload": encode(args)}))
 
     async def push():
         return await asyncio.gather(*(client.scheduler.broadcast(msg=msg, workers=[worker])
@@ -337,7 +408,7 @@ def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_thr
     for replies in client.sync(push):
         for reply in replies.values():
             unpack_reply(reply)
-    return placement, sources
+    return placement, sources, {}
 
 
 def _frame_blocks(X, y):
@@ -402,7 +473,8 @@ def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
     placement = {}
     for i, address in enumerate(addresses):
         placement.setdefault(address, []).append(i)
-    # A lost partition is loaded again from its blocks' graph (recomputed by Dask).
-    sources = {i: ("blocks", xb, yb, objective, n_threads)
+    # A lost partition is loaded again from its blocks' graph (recomputed by Dask), by this
+    # client when the scheduler asks (reload_service).
+    reloads = {i: (xb, yb, objective, n_threads)
                for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))}
-    return placement, sources
+    return placement, {i: ["client"] for i in reloads}, reloads

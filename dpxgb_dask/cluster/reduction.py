@@ -27,11 +27,11 @@ newer attempt of the fit reaches it (the coordinator saw a loss and repeats the 
 when the fit is dropped, or when the fit's lease expires (its coordinator is gone).
 """
 import asyncio
-import pickle
-
+from .codec import encode, register_error
 from .wire import unpack_reply
 
 
+@register_error
 class PeerLost(ConnectionError):
     """A worker could not send its partial sum to its parent in the reduction tree.
 
@@ -45,10 +45,8 @@ class PeerLost(ConnectionError):
         super().__init__(message)
         self.address = address
 
-    def __reduce__(self):
-        return type(self), (str(self), self.address)
 
-
+@register_error
 class RoundAbandoned(RuntimeError):
     """A newer attempt of the round, or the end of the fit, made this one moot."""
 
@@ -163,7 +161,7 @@ async def reduce_along_tree(worker, fit_id, capability, reduction, own, add):
     try:
         answer = await worker.rpc(parent).dpxgb_call(
             fit=fit_id, capability=capability, action="partial",
-            payload=pickle.dumps((tag, total), protocol=5))
+            payload=encode((tag, total)))
     except OSError as exc:
         raise PeerLost(f"the reduction parent {parent} of worker {worker.address} was lost: "
                        f"{exc}", parent) from None

@@ -10,9 +10,9 @@ the dashboard page, :mod:`~dpxgb_dask.cluster.dashboard`). Starting a fit throug
 starts.
 """
 import asyncio
+import hmac
 import logging
 import os
-import pickle
 import time
 
 import dask.config
@@ -20,16 +20,18 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..boosting.coordinator import Coordinator
 from ..boosting.plan import make_plan
-from ..model.booster import Booster
-from ..params.plain import from_plain
 from ..privacy.budget import BudgetStore, budget_record
 from ..privacy.ledger import PrivacyEvent
 from ..privacy.validation import BudgetError
-from .backend import DaskBackend
+from .backend import DaskBackend, WorkerLost
+from .codec import register_error
 from .dashboard import FitBoard, install_routes
+from .fit_request import check_fit_request
 from .wire import KEEPALIVE_SECONDS, PLUGIN_NAME, ClientLeftError, error_reply, reply
 
 logger = logging.getLogger("dpxgb_dask")
+
+register_error(BudgetError)  # (a refused fit's error keeps its type in the client)
 
 #: How often the coordinator checks that its client is still connected.
 CLIENT_CHECK_SECONDS = 0.5
@@ -70,6 +72,30 @@ def _send_to_client(scheduler, client_id, topic, event):
         comm.send({"op": "event", "topic": topic, "event": event})
 
 
+def _check_budget_message(name, epsilon, delta, accountant, fit_id, events):
+    """Refuse a ``dpxgb_budget`` message whose fields are not plain data of their kind
+    (they are read as data, never as code), naming the field."""
+    def number(value):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    fields = {
+        "name": (isinstance(name, str), "a string"),
+        "epsilon": (number(epsilon), "a number"),
+        "delta": (number(delta), "a number"),
+        "accountant": (isinstance(accountant, str), "a string"),
+        "fit_id": (isinstance(fit_id, str), "a string"),
+        "events": (isinstance(events, (list, tuple)) and all(isinstance(e, dict)
+                                                             for e in events),
+                   "a list of event dicts"),
+    }
+    values = dict(name=name, epsilon=epsilon, delta=delta, accountant=accountant,
+                  fit_id=fit_id, events=events)
+    for field, (ok, kind) in fields.items():
+        if values[field] is not None and not ok:
+            raise ValueError(f"the budget message's {field} must be {kind} or None, got a "
+                             f"{type(values[field]).__name__}")
+
+
 class DPXGBSchedulerPlugin(SchedulerPlugin):
     """Installs the ``dpxgb_fit`` handler on the scheduler, which runs one fit's coordinator
     (:meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`), and the
@@ -86,16 +112,21 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         self._scheduler = scheduler
         if getattr(self, "board", None) is None:  # a preloaded plugin is started twice
             self.running = {}  # fit id -> client id, while its coordinator runs
+            # (fit id, partition) -> (capability, future of the worker address), while the
+            # fit's client loads a partition of dask inputs again
+            self.reloads = {}
             self.board = FitBoard()
             self._budget_lock = asyncio.Lock()
         scheduler.handlers["dpxgb_fit"] = self.fit
         scheduler.handlers["dpxgb_budget"] = self.budget
+        scheduler.handlers["dpxgb_reloaded"] = self.reloaded
         install_routes(scheduler)
 
     async def close(self):
         """Remove the handlers."""
         self._scheduler.handlers.pop("dpxgb_fit", None)
         self._scheduler.handlers.pop("dpxgb_budget", None)
+        self._scheduler.handlers.pop("dpxgb_reloaded", None)
 
     # -- budgets ----------------------------------------------------------------------------
 
@@ -123,6 +154,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         whose releases its budget cannot afford, or that names no budget where one is
         required (:func:`budget_required`), before any row is loaded."""
         try:
+            _check_budget_message(name, epsilon, delta, accountant, fit_id, events)
             if action == "create":
                 if not clients_create_budgets():
                     raise PermissionError(
@@ -150,25 +182,27 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
 
     # -- fits ---------------------------------------------------------------------------------
 
-    async def fit(self, comm=None, payload=None):
-        """The ``dpxgb_fit`` handler: ``payload`` is the pickled keyword arguments of
-        :meth:`coordinate`."""
+    async def fit(self, comm=None, **request):
+        """The ``dpxgb_fit`` handler: ``request`` is the plain keyword arguments of
+        :func:`~dpxgb_dask.cluster.fit_request.fit_request`, checked
+        (:func:`~dpxgb_dask.cluster.fit_request.check_fit_request`) before
+        :meth:`coordinate` runs the fit."""
         try:
-            result = await self.coordinate(**pickle.loads(payload))
+            result = await self.coordinate(**check_fit_request(request, self._scheduler.workers))
         except Exception as exc:
             return error_reply(exc)
         return reply(result)
 
     async def coordinate(self, fit_id, capability, placement, sources, params, n_features,
-                         feature_names, client_id, topic, with_timings, init_model=None,
-                         evaluations=()):
+                         feature_names, client_id, topic, reload_topic, with_timings,
+                         init_model=None, evaluations=()):
         """Run one fit's coordinator in this process.
 
-        The request's ``params`` are plain data (:func:`~dpxgb_dask.params.plain.to_plain`),
-        validated here, and the release plan is computed here from them: every clip and
-        every noise follows this one plan, whatever the client computed. ``init_model`` is
-        a model's dict (``Booster.to_dict``); ``evaluations`` the fit id, placement and
-        sources of each private evaluation set's partitions.
+        ``params`` (a validated :class:`~dpxgb_dask.params.TrainParams`) are the request's;
+        the release plan is computed here from them: every clip and every noise follows
+        this one plan, whatever the client computed. ``evaluations`` holds the fit id,
+        placement and sources of each private evaluation set's partitions; a partition
+        whose source is the client is loaded again by the client (on ``reload_topic``).
 
         The budget is reserved before the first release (a refused fit spends nothing)
         and charged with the releases made, however the fit ends. The fit runs as a task
@@ -184,12 +218,18 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             of each node: a coarse side channel, which is why they are not sent by
             default).
         """
-        params = from_plain(params, n_features)
         plan = await asyncio.to_thread(make_plan, params, n_features)  # (calibration: a thread)
-        init_model = None if init_model is None else Booster.from_dict(init_model)
-        backend = DaskBackend(self._scheduler, fit_id, capability, placement, sources)
-        backends = [backend] + [DaskBackend(self._scheduler, eval_id, capability, *where)
-                                for eval_id, *where in evaluations]
+
+        def backend_of(backend_fit_id, placement, sources):
+            async def reload(index):
+                return await self._reload_by_client(client_id, reload_topic, backend_fit_id,
+                                                    capability, index)
+
+            return DaskBackend(self._scheduler, backend_fit_id, capability, placement,
+                               sources, reload)
+
+        backend = backend_of(fit_id, placement, sources)
+        backends = [backend] + [backend_of(*where) for where in evaluations]
         try:
             if params.budget is not None:
                 await self.run_budget("reserve", params.budget, fit_id, plan.ledger().events)
@@ -218,7 +258,8 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         model = booster.to_dict()
         if status is not None:
             model["ledger"]["budget"] = budget_record(status, fit_id)
-        result = {"model": model, "warnings": coordinator.warnings}
+        result = {"model": model, "warnings": [(category.__name__, str(message))
+                                               for category, message in coordinator.warnings]}
         if coordinator.scores:
             result["scores"] = coordinator.scores
         if with_timings:
@@ -226,6 +267,40 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                                      worker_seconds=backend.worker_seconds,
                                      recoveries=backend.recoveries)
         return result
+
+    async def _reload_by_client(self, client_id, topic, fit_id, capability, index):
+        """Have the fit's client load partition ``index`` of its dask inputs again (from
+        the blocks' graph, which only the client holds) and return the worker that holds
+        it now."""
+        if topic is None:
+            raise WorkerLost(f"partition {index} of the fit was lost with its worker and its "
+                             "client offered no way to load it again")
+        waiting = asyncio.get_running_loop().create_future()
+        self.reloads[fit_id, index] = capability, waiting
+        try:
+            _send_to_client(self._scheduler, client_id, topic, {"fit": fit_id, "index": index})
+            address, error = await waiting
+        finally:
+            self.reloads.pop((fit_id, index), None)
+        if error is not None or address not in self._scheduler.workers:
+            raise WorkerLost(f"partition {index} of the fit could not be loaded again: "
+                             f"{error or 'its new worker left'}", address)
+        return address
+
+    async def reloaded(self, comm=None, fit=None, capability=None, index=None, address=None,
+                       error=None):
+        """The ``dpxgb_reloaded`` handler: a client says where it loaded partition
+        ``index`` of fit ``fit`` again (``address``), or why it could not (``error``,
+        a string); the call carries the fit's capability."""
+        waiting = self.reloads.get((fit, index)) if isinstance(fit, str) else None
+        if waiting is None or not isinstance(capability, bytes) \
+                or not hmac.compare_digest(capability, waiting[0]):
+            return error_reply(KeyError(f"no reload of partition {index!r} of fit {fit!r} is "
+                                        "awaited with this capability"))
+        if not waiting[1].done():
+            waiting[1].set_result((address if isinstance(address, str) else None,
+                                   None if error is None else str(error)[:1000]))
+        return reply(None)
 
     def _publisher(self, progress, client_id, topic):
         """Where the coordinator's progress events go: the board, and the client's

@@ -1,9 +1,11 @@
 """What the client, the scheduler and the workers agree on: the plugin's name, the fits'
 leases, the capability that proves a call belongs to a fit, the reply envelope of every
-handler, and the errors that cross the wire.
+handler (its result encoded by :mod:`~dpxgb_dask.cluster.codec`: never a pickle), and the
+errors that cross the wire.
 """
 import hashlib
-import pickle
+
+from .codec import decode, encode, register_error
 
 #: The name of dpxgb's scheduler and worker plugins.
 PLUGIN_NAME = "dpxgb"
@@ -15,10 +17,12 @@ LEASE_SECONDS = 4.0
 KEEPALIVE_SECONDS = 1.0
 
 
+@register_error
 class ClientLeftError(RuntimeError):
     """The client of a fit left the scheduler: the fit stopped and dropped its state."""
 
 
+@register_error
 class SchedulerLostError(ConnectionError):
     """The scheduler went away during a fit (the fit ended)."""
 
@@ -40,14 +44,14 @@ def capability_digest(capability):
 
 
 def reply(result, **extra):
-    """The envelope of a handler's result: ``{"payload": pickled result, **extra}``."""
-    return {"payload": pickle.dumps(result, protocol=5), **extra}
+    """The envelope of a handler's result: ``{"payload": encoded result, **extra}``."""
+    return {"payload": encode(result), **extra}
 
 
 def error_reply(exc):
     """The envelope of a handler's exception (returned, not raised: the comm would lose its
     type). Errors may name arguments, never data values."""
-    return {"error": pickle.dumps(exc)}
+    return {"error": encode(exc)}
 
 
 def unpack_reply(answer):
@@ -68,5 +72,5 @@ def unpack_reply(answer):
         raise ConnectionError(f"no dpxgb reply (got {type(answer).__name__}): the connection "
                               "closed, or the worker is starting and has no dpxgb handler yet")
     if "error" in answer:
-        raise pickle.loads(answer["error"])
-    return pickle.loads(answer["payload"])
+        raise decode(answer["error"])
+    return decode(answer["payload"])

@@ -34,7 +34,6 @@ dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
 """
 import asyncio
 import hmac
-import pickle
 import threading
 import time
 
@@ -45,6 +44,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from ..boosting.aggregates import aggregate
 from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
+from .codec import decode
 from .reduction import MAILBOXES, reduce_along_tree
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
 
@@ -268,8 +268,9 @@ async def sweep_forever(worker_address):
 
 
 async def handle_call(worker, fit=None, capability=None, action=None, payload=None):
-    """The ``dpxgb_call`` handler of a worker: ``payload`` is the argument of ``action``
-    (pickled bytes, or an object the comm already deserialised).
+    """The ``dpxgb_call`` handler of a worker: ``payload`` is the argument of ``action``,
+    encoded by :func:`~dpxgb_dask.cluster.codec.encode` (never unpickled: a payload of
+    any other kind is refused).
 
     Parameters
     ----------
@@ -287,7 +288,7 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
         return reply(drop_fit(address, fit), seconds=0.0)
     start = time.perf_counter()
     try:
-        args = pickle.loads(payload) if isinstance(payload, bytes) else payload
+        args = None if payload is None else decode(payload)
         if _runs_inline(address, fit, action):
             result = execute(address, fit, capability, action, args)
         else:
@@ -296,9 +297,9 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
         if action == "round" and args[1] is not None:
             result = await reduce_along_tree(worker, fit, capability, args[1], result,
                                              add_results)
+        return reply(result, seconds=seconds)
     except Exception as exc:  # returned, not raised: the comm would lose its type
         return error_reply(exc)
-    return reply(result, seconds=seconds)
 
 
 def forget_worker(worker_address):

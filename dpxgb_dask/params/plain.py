@@ -14,7 +14,8 @@ from . import (TRAIN_PARAMETERS, TrainParams, check_feature_bounds, check_label_
 
 def to_plain(params):
     """``params`` as a dict of plain values (arrays and tuples as lists; ``random_state``
-    kept, unlike the model's :meth:`~dpxgb_dask.params.TrainParams.to_dict`).
+    kept, unlike the model's :meth:`~dpxgb_dask.params.TrainParams.to_dict`, as a string
+    of decimal digits: it may exceed msgpack's 64-bit integers).
 
     Parameters
     ----------
@@ -31,7 +32,10 @@ def to_plain(params):
             return list(value)
         return value
 
-    return {name: plain(value) for name, value in asdict(params).items()}
+    values = {name: plain(value) for name, value in asdict(params).items()}
+    if values["random_state"] is not None:  # (msgpack's integers have 64 bits)
+        values["random_state"] = str(values["random_state"])
+    return values
 
 
 def from_plain(values, n_features):
@@ -59,6 +63,12 @@ def from_plain(values, n_features):
     if unknown:
         raise ValueError(f"params has unknown fields {unknown}")
     values = dict(values)
+    seed = values.get("random_state")
+    if seed is not None:
+        if not (isinstance(seed, str) and seed.isdigit() and len(seed) <= 1000):
+            raise ValueError(f"params' random_state must be a string of decimal digits, got "
+                             f"{seed!r:.80}")
+        values["random_state"] = int(seed)
     bounds = values.get("feature_bounds")
     if bounds is not None and not isinstance(bounds, str):
         values["feature_bounds"] = check_feature_bounds(bounds, n_features)

@@ -58,6 +58,13 @@ class NoBudgetWarning(UserWarning):
     data from adding up (ten fits at ε = 1 spend about 3.5 under PLD, unchecked)."""
 
 
+#: The warning classes a fit's coordinator may record, by name: how they cross the wire
+#: to the user's process (where any other name arrives as a ``UserWarning``).
+WARNING_CATEGORIES = {cls.__name__: cls for cls in (
+    UserWarning, RuntimeWarning, PrivacyLeakWarning, LargeEpsilonWarning, DPBoundsWarning,
+    NoBudgetWarning)}
+
+
 warnings.simplefilter("always", PrivacyLeakWarning)
 
 

@@ -3,7 +3,6 @@ the training parameters as plain data and no plan; the scheduler validates the p
 and computes the release plan itself, so every clip and every noise follows that one plan
 whatever the client computed."""
 from dataclasses import replace
-import pickle
 
 import numpy as np
 import pytest
@@ -64,9 +63,12 @@ def test_the_noise_follows_the_schedulers_plan_not_the_clients(client, classific
 def test_a_request_carrying_a_plan_is_refused(client):
     client.register_plugin(DPXGBSchedulerPlugin(), name=PLUGIN_NAME)
     p = _params()
-    request = dict(fit_id="forged", capability=b"0" * 32, placement={}, sources={},
-                   params=to_plain(p), plan=make_plan(p, 4), n_features=4,
-                   feature_names=None, client_id=client.id, topic=None, with_timings=False)
-    answer = client.sync(client.scheduler.dpxgb_fit, payload=pickle.dumps(request))
-    with pytest.raises(TypeError, match="plan"):
+    workers = sorted(client.scheduler_info()["workers"])
+    request = dict(fit_id="forged", capability=b"0" * 32, placement={workers[0]: [0]},
+                   sources={}, params=to_plain(p), n_features=4, feature_names=None,
+                   client_id=client.id, topic=None, reload_topic=None, with_timings=False,
+                   init_model=None, evaluations=[],
+                   plan=make_plan(p, 4).ledger().to_dict())
+    answer = client.sync(client.scheduler.dpxgb_fit, **request)
+    with pytest.raises(ValueError, match=r"unknown fields \['plan'\]"):
         unpack_reply(answer)

@@ -70,7 +70,7 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
         return message
 
     monkeypatch.setattr(distributed.protocol, "loads", spy)
-    # dpxgb's own replies (the model, load acknowledgements) are pickled inside messages.
+    # dpxgb's own replies (the model, load acknowledgements) are codec bytes inside messages.
     from dpxgb_dask.cluster import client as cluster_client
     from dpxgb_dask.cluster.wire import unpack_reply
 

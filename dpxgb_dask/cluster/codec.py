@@ -1,0 +1,235 @@
+"""The plain encoding of every dpxgb message between processes: msgpack bytes, never a
+pickle, so that decoding a message runs no code its sender chose.
+
+A message holds ``None``, booleans, integers (of any size), floats, strings, bytes, lists,
+tuples, dicts, NumPy arrays of numbers (dtype, shape and raw bytes), CSR matrices, and the
+protocol's own types from a fixed list (:data:`TYPES`: the round messages, the objective,
+the Rényi filter, a model), which are rebuilt field by field through their constructors.
+Exceptions travel as their type's name (from a fixed list, :data:`ERRORS`; any other
+arrives as a ``RuntimeError`` naming it) and their plain arguments.
+
+The fit request that a client sends to the scheduler is not encoded here: it is plain
+keyword arguments, checked field by field
+(:func:`~dpxgb_dask.cluster.fit_request.check_fit_request`).
+"""
+import asyncio
+import dataclasses
+import importlib
+import sys
+
+import msgpack
+import numpy as np
+
+#: The protocol's types a message may hold, by name -> module, imported when a message
+#: holds one (a worker loads the Rényi filter's accountants, or SciPy, only for a fit
+#: that uses them).
+TYPES = {
+    "Prepare": "dpxgb_dask.boosting.protocol",
+    "Round": "dpxgb_dask.boosting.protocol",
+    "TreeEnd": "dpxgb_dask.boosting.protocol",
+    "TreeStart": "dpxgb_dask.boosting.protocol",
+    "Objective": "dpxgb_dask.objective",
+    "FilterTerm": "dpxgb_dask.privacy.filter",
+    "RowFilter": "dpxgb_dask.privacy.filter",
+}
+_BOOSTER_MODULE = "dpxgb_dask.model.booster"
+
+
+def _protocol_type(name):
+    """The class named ``name`` in :data:`TYPES` (None for any other name)."""
+    module = TYPES.get(name) if isinstance(name, str) else None
+    return None if module is None else getattr(importlib.import_module(module), name)
+
+
+#: NumPy dtype kinds an array (or each field of a record array) may have: booleans,
+#: integers, floats, complex numbers.
+ARRAY_KINDS = frozenset("biufc")
+
+_TUPLE, _ARRAY, _DATACLASS, _BOOSTER, _CSR, _BIGINT, _ERROR = range(1, 8)
+
+class MessageError(ValueError):
+    """Bytes that are not a dpxgb message, or that hold a type it may not hold."""
+
+
+_BUILTIN_ERRORS = (ArithmeticError, AssertionError, ConnectionError, FloatingPointError,
+                   IndexError, KeyError, LookupError, MemoryError, NotImplementedError,
+                   OSError, OverflowError, PermissionError, RuntimeError, TimeoutError,
+                   TypeError, ValueError, ZeroDivisionError, asyncio.CancelledError)
+#: Exception types that keep their type across the wire, by name; more register
+#: themselves with :func:`register_error`.
+ERRORS = {cls.__name__: cls for cls in _BUILTIN_ERRORS + (MessageError,)}
+
+
+def register_error(cls):
+    """Let exceptions of type ``cls`` keep their type across the wire (a class decorator).
+    Their ``address`` attribute, if any, travels too."""
+    ERRORS[cls.__name__] = cls
+    return cls
+
+
+def encode(obj):
+    """``obj`` as msgpack bytes (see the module's notes for what it may hold).
+
+    Raises
+    ------
+    TypeError
+        Naming the first value of another type.
+    """
+    try:
+        return msgpack.packb(obj, default=_default, strict_types=True, use_bin_type=True)
+    except OverflowError:  # (msgpack's integers have 64 bits; it does not ask _default)
+        return msgpack.packb(_big_ints(obj), default=_default, strict_types=True,
+                             use_bin_type=True)
+
+
+def _big_ints(obj):
+    """``obj`` with its integers beyond 64 bits (in lists, tuples and dicts) as
+    extensions."""
+    if type(obj) is int and not -2**63 <= obj < 2**64:
+        return msgpack.ExtType(_BIGINT, str(obj).encode())
+    if type(obj) in (list, tuple):
+        return type(obj)(_big_ints(v) for v in obj)
+    if type(obj) is dict:
+        return {_big_ints(k): _big_ints(v) for k, v in obj.items()}
+    return obj
+
+
+def decode(data):
+    """The object of :func:`encode`'s bytes, rebuilt without running any code of the
+    sender's choosing.
+
+    Parameters
+    ----------
+    data : bytes
+
+    Raises
+    ------
+    MessageError
+        The bytes are not such a message (a pickle, for one), or name a type outside
+        :data:`TYPES`.
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise MessageError(f"a dpxgb message must be bytes, got {type(data).__name__}")
+    try:
+        return msgpack.unpackb(data, ext_hook=_ext, strict_map_key=False, raw=False)
+    except MessageError:
+        raise
+    except Exception as exc:  # malformed bytes: msgpack's own errors, or a constructor's
+        raise MessageError(f"not a dpxgb message ({type(exc).__name__}: {exc})") from None
+
+
+def _packed(code, value):
+    return msgpack.ExtType(code, encode(value))
+
+
+def _default(obj):
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return _packed(_TUPLE, list(obj))
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, int):  # a subclass of int
+        return int(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    if isinstance(obj, np.ndarray):
+        array = np.ascontiguousarray(obj)
+        # (a view of the array's memory, not a copy, unless it has no elements)
+        raw = memoryview(array).cast("B") if array.ndim and array.size else array.tobytes()
+        return _packed(_ARRAY, [_dtype_fields(array.dtype), list(array.shape), raw])
+    sparse = sys.modules.get("scipy.sparse")  # (sparse rows exist only if it is loaded)
+    if sparse is not None and sparse.issparse(obj):
+        csr = sparse.csr_matrix(obj)
+        return _packed(_CSR, [csr.data, csr.indices, csr.indptr, list(csr.shape)])
+    name = type(obj).__name__
+    if name == "Booster" and type(obj).__module__ == _BOOSTER_MODULE:
+        return _packed(_BOOSTER, obj.to_dict())
+    if isinstance(obj, BaseException):
+        return _packed(_ERROR, _error_fields(obj))
+    if dataclasses.is_dataclass(obj) and TYPES.get(name) == type(obj).__module__:
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return _packed(_DATACLASS, [name, fields])
+    raise TypeError(f"cannot send a {type(obj).__module__}.{name} in a dpxgb message")
+
+
+def _dtype_fields(dtype):
+    """A dtype of numbers, or a record of numbers (the histograms' (G, H, count)), as
+    plain data: its type string, or its fields' names, types and offsets and its size."""
+    if dtype.fields is None:
+        if dtype.kind not in ARRAY_KINDS:
+            raise TypeError(f"cannot send an array of dtype {dtype} (numbers only)")
+        return dtype.str
+    fields = [(name, dtype.fields[name][0], dtype.fields[name][1]) for name in dtype.names]
+    for name, field, _ in fields:
+        if field.fields is not None or field.kind not in ARRAY_KINDS or field.shape:
+            raise TypeError(f"cannot send an array of dtype {dtype} (numbers only)")
+    return [[name for name, _, _ in fields], [field.str for _, field, _ in fields],
+            [offset for _, _, offset in fields], dtype.itemsize]
+
+
+def _dtype_of(fields):
+    """The dtype of :func:`_dtype_fields`' plain data, refused unless made of numbers."""
+    if isinstance(fields, str):
+        dtype = np.dtype(fields)
+    else:
+        names, formats, offsets, itemsize = fields
+        if not all(isinstance(n, str) for n in names) or \
+                not all(isinstance(f, str) for f in formats):
+            raise MessageError("a dpxgb message holds a record dtype with bad fields")
+        dtype = np.dtype({"names": list(names), "formats": list(formats),
+                          "offsets": list(offsets), "itemsize": int(itemsize)})
+    parts = [dtype] if dtype.fields is None else [dtype.fields[n][0] for n in dtype.names]
+    if any(p.kind not in ARRAY_KINDS or p.fields is not None or p.shape for p in parts):
+        raise MessageError(f"a dpxgb message may not hold an array of dtype {dtype}")
+    return dtype
+
+
+def _error_fields(exc):
+    plain = (str, int, float, bool, type(None))
+    args = list(exc.args) if all(isinstance(a, plain) for a in exc.args) else [str(exc)]
+    name = type(exc).__name__
+    if ERRORS.get(name) is not type(exc):
+        name, args = "RuntimeError", [f"{type(exc).__name__}: {exc}"]
+    return [name, args, getattr(exc, "address", None)]
+
+
+def _ext(code, data):
+    if code == _BIGINT:
+        return int(bytes(data).decode("ascii"))
+    value = decode(data)
+    if code == _TUPLE:
+        return tuple(value)
+    if code == _ARRAY:
+        dtype, shape, raw = value
+        return np.frombuffer(raw, dtype=_dtype_of(dtype)).reshape(shape).copy()
+    if code == _CSR:
+        import scipy.sparse
+
+        data_, indices, indptr, shape = value
+        return scipy.sparse.csr_matrix((data_, indices, indptr), shape=tuple(shape))
+    if code == _BOOSTER:
+        return importlib.import_module(_BOOSTER_MODULE).Booster.from_dict(value)
+    if code == _DATACLASS:
+        name, fields = value
+        cls = _protocol_type(name)
+        if cls is None:
+            raise MessageError(f"a dpxgb message may not hold a {name!r}; allowed types: "
+                             f"{sorted(TYPES)}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(fields, dict) or not set(fields) <= known:
+            raise MessageError(f"a {name} message has unknown fields")
+        return cls(**fields)
+    if code == _ERROR:
+        name, args, address = value
+        cls = ERRORS.get(name)
+        if cls is None:
+            cls, args = RuntimeError, [f"{name}: {args}"]
+        exc = cls.__new__(cls, *args)  # (its __init__ may take other arguments)
+        exc.args = tuple(args)
+        if address is not None:
+            exc.address = address
+        return exc
+    raise MessageError(f"not a dpxgb message: unknown extension {code}")

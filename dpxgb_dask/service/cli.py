@@ -1,0 +1,114 @@
+"""The service's commands: ``dpxgb serve`` (run it), and ``dpxgb service VERB`` (the
+owner's and the analysts' calls, through :class:`~dpxgb_dask.service.client.Client`).
+
+The token comes from ``--token-file`` or the environment variable ``DPXGB_TOKEN``, never
+from the command line (where other users of the machine could read it). The service's
+modules (FastAPI, SQLAlchemy, the cluster) load only when one of these commands runs.
+"""
+import json
+import os
+import sys
+
+import dpxgb_dask.service as service_package
+
+#: The environment variable holding a principal's token.
+TOKEN_VARIABLE = "DPXGB_TOKEN"
+
+
+def add_commands(sub):
+    """Add ``serve`` and ``service`` to the ``dpxgb`` parser's sub-commands ``sub``."""
+    sv = sub.add_parser("serve", help="run the DP training service (HTTP) for analysts")
+    sv.add_argument("--database", default="dpxgb-service.db",
+                    help="a SQLite file, or any SQLAlchemy URL (postgresql+psycopg://...)")
+    sv.add_argument("--scheduler", default=None,
+                    help="address of the cluster's Dask scheduler (default: an embedded "
+                         "LocalCluster)")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8787)
+    sv.add_argument("--concurrency", type=int, default=2, help="jobs run at once")
+    sv.add_argument("--init", action="store_true",
+                    help="create the database and its owner, print the owner's token, exit")
+    sv.set_defaults(func=cmd_serve)
+
+    sc = sub.add_parser("service", help="call the DP training service")
+    sc.add_argument("verb", choices=["datasets", "budgets", "submit", "jobs", "job", "model",
+                                     "report", "add-dataset", "add-analyst", "set-budget"])
+    sc.add_argument("args", nargs="*",
+                    help="submit DATASET; job/model/report JOB; add-dataset NAME LOCATION "
+                         "FORMAT SCHEMA.json; add-analyst NAME; set-budget ANALYST DATASET")
+    sc.add_argument("--url", default="http://127.0.0.1:8787")
+    sc.add_argument("--token-file", help=f"the file holding your token (default: "
+                                         f"${TOKEN_VARIABLE})")
+    sc.add_argument("--params", default="{}",
+                    help='submit: the training parameters as JSON, e.g. \'{"epsilon": 1}\'')
+    sc.add_argument("--epsilon", type=float, help="set-budget: total epsilon")
+    sc.add_argument("--delta", type=float, default=1e-6, help="set-budget: delta")
+    sc.add_argument("--accountant", default="pld", choices=["pld", "rdp", "basic", "best"])
+    sc.add_argument("--out", help="model: write the model file here (default: print it)")
+    sc.add_argument("--xgboost", action="store_true", help="model: XGBoost's JSON")
+    sc.set_defaults(func=cmd_service)
+
+
+def _database_url(value):
+    return value if "://" in value else service_package.database.sqlite_url(value)
+
+
+def cmd_serve(args):
+    """``dpxgb serve``: create the database and its owner (``--init``), or run the
+    service."""
+    if args.init:
+        print(service_package.server.init_owner(_database_url(args.database)))
+        return
+    service_package.serve(_database_url(args.database), args.scheduler, args.host,
+                          args.port, args.concurrency)
+
+
+def _token(args):
+    if args.token_file:
+        with open(args.token_file) as f:
+            return f.read().strip()
+    token = os.environ.get(TOKEN_VARIABLE)
+    if not token:
+        raise SystemExit(f"dpxgb service: give your token with --token-file or "
+                         f"${TOKEN_VARIABLE}")
+    return token
+
+
+_ARITY = {"datasets": 0, "budgets": 0, "jobs": 0, "submit": 1, "job": 1, "model": 1,
+          "report": 1, "add-dataset": 4, "add-analyst": 1, "set-budget": 2}
+
+
+def cmd_service(args):
+    """``dpxgb service VERB``: one call to the service; prints its JSON answer."""
+    if len(args.args) != _ARITY[args.verb]:
+        raise SystemExit(f"dpxgb service {args.verb}: takes {_ARITY[args.verb]} arguments, "
+                         f"got {len(args.args)}")
+    with service_package.Client(args.url, _token(args)) as service:
+        result = _call(service, args)
+    if args.verb == "model" and args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f)
+        return
+    json.dump(result, sys.stdout, indent=2)
+    print()
+
+
+def _call(service, args):
+    a = args.args
+    if args.verb == "submit":
+        return service.submit(a[0], **json.loads(args.params))
+    if args.verb in ("job", "report"):
+        return getattr(service, args.verb)(a[0])
+    if args.verb == "model":
+        return service.xgboost_model(a[0]) if args.xgboost else service.model(a[0]).to_dict()
+    if args.verb == "add-dataset":
+        with open(a[3]) as f:
+            schema = json.load(f)
+        return service.register_dataset(a[0], a[1], a[2], schema)
+    if args.verb == "add-analyst":
+        return service.create_analyst(a[0])
+    if args.verb == "set-budget":
+        if args.epsilon is None:
+            raise SystemExit("dpxgb service set-budget: --epsilon is required")
+        return service.set_budget(a[0], a[1], args.epsilon, args.delta, args.accountant)
+    return getattr(service, args.verb)()

@@ -1,0 +1,136 @@
+"""The service's state in a SQL database (SQLAlchemy): registered datasets, principals (the
+owner and the analysts) with their hashed tokens, one privacy budget per analyst and
+dataset, jobs and their models. SQLite by default, any SQLAlchemy URL in production; the
+schema is created and upgraded by Alembic's migrations (``service/migrations``).
+"""
+from contextlib import contextmanager
+import os
+import time
+
+from sqlalchemy import (JSON, Float, ForeignKey, Integer, String, Text, UniqueConstraint,
+                        create_engine, event)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+#: Schema revision the code expects (Alembic's head).
+SCHEMA_REVISION = "0001"
+
+
+class Base(DeclarativeBase):
+    """The service's tables."""
+
+
+class Dataset(Base):
+    """A dataset the owner registered: where the workers read it, and its public schema
+    (:class:`~dpxgb_dask.service.schemas.DatasetSchema` as JSON)."""
+
+    __tablename__ = "datasets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    location: Mapped[str] = mapped_column(Text)
+    format: Mapped[str] = mapped_column(String(16))
+    schema: Mapped[dict] = mapped_column(JSON)
+    created: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class Principal(Base):
+    """Who calls the service: the owner (``role="owner"``) or an analyst; ``token_hash``
+    is the SHA-256 of its bearer token (the token itself is shown once, never stored)."""
+
+    __tablename__ = "principals"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class Budget(Base):
+    """An analyst's privacy budget on one dataset, which only the owner sets:
+    ``state`` is :meth:`~dpxgb_dask.privacy.budget.PrivacyBudget.to_dict` (the charges of
+    the analyst's jobs on the dataset)."""
+
+    __tablename__ = "budgets"
+    __table_args__ = (UniqueConstraint("analyst_id", "dataset_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    analyst_id: Mapped[int] = mapped_column(ForeignKey("principals.id"))
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"))
+    state: Mapped[dict] = mapped_column(JSON)
+
+
+class Job(Base):
+    """An analyst's fit: its validated request, its state, the ε it planned and spent,
+    and, once finished, the model (its dict: a DP release)."""
+
+    __tablename__ = "jobs"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    analyst_id: Mapped[int] = mapped_column(ForeignKey("principals.id"))
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"))
+    params: Mapped[dict] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))
+    planned_epsilon: Mapped[float] = mapped_column(Float)
+    spent_epsilon: Mapped[float] = mapped_column(Float, default=0.0)
+    error: Mapped[str] = mapped_column(Text, nullable=True)
+    model: Mapped[dict] = mapped_column(JSON, nullable=True)
+    created: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+def migrations_directory():
+    """The directory of the service's Alembic migrations."""
+    return os.path.join(os.path.dirname(__file__), "migrations")
+
+
+def upgrade(url):
+    """Create or upgrade the database at ``url`` to :data:`SCHEMA_REVISION` (Alembic)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", migrations_directory())
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    command.upgrade(config, "head")
+
+
+def sqlite_url(path):
+    """The SQLAlchemy URL of a SQLite file."""
+    return f"sqlite:///{os.path.abspath(path)}"
+
+
+class Database:
+    """The service's connection to its database: the engine and its sessions.
+
+    Parameters
+    ----------
+    url : str
+        A SQLAlchemy URL (``sqlite:///path``, ``postgresql+psycopg://...``); the schema is
+        upgraded to :data:`SCHEMA_REVISION` first.
+    """
+
+    def __init__(self, url):
+        upgrade(url)
+        self.url = url
+        self.engine = create_engine(url)
+        if self.engine.dialect.name == "sqlite":
+            # one writer at a time, waiting for the lock instead of failing at once; BEGIN
+            # IMMEDIATE makes a budget's check-and-charge one atomic transaction
+            event.listen(self.engine, "connect", _sqlite_connect)
+            event.listen(self.engine, "begin", lambda conn: conn.exec_driver_sql(
+                "BEGIN IMMEDIATE"))
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self):
+        """A transaction: committed when the block ends, rolled back if it raises."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def close(self):
+        self.engine.dispose()
+
+
+def _sqlite_connect(connection, _record):
+    connection.isolation_level = None  # (transactions begin as the "begin" hook says)
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA busy_timeout = 30000")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.close()

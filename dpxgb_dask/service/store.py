@@ -1,0 +1,275 @@
+"""The service's operations on its database: principals and their tokens, datasets,
+budgets (each an analyst's :class:`~dpxgb_dask.privacy.budget.PrivacyBudget` on one
+dataset, charged in the same transaction that checks it), jobs and their models.
+
+Tokens are 256-bit random strings shown once; the database keeps their SHA-256 only.
+"""
+import hashlib
+import hmac
+import secrets
+import uuid
+
+from sqlalchemy import select
+
+from ..privacy.budget import PrivacyBudget
+from ..privacy.ledger import Ledger
+from ..privacy.validation import BudgetError
+from .database import Budget, Dataset, Job, Principal
+
+#: The states of a job; ``interrupted``: the service stopped while it ran (its whole plan
+#: stays charged).
+JOB_STATES = ("queued", "running", "finished", "failed", "interrupted")
+#: Of those, the states a job ends in.
+ENDED = ("finished", "failed", "interrupted")
+
+
+class NotFound(LookupError):
+    """No such dataset, analyst or job for this principal (also: someone else's)."""
+
+
+def token_hash(token):
+    """SHA-256 (hex) of a bearer token: what the database keeps."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token():
+    """A fresh bearer token: ``dpxgb_`` and 256 random bits."""
+    return "dpxgb_" + secrets.token_urlsafe(32)
+
+
+class Store:
+    """The operations, each one transaction.
+
+    Parameters
+    ----------
+    database : Database
+    """
+
+    def __init__(self, database):
+        self.db = database
+
+    # -- principals -----------------------------------------------------------------------
+
+    def create_principal(self, name, role):
+        """Add the owner or an analyst; return its token (shown once)."""
+        token = new_token()
+        with self.db.session() as s:
+            if s.scalar(select(Principal).where(Principal.name == name)) is not None:
+                raise ValueError(f"a principal named {name!r} exists already")
+            s.add(Principal(name=name, role=role, token_hash=token_hash(token)))
+        return token
+
+    def has_owner(self):
+        with self.db.session() as s:
+            return s.scalar(select(Principal).where(Principal.role == "owner")) is not None
+
+    def authenticate(self, token):
+        """The (id, name, role) of the token's principal, or None."""
+        if not isinstance(token, str) or not token.startswith("dpxgb_") or len(token) > 100:
+            return None
+        digest = token_hash(token)
+        with self.db.session() as s:
+            principal = s.scalar(select(Principal).where(Principal.token_hash == digest))
+            if principal is None or not hmac.compare_digest(principal.token_hash, digest):
+                return None
+            return principal.id, principal.name, principal.role
+
+    def analyst_id(self, name):
+        with self.db.session() as s:
+            principal = s.scalar(select(Principal).where(Principal.name == name,
+                                                         Principal.role == "analyst"))
+            if principal is None:
+                raise NotFound(f"no analyst named {name!r}")
+            return principal.id
+
+    # -- datasets -------------------------------------------------------------------------
+
+    def register_dataset(self, name, location, format, schema):
+        with self.db.session() as s:
+            if s.scalar(select(Dataset).where(Dataset.name == name)) is not None:
+                raise ValueError(f"a dataset named {name!r} exists already")
+            s.add(Dataset(name=name, location=location, format=format, schema=schema))
+
+    def dataset(self, name, analyst_id=None):
+        """The dataset ``name`` (for an analyst: only one it has a budget on)."""
+        with self.db.session() as s:
+            dataset = s.scalar(select(Dataset).where(Dataset.name == name))
+            if dataset is None or (analyst_id is not None and s.scalar(
+                    select(Budget).where(Budget.dataset_id == dataset.id,
+                                         Budget.analyst_id == analyst_id)) is None):
+                raise NotFound(f"no dataset named {name!r} (for this principal)")
+            return dataset
+
+    def datasets(self, analyst_id=None):
+        """Every dataset (the owner), or those an analyst has a budget on."""
+        with self.db.session() as s:
+            query = select(Dataset).order_by(Dataset.name)
+            if analyst_id is not None:
+                query = query.join(Budget, Budget.dataset_id == Dataset.id).where(
+                    Budget.analyst_id == analyst_id)
+            return list(s.scalars(query))
+
+    # -- budgets --------------------------------------------------------------------------
+
+    def set_budget(self, analyst_name, dataset_name, epsilon, delta, accountant):
+        """Create an analyst's budget on a dataset, or change its total (the charges
+        stay)."""
+        analyst_id = self.analyst_id(analyst_name)
+        dataset = self.dataset(dataset_name)
+        with self.db.session() as s:
+            row = s.scalar(select(Budget).where(Budget.analyst_id == analyst_id,
+                                                Budget.dataset_id == dataset.id))
+            fits = () if row is None else row.state["fits"]
+            budget = PrivacyBudget(f"{analyst_name}/{dataset_name}", epsilon, delta,
+                                   accountant, fits=fits)
+            if row is None:
+                s.add(Budget(analyst_id=analyst_id, dataset_id=dataset.id,
+                             state=budget.to_dict()))
+            else:
+                row.state = budget.to_dict()
+            return budget.status()
+
+    def budgets(self, analyst_id):
+        """The statuses of an analyst's budgets, by dataset name."""
+        with self.db.session() as s:
+            rows = s.execute(select(Budget, Dataset.name).join(
+                Dataset, Dataset.id == Budget.dataset_id).where(
+                    Budget.analyst_id == analyst_id).order_by(Dataset.name))
+            return {name: _public_status(PrivacyBudget(**row.state).status())
+                    for row, name in rows}
+
+    # -- jobs ------------------------------------------------------------------------------
+
+    def check_total(self, analyst_id, dataset, epsilon):
+        """Refuse a job whose ε alone exceeds the analyst's whole budget on the dataset,
+        before its plan is computed (composition never spends less than one of its parts,
+        and a plan at a large ε takes seconds to calibrate).
+
+        Raises
+        ------
+        BudgetError
+        """
+        with self.db.session() as s:
+            row = s.scalar(select(Budget).where(Budget.analyst_id == analyst_id,
+                                                Budget.dataset_id == dataset.id))
+            if row is None:
+                raise NotFound(f"no dataset named {dataset.name!r} (for this principal)")
+            total = row.state["epsilon"]
+        if epsilon > total:
+            raise BudgetError(f"your budget on {dataset.name!r} is epsilon = {total:g} in "
+                              f"all, less than this job's {epsilon:g} alone. Nothing was "
+                              "spent.")
+
+    def submit(self, analyst_id, dataset, params, events):
+        """Record a job and charge its planned releases to the analyst's budget on the
+        dataset, in one transaction: a refused job is neither recorded nor charged.
+
+        Parameters
+        ----------
+        analyst_id : int
+        dataset : Dataset
+        params : dict
+            The validated request's parameters (:class:`~.schemas.JobParams`).
+        events : list of PrivacyEvent
+            Every release the job's fit will make (its plan's ledger).
+
+        Returns
+        -------
+        str
+            The job's id.
+
+        Raises
+        ------
+        BudgetError
+            The budget cannot afford the job.
+        """
+        job_id = uuid.uuid4().hex
+        with self.db.session() as s:
+            row = s.scalar(select(Budget).where(Budget.analyst_id == analyst_id,
+                                                Budget.dataset_id == dataset.id))
+            if row is None:
+                raise NotFound(f"no dataset named {dataset.name!r} (for this principal)")
+            budget = PrivacyBudget(**row.state)
+            budget.reserve(job_id, events)  # (BudgetError: the transaction rolls back)
+            row.state = budget.to_dict()
+            own = budget.status()["fits"][-1]["epsilon"]
+            s.add(Job(id=job_id, analyst_id=analyst_id, dataset_id=dataset.id, params=params,
+                      status="queued", planned_epsilon=own, spent_epsilon=0.0))
+        return job_id
+
+    def start(self, job_id):
+        with self.db.session() as s:
+            s.get(Job, job_id).status = "running"
+
+    def finish(self, job_id, model, events):
+        """A job's fit finished: keep its model and settle its charge with the releases
+        it made."""
+        self._end(job_id, "finished", events, model=model)
+
+    def fail(self, job_id, error):
+        """A job's fit failed: its whole plan stays charged (the releases it made are not
+        known here), and the error (naming arguments, never data) is kept."""
+        self._end(job_id, "failed", None, error=error)
+
+    def _end(self, job_id, status, events, model=None, error=None):
+        with self.db.session() as s:
+            job = s.get(Job, job_id)
+            row = s.scalar(select(Budget).where(Budget.analyst_id == job.analyst_id,
+                                                Budget.dataset_id == job.dataset_id))
+            budget = PrivacyBudget(**row.state)
+            if events is not None:
+                budget.settle(job_id, events, status)
+                row.state = budget.to_dict()
+            charge = next(f for f in budget.status()["fits"] if f["fit"] == job_id)
+            job.status, job.model, job.error = status, model, error
+            job.spent_epsilon = charge["epsilon"]
+
+    def interrupt_unfinished(self):
+        """After a restart: jobs that were running stay charged with their whole plan and
+        end ``interrupted``; the ids of queued jobs are returned, to run them now.
+
+        Returns
+        -------
+        list of str
+        """
+        with self.db.session() as s:
+            queued = []
+            for job in s.scalars(select(Job).where(Job.status.in_(("queued", "running")))):
+                if job.status == "running":
+                    job.status = "interrupted"
+                    job.spent_epsilon = job.planned_epsilon
+                    job.error = "the service stopped while the job ran; its plan stays charged"
+                else:
+                    queued.append(job.id)
+            return sorted(queued)
+
+    def job(self, job_id, analyst_id=None):
+        """A job (an analyst sees its own only)."""
+        with self.db.session() as s:
+            job = s.get(Job, job_id) if isinstance(job_id, str) else None
+            if job is None or (analyst_id is not None and job.analyst_id != analyst_id):
+                raise NotFound(f"no job {job_id!r} (for this principal)")
+            return job
+
+    def jobs(self, analyst_id):
+        with self.db.session() as s:
+            return list(s.scalars(select(Job).where(Job.analyst_id == analyst_id)
+                                  .order_by(Job.created)))
+
+    def job_dataset(self, job):
+        with self.db.session() as s:
+            return s.get(Dataset, job.dataset_id)
+
+
+def _public_status(status):
+    """A budget's status as an analyst sees it: totals and per-job ε, without times."""
+    return {"epsilon": status["epsilon"], "delta": status["delta"],
+            "accountant": status["accountant"], "spent": status["spent"],
+            "remaining": status["remaining"], "n_jobs": status["n_fits"],
+            "jobs": [{"job": f["fit"], "state": f["state"], "epsilon": f["epsilon"]}
+                     for f in status["fits"]]}
+
+
+def events_of(model):
+    """The releases a model's fit made: the PrivacyEvents of its ledger (a model dict)."""
+    return list(Ledger.from_dict(model["ledger"]["events"]).events)

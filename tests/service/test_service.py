@@ -1,0 +1,141 @@
+"""The DP training service (issue 30, item 2) over real HTTP, on a real SQLite file and a
+real LocalCluster: the owner registers datasets and analysts and sets budgets; an analyst
+trains, reads its model, its XGBoost export, its report and its budgets; bad requests are
+refused, naming the field, with nothing spent; state survives a restart."""
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from dpxgb_dask.model.booster import Booster
+from dpxgb_dask.service import Client, ServiceError
+
+JOB = {"epsilon": 0.5, "n_estimators": 5, "max_depth": 3}
+
+
+def _spent(url, token):
+    with Client(url, token) as analyst:
+        return {name: b["spent"] for name, b in analyst.budgets().items()}
+
+
+def test_an_analyst_trains_and_gets_only_dp_releases(deployment, fresh_rows):
+    with Client(deployment["url"], deployment["alice"]) as alice:
+        assert [d["name"] for d in alice.datasets()] == ["adult", "survey"]
+        job = alice.submit("adult", **JOB)
+        assert job["status"] in ("queued", "running") and job["planned_epsilon"] > 0
+        booster = alice.wait(job["id"], timeout=300)
+        assert isinstance(booster, Booster) and booster.n_trees == 5
+        done = alice.job(job["id"])
+        assert done["status"] == "finished"
+        assert set(done) == {"id", "dataset", "status", "params", "planned_epsilon",
+                             "spent_epsilon", "error", "has_model"}  # no times
+        assert done["spent_epsilon"] == pytest.approx(done["planned_epsilon"])
+        report = alice.report(job["id"])
+        assert report["epsilon"] == pytest.approx(0.5, rel=1e-3) and report["is_dp"]
+        export = alice.xgboost_model(job["id"])
+        assert export["learner"]["gradient_booster"]["model"]["gbtree_model_param"][
+            "num_trees"] == "5"
+        budgets = alice.budgets()
+        assert budgets["adult"]["spent"] == pytest.approx(0.5, rel=1e-3)
+        assert budgets["adult"]["jobs"][0]["job"] == job["id"]
+        assert set(budgets["adult"]["jobs"][0]) == {"job", "state", "epsilon"}
+        # the model scores the data it never saw (it learned: AUC well above 0.5)
+        frame = fresh_rows(9)
+        margins = booster.predict(frame[["age", "hours", "score", "group"]].to_numpy(),
+                                  output_margin=True)
+        from sklearn.metrics import roc_auc_score
+        assert roc_auc_score(frame["label"], margins) > 0.7
+
+
+def test_a_csv_dataset_trains(deployment):
+    with Client(deployment["url"], deployment["alice"]) as alice:
+        job = alice.submit("survey", epsilon=0.5, n_estimators=3, max_depth=2)
+        assert alice.wait(job["id"], timeout=300).n_trees == 3
+
+
+def test_over_budget_is_refused_and_spends_nothing(deployment):
+    before = _spent(deployment["url"], deployment["bob"])
+    with Client(deployment["url"], deployment["bob"]) as bob:
+        with pytest.raises(ServiceError) as refused:
+            bob.submit("census", epsilon=2.0, n_estimators=5)
+        assert refused.value.status == 409 and "Nothing was spent" in str(refused.value)
+        assert bob.jobs() == []
+    assert _spent(deployment["url"], deployment["bob"]) == before
+
+
+def test_analysts_see_only_their_own(deployment):
+    with Client(deployment["url"], deployment["alice"]) as alice, \
+            Client(deployment["url"], deployment["bob"]) as bob:
+        job = alice.submit("adult", epsilon=0.1, n_estimators=2, max_depth=2)
+        for call in (bob.job, bob.model, bob.report, bob.xgboost_model):
+            with pytest.raises(ServiceError) as refused:
+                call(job["id"])
+            assert refused.value.status == 404
+        assert [d["name"] for d in bob.datasets()] == ["census"]
+        with pytest.raises(ServiceError) as refused:
+            bob.submit("adult", **JOB)
+        assert refused.value.status == 404
+        alice.wait(job["id"], timeout=300)
+
+
+def test_the_openapi_description_lists_every_endpoint(deployment):
+    spec = httpx.get(deployment["url"] + "/openapi.json").json()
+    assert {"/v1/datasets", "/v1/analysts", "/v1/analysts/{name}/budgets/{dataset}",
+            "/v1/budgets", "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/model",
+            "/v1/jobs/{job_id}/model/xgboost", "/v1/jobs/{job_id}/report"} <= set(spec["paths"])
+    job_params = spec["components"]["schemas"]["JobParams"]
+    assert job_params["additionalProperties"] is False
+    assert job_params["properties"]["n_estimators"]["maximum"] == 1000
+
+
+def test_the_command_line_calls_the_service(deployment, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(deployment["alice"])
+    out = subprocess.run([sys.executable, "-m", "dpxgb_dask.cli", "service", "budgets",
+                          "--url", deployment["url"], "--token-file", str(token_file)],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert set(json.loads(out)) == {"adult", "survey"}
+    env = dict(os.environ, DPXGB_TOKEN=deployment["bob"])
+    run = subprocess.run([sys.executable, "-m", "dpxgb_dask.cli", "service", "submit",
+                          "census", "--params", '{"epsilon": 50}', "--url", deployment["url"]],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode != 0 and "409" in run.stderr
+
+
+def test_a_restart_loses_nothing_and_an_interrupted_job_stays_charged(deployment,
+                                                                       start_service):
+    from dpxgb_dask.service.database import Database
+    from dpxgb_dask.service.store import Store
+
+    url, alice_token = deployment["url"], deployment["alice"]
+    with Client(url, alice_token) as alice:
+        job = alice.submit("adult", epsilon=0.2, n_estimators=2, max_depth=2)
+        alice.wait(job["id"], timeout=300)
+        before_jobs = alice.jobs()
+        before_budgets = alice.budgets()
+    # a job that was running when the service died: recorded and charged, never ended
+    store = Store(Database(deployment["database"]))
+    alice_id = store.authenticate(alice_token)[0]
+    from dpxgb_dask.service.runner import planned_events
+    dataset = store.dataset("adult")
+    params = dict(JOB, epsilon=0.3)
+    _, events = planned_events(dataset, params)
+    stuck = store.submit(alice_id, dataset, params, events)
+    store.start(stuck)
+    store.db.close()
+
+    deployment["running"].stop()
+    restarted = start_service(deployment["database"])
+    deployment["running"], deployment["url"] = restarted, restarted.url
+    with Client(restarted.url, alice_token) as alice:
+        after = {j["id"]: j for j in alice.jobs()}
+        for old in before_jobs:
+            assert after[old["id"]] == old
+        assert after[stuck]["status"] == "interrupted"
+        assert after[stuck]["spent_epsilon"] == pytest.approx(after[stuck]["planned_epsilon"])
+        budgets = alice.budgets()
+        assert budgets["adult"]["spent"] > before_budgets["adult"]["spent"]
+        assert alice.model(job["id"]).n_trees == 2
