@@ -45,8 +45,9 @@ def _dataset(directory, n_rows):
     frame["y"] = (frame.sum(axis=1) + rng.logistic(size=n_rows) > 0).astype(float)
     path = Path(directory) / "data"
     path.mkdir()
-    for i, part in enumerate(np.array_split(frame, 2)):
-        part.to_parquet(path / f"part-{i}.parquet")
+    half = n_rows // 2
+    frame.iloc[:half].to_parquet(path / "part-0.parquet")
+    frame.iloc[half:].to_parquet(path / "part-1.parquet")
     return str(path)
 
 
@@ -118,6 +119,8 @@ def main():
             running.stop()
         direct = _direct(client, location, args.jobs)
     lines = [
+        "# The training service under load",
+        "",
         f"`{' '.join(shlex.quote(a) for a in [Path(sys.argv[0]).as_posix()] + sys.argv[1:])}`",
         "",
         f"{args.jobs} fits by {args.analysts} analysts at once, {args.rows:,} rows, "

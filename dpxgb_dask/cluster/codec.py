@@ -45,7 +45,11 @@ def _protocol_type(name):
 #: integers, floats, complex numbers.
 ARRAY_KINDS = frozenset("biufc")
 
-_TUPLE, _ARRAY, _DATACLASS, _BOOSTER, _CSR, _BIGINT, _ERROR = range(1, 8)
+#: The reserved key of a tagged map: ``{_TAG: [kind, ...]}`` holds a tuple, an array, a CSR
+#: matrix, a model, an exception or a protocol type.
+_TAG = "\x00dpxgb"
+#: The extension code of an integer beyond 64 bits (its decimal digits).
+_BIGINT = 1
 
 class MessageError(ValueError):
     """Bytes that are not a dpxgb message, or that hold a type it may not hold."""
@@ -111,20 +115,25 @@ def decode(data):
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise MessageError(f"a dpxgb message must be bytes, got {type(data).__name__}")
     try:
-        return msgpack.unpackb(data, ext_hook=_ext, strict_map_key=False, raw=False)
+        return msgpack.unpackb(data, ext_hook=_ext, object_hook=_tagged,
+                               strict_map_key=False, raw=False)
     except MessageError:
         raise
     except Exception as exc:  # malformed bytes: msgpack's own errors, or a constructor's
         raise MessageError(f"not a dpxgb message ({type(exc).__name__}: {exc})") from None
 
 
-def _packed(code, value):
-    return msgpack.ExtType(code, encode(value))
+def _tag(kind, *payload):
+    # A map of one reserved key, packed in line with the rest of the message (an array's
+    # bytes are copied once, straight into the message, unlike an extension's).
+    # (msgpack raises on an integer beyond 64 bits without asking _default: the payload's
+    # are extensions already)
+    return {_TAG: _big_ints([kind, *payload])}
 
 
 def _default(obj):
     if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-        return _packed(_TUPLE, list(obj))
+        return _tag("tuple", list(obj))
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     if isinstance(obj, int):  # a subclass of int
@@ -139,19 +148,19 @@ def _default(obj):
         array = np.ascontiguousarray(obj)
         # (a view of the array's memory, not a copy, unless it has no elements)
         raw = memoryview(array).cast("B") if array.ndim and array.size else array.tobytes()
-        return _packed(_ARRAY, [_dtype_fields(array.dtype), list(array.shape), raw])
+        return _tag("array", _dtype_fields(array.dtype), list(array.shape), raw)
     sparse = sys.modules.get("scipy.sparse")  # (sparse rows exist only if it is loaded)
     if sparse is not None and sparse.issparse(obj):
         csr = sparse.csr_matrix(obj)
-        return _packed(_CSR, [csr.data, csr.indices, csr.indptr, list(csr.shape)])
+        return _tag("csr", csr.data, csr.indices, csr.indptr, list(csr.shape))
     name = type(obj).__name__
     if name == "Booster" and type(obj).__module__ == _BOOSTER_MODULE:
-        return _packed(_BOOSTER, obj.to_dict())
+        return _tag("booster", obj.to_dict())
     if isinstance(obj, BaseException):
-        return _packed(_ERROR, _error_fields(obj))
+        return _tag("error", *_error_fields(obj))
     if dataclasses.is_dataclass(obj) and TYPES.get(name) == type(obj).__module__:
-        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        return _packed(_DATACLASS, [name, fields])
+        return _tag("dataclass", name,
+                    {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
     raise TypeError(f"cannot send a {type(obj).__module__}.{name} in a dpxgb message")
 
 
@@ -199,31 +208,38 @@ def _error_fields(exc):
 def _ext(code, data):
     if code == _BIGINT:
         return int(bytes(data).decode("ascii"))
-    value = decode(data)
-    if code == _TUPLE:
-        return tuple(value)
-    if code == _ARRAY:
-        dtype, shape, raw = value
+    raise MessageError(f"not a dpxgb message: unknown extension {code}")
+
+
+def _tagged(obj):
+    """A map of the message: a tagged value (:func:`_tag`) rebuilt, any other map kept."""
+    if len(obj) != 1 or _TAG not in obj:
+        return obj
+    kind, *payload = obj[_TAG]
+    if kind == "tuple":
+        return tuple(payload[0])
+    if kind == "array":
+        dtype, shape, raw = payload
         return np.frombuffer(raw, dtype=_dtype_of(dtype)).reshape(shape).copy()
-    if code == _CSR:
+    if kind == "csr":
         import scipy.sparse
 
-        data_, indices, indptr, shape = value
-        return scipy.sparse.csr_matrix((data_, indices, indptr), shape=tuple(shape))
-    if code == _BOOSTER:
-        return importlib.import_module(_BOOSTER_MODULE).Booster.from_dict(value)
-    if code == _DATACLASS:
-        name, fields = value
+        data, indices, indptr, shape = payload
+        return scipy.sparse.csr_matrix((data, indices, indptr), shape=tuple(shape))
+    if kind == "booster":
+        return importlib.import_module(_BOOSTER_MODULE).Booster.from_dict(payload[0])
+    if kind == "dataclass":
+        name, fields = payload
         cls = _protocol_type(name)
         if cls is None:
             raise MessageError(f"a dpxgb message may not hold a {name!r}; allowed types: "
-                             f"{sorted(TYPES)}")
+                               f"{sorted(TYPES)}")
         known = {f.name for f in dataclasses.fields(cls)}
         if not isinstance(fields, dict) or not set(fields) <= known:
             raise MessageError(f"a {name} message has unknown fields")
         return cls(**fields)
-    if code == _ERROR:
-        name, args, address = value
+    if kind == "error":
+        name, args, address = payload
         cls = ERRORS.get(name)
         if cls is None:
             cls, args = RuntimeError, [f"{name}: {args}"]
@@ -232,4 +248,4 @@ def _ext(code, data):
         if address is not None:
             exc.address = address
         return exc
-    raise MessageError(f"not a dpxgb message: unknown extension {code}")
+    raise MessageError(f"not a dpxgb message: unknown kind {kind!r}")

@@ -109,22 +109,31 @@ class Database:
         upgrade(url)
         self.url = url
         self.engine = create_engine(url)
+        reader = self.engine.execution_options(dpxgb_read_only=True)
         if self.engine.dialect.name == "sqlite":
-            # one writer at a time, waiting for the lock instead of failing at once; BEGIN
-            # IMMEDIATE makes a budget's check-and-charge one atomic transaction
+            # one writer at a time, waiting for the lock instead of failing at once: a
+            # writing transaction begins IMMEDIATE (a budget's check and charge are one
+            # atomic step), a reading one DEFERRED (under WAL, readers never wait)
             event.listen(self.engine, "connect", _sqlite_connect)
-            event.listen(self.engine, "begin", lambda conn: conn.exec_driver_sql(
-                "BEGIN IMMEDIATE"))
+            event.listen(self.engine, "begin", _sqlite_begin)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._read_sessions = sessionmaker(reader, expire_on_commit=False)
 
     @contextmanager
-    def session(self):
-        """A transaction: committed when the block ends, rolled back if it raises."""
-        with self._sessions() as session, session.begin():
+    def session(self, write=True):
+        """A transaction: committed when the block ends, rolled back if it raises;
+        ``write=False`` for one that only reads."""
+        sessions = self._sessions if write else self._read_sessions
+        with sessions() as session, session.begin():
             yield session
 
     def close(self):
         self.engine.dispose()
+
+
+def _sqlite_begin(connection):
+    read_only = connection.get_execution_options().get("dpxgb_read_only", False)
+    connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def _sqlite_connect(connection, _record):

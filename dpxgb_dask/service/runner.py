@@ -83,7 +83,8 @@ class JobRunner:
         dataset = self.store.job_dataset(job)
         try:
             self.store.start(job_id)
-            params, _ = planned_events(dataset, job.params)
+            params = train_params(DatasetSchema.model_validate(dataset.schema),
+                                  JobParams.model_validate(job.params))
             X, y = read_dataset(dataset)
             with warnings.catch_warnings():
                 # (the service's database holds the budgets, not the scheduler's file)

@@ -11,6 +11,7 @@ import uuid
 
 from sqlalchemy import select
 
+from ..privacy.accountants import get_accountant
 from ..privacy.budget import PrivacyBudget
 from ..privacy.ledger import Ledger
 from ..privacy.validation import BudgetError
@@ -60,7 +61,7 @@ class Store:
         return token
 
     def has_owner(self):
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             return s.scalar(select(Principal).where(Principal.role == "owner")) is not None
 
     def authenticate(self, token):
@@ -68,14 +69,14 @@ class Store:
         if not isinstance(token, str) or not token.startswith("dpxgb_") or len(token) > 100:
             return None
         digest = token_hash(token)
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             principal = s.scalar(select(Principal).where(Principal.token_hash == digest))
             if principal is None or not hmac.compare_digest(principal.token_hash, digest):
                 return None
             return principal.id, principal.name, principal.role
 
     def analyst_id(self, name):
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             principal = s.scalar(select(Principal).where(Principal.name == name,
                                                          Principal.role == "analyst"))
             if principal is None:
@@ -92,7 +93,7 @@ class Store:
 
     def dataset(self, name, analyst_id=None):
         """The dataset ``name`` (for an analyst: only one it has a budget on)."""
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             dataset = s.scalar(select(Dataset).where(Dataset.name == name))
             if dataset is None or (analyst_id is not None and s.scalar(
                     select(Budget).where(Budget.dataset_id == dataset.id,
@@ -102,7 +103,7 @@ class Store:
 
     def datasets(self, analyst_id=None):
         """Every dataset (the owner), or those an analyst has a budget on."""
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             query = select(Dataset).order_by(Dataset.name)
             if analyst_id is not None:
                 query = query.join(Budget, Budget.dataset_id == Dataset.id).where(
@@ -130,13 +131,28 @@ class Store:
             return budget.status()
 
     def budgets(self, analyst_id):
-        """The statuses of an analyst's budgets, by dataset name."""
-        with self.db.session() as s:
-            rows = s.execute(select(Budget, Dataset.name).join(
+        """An analyst's budgets by dataset name: the total, what its jobs spent together
+        (under the budget's accountant), what is left, and each job's own ε."""
+        with self.db.session(write=False) as s:
+            rows = list(s.execute(select(Budget, Dataset.name).join(
                 Dataset, Dataset.id == Budget.dataset_id).where(
-                    Budget.analyst_id == analyst_id).order_by(Dataset.name))
-            return {name: _public_status(PrivacyBudget(**row.state).status())
-                    for row, name in rows}
+                    Budget.analyst_id == analyst_id).order_by(Dataset.name)))
+            jobs = {j.id: j for j in s.scalars(select(Job).where(
+                Job.analyst_id == analyst_id))}
+        out = {}
+        for row, name in rows:
+            budget = PrivacyBudget(**row.state)
+            spent = budget.spent()
+            out[name] = {
+                "epsilon": budget.epsilon, "delta": budget.delta,
+                "accountant": budget.accountant, "spent": spent,
+                "remaining": max(0.0, budget.epsilon - spent), "n_jobs": len(budget.fits),
+                "jobs": [{"job": f["fit"], "state": f["state"],
+                          "epsilon": jobs[f["fit"]].spent_epsilon
+                          if jobs[f["fit"]].status in ENDED
+                          else jobs[f["fit"]].planned_epsilon}
+                         for f in budget.fits]}
+        return out
 
     # -- jobs ------------------------------------------------------------------------------
 
@@ -149,7 +165,7 @@ class Store:
         ------
         BudgetError
         """
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             row = s.scalar(select(Budget).where(Budget.analyst_id == analyst_id,
                                                 Budget.dataset_id == dataset.id))
             if row is None:
@@ -192,9 +208,9 @@ class Store:
             budget = PrivacyBudget(**row.state)
             budget.reserve(job_id, events)  # (BudgetError: the transaction rolls back)
             row.state = budget.to_dict()
-            own = budget.status()["fits"][-1]["epsilon"]
             s.add(Job(id=job_id, analyst_id=analyst_id, dataset_id=dataset.id, params=params,
-                      status="queued", planned_epsilon=own, spent_epsilon=0.0))
+                      status="queued", planned_epsilon=_own_epsilon(budget, events),
+                      spent_epsilon=0.0))
         return job_id
 
     def start(self, job_id):
@@ -216,13 +232,14 @@ class Store:
             job = s.get(Job, job_id)
             row = s.scalar(select(Budget).where(Budget.analyst_id == job.analyst_id,
                                                 Budget.dataset_id == job.dataset_id))
-            budget = PrivacyBudget(**row.state)
             if events is not None:
+                budget = PrivacyBudget(**row.state)
                 budget.settle(job_id, events, status)
                 row.state = budget.to_dict()
-            charge = next(f for f in budget.status()["fits"] if f["fit"] == job_id)
+                job.spent_epsilon = _own_epsilon(budget, events)
+            else:  # (the whole plan stays charged)
+                job.spent_epsilon = job.planned_epsilon
             job.status, job.model, job.error = status, model, error
-            job.spent_epsilon = charge["epsilon"]
 
     def interrupt_unfinished(self):
         """After a restart: jobs that were running stay charged with their whole plan and
@@ -245,29 +262,25 @@ class Store:
 
     def job(self, job_id, analyst_id=None):
         """A job (an analyst sees its own only)."""
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             job = s.get(Job, job_id) if isinstance(job_id, str) else None
             if job is None or (analyst_id is not None and job.analyst_id != analyst_id):
                 raise NotFound(f"no job {job_id!r} (for this principal)")
             return job
 
     def jobs(self, analyst_id):
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             return list(s.scalars(select(Job).where(Job.analyst_id == analyst_id)
                                   .order_by(Job.created)))
 
     def job_dataset(self, job):
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             return s.get(Dataset, job.dataset_id)
 
 
-def _public_status(status):
-    """A budget's status as an analyst sees it: totals and per-job ε, without times."""
-    return {"epsilon": status["epsilon"], "delta": status["delta"],
-            "accountant": status["accountant"], "spent": status["spent"],
-            "remaining": status["remaining"], "n_jobs": status["n_fits"],
-            "jobs": [{"job": f["fit"], "state": f["state"], "epsilon": f["epsilon"]}
-                     for f in status["fits"]]}
+def _own_epsilon(budget, events):
+    """ε of one job's releases alone, under its budget's accountant and δ."""
+    return float(get_accountant(budget.accountant).get_epsilon(Ledger(events), budget.delta))
 
 
 def events_of(model):

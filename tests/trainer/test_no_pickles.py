@@ -169,17 +169,17 @@ def test_the_codec_round_trips_the_protocol_and_refuses_everything_else():
         codec.encode(np.array(["a"], dtype=object))
     with pytest.raises(TypeError, match="cannot send a"):
         codec.encode(_WritesAFile("x"))
-    forged = msgpack.packb(msgpack.ExtType(codec._DATACLASS,
-                                           codec.encode(["_WritesAFile", {"path": "x"}])))
+    forged = msgpack.packb({codec._TAG: ["dataclass", "_WritesAFile", {"path": "x"}]})
     with pytest.raises(codec.MessageError, match="may not hold a '_WritesAFile'"):
         codec.decode(forged)
-    forged = msgpack.packb(msgpack.ExtType(codec._ARRAY,
-                                           codec.encode(["|O", [1], b"\0" * 8])))
+    forged = msgpack.packb({codec._TAG: ["array", "|O", [1], b"\0" * 8]})
     with pytest.raises(codec.MessageError, match="dtype object"):
         codec.decode(forged)
-    forged = msgpack.packb(msgpack.ExtType(
-        codec._ARRAY, codec.encode([[["a"], ["|O"], [0], 8], [1], b"\0" * 8])))
+    forged = msgpack.packb({codec._TAG: ["array", [["a"], ["|O"], [0], 8], [1], b"\0" * 8]})
     with pytest.raises(codec.MessageError):
+        codec.decode(forged)
+    forged = msgpack.packb({codec._TAG: ["pickle", b"\x80\x05"]})
+    with pytest.raises(codec.MessageError, match="unknown kind 'pickle'"):
         codec.decode(forged)
     with pytest.raises(codec.MessageError, match="must be bytes"):
         codec.decode(to_serialize(1))
