@@ -20,6 +20,7 @@ import uuid
 
 import numpy as np
 from distributed import Client, LocalCluster, default_client
+from distributed.protocol import to_serialize
 
 from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
 from ..progress import ProgressDisplay
@@ -396,10 +397,12 @@ def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_thr
             sources[i] = ["replica", workers[(i + 1) % len(workers)]]
             holders.append((sources[i][1], True))
         for holder, replica in holders:
-            args = (i, X_values[a:b], y_values[a:b], objective, n_threads, replica)
+            # (the rows in Dask's own frames: NumPy's serialisation, without a copy)
             messages.append((holder, {"op": "dpxgb_call", "fit": fit_id,
                                       "capability": capability, "action": "load",
-                                      "payload": encode(args)}))
+                                      "payload": encode((i, objective, n_threads, replica)),
+                                      "rows": to_serialize(X_values[a:b]),
+                                      "labels": to_serialize(y_values[a:b])}))
 
     async def push():
         return await asyncio.gather(*(client.scheduler.broadcast(msg=msg, workers=[worker])

@@ -36,6 +36,10 @@ register_error(BudgetError)  # (a refused fit's error keeps its type in the clie
 #: How often the coordinator checks that its client is still connected.
 CLIENT_CHECK_SECONDS = 0.5
 
+#: Dask's config keys of dpxgb's scheduler plugin (environment ``DASK_DPXGB__...``).
+BUDGET_FILE, CLIENTS_CREATE_BUDGETS, REQUIRE_BUDGET = CONFIG_KEYS = (
+    "dpxgb.budget-file", "dpxgb.clients-create-budgets", "dpxgb.require-budget")
+
 #: The refusal of a fit that names no budget where one is required.
 BUDGET_REQUIRED = ("this scheduler requires every fit to name a privacy budget "
                    "(dpxgb.require-budget): pass budget=<name>")
@@ -45,7 +49,7 @@ def budget_file():
     """Where the scheduler keeps the privacy budgets across fits: Dask's config key
     ``dpxgb.budget-file`` (environment ``DASK_DPXGB__BUDGET_FILE``), by default
     ``~/.dpxgb/budgets.json`` in the scheduler's home."""
-    path = dask.config.get("dpxgb.budget-file", None)
+    path = dask.config.get(BUDGET_FILE, None)
     return os.path.expanduser(path or os.path.join("~", ".dpxgb", "budgets.json"))
 
 
@@ -53,13 +57,13 @@ def clients_create_budgets():
     """bool: Dask's config key ``dpxgb.clients-create-budgets`` (default true). False keeps
     budget creation to whoever can write the budget file (``dpxgb budget create --file``),
     so that clients cannot give themselves a new budget."""
-    return bool(dask.config.get("dpxgb.clients-create-budgets", True))
+    return bool(dask.config.get(CLIENTS_CREATE_BUDGETS, True))
 
 
 def budget_required():
     """bool: Dask's config key ``dpxgb.require-budget``: the scheduler refuses a fit that
     names no budget."""
-    return bool(dask.config.get("dpxgb.require-budget", False))
+    return bool(dask.config.get(REQUIRE_BUDGET, False))
 
 
 def _send_to_client(scheduler, client_id, topic, event):

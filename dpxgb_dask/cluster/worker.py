@@ -34,17 +34,19 @@ dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
 """
 import asyncio
 import hmac
+import sys
 import threading
 import time
 
 import dask
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
+import numpy as np
 
 from ..boosting.aggregates import aggregate
 from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
-from .codec import decode
+from .codec import ARRAY_KINDS, decode
 from .reduction import MAILBOXES, reduce_along_tree
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
 
@@ -267,7 +269,8 @@ async def sweep_forever(worker_address):
         _sweep(worker_address)
 
 
-async def handle_call(worker, fit=None, capability=None, action=None, payload=None):
+async def handle_call(worker, fit=None, capability=None, action=None, payload=None,
+                      rows=None, labels=None):
     """The ``dpxgb_call`` handler of a worker: ``payload`` is the argument of ``action``,
     encoded by :func:`~dpxgb_dask.cluster.codec.encode` (never unpickled: a payload of
     any other kind is refused).
@@ -275,6 +278,10 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
     Parameters
     ----------
     worker : distributed.Worker
+    rows, labels : ndarray or scipy.sparse matrix, optional
+        ``load``: the rows and their targets, in Dask's own frames (NumPy's serialisation,
+        no copy: the fast path of a trusted client's rows); anything but arrays of
+        numbers is refused (``_row_arrays``).
 
     Returns
     -------
@@ -289,6 +296,9 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
     start = time.perf_counter()
     try:
         args = None if payload is None else decode(payload)
+        if action == "load":
+            index, objective, n_threads, replica = args
+            args = (index, *_row_arrays(rows, labels), objective, n_threads, replica)
         if _runs_inline(address, fit, action):
             result = execute(address, fit, capability, action, args)
         else:
@@ -300,6 +310,27 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
         return reply(result, seconds=seconds)
     except Exception as exc:  # returned, not raised: the comm would lose its type
         return error_reply(exc)
+
+
+def _row_arrays(rows, labels):
+    """``rows`` and ``labels`` of a ``load`` call, checked: NumPy arrays of numbers (rows
+    may be a SciPy sparse matrix) with as many rows as each other.
+
+    Raises
+    ------
+    ValueError
+    """
+    sparse = sys.modules.get("scipy.sparse")
+    for name, value in (("rows", rows), ("labels", labels)):
+        is_sparse = name == "rows" and sparse is not None and sparse.issparse(value)
+        if not is_sparse and not (isinstance(value, np.ndarray)
+                                  and value.dtype.kind in ARRAY_KINDS):
+            raise ValueError(f"a load call's {name} must be an array of numbers, got "
+                             f"{type(value).__name__}")
+    if rows.shape[0] != labels.shape[0]:
+        raise ValueError(f"a load call's rows and labels differ in length: {rows.shape[0]} "
+                         f"and {labels.shape[0]}")
+    return rows, labels
 
 
 def forget_worker(worker_address):

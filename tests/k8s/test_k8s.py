@@ -343,7 +343,8 @@ def test_the_docs_page_and_the_example():
     page = (ROOT / "docs" / "kubernetes.md").read_text()
     for needle in ("docker build -f k8s/Dockerfile", "-f k8s/values.yaml",
                    "kubectl apply -f k8s/daskcluster.yaml", "/dpxgb", "k8s/train.py",
-                   "--preload dpxgb_dask.cluster.preload"):
+                   "--preload dpxgb_dask.cluster.preload", "kubectl apply -f k8s/protected.yaml",
+                   "dpxgb.org/role: owner"):
         assert needle in page, needle
     result = subprocess.run([sys.executable, str(K8S / "train.py"), "--help"],
                             capture_output=True, text=True, timeout=60)
@@ -381,3 +382,127 @@ def test_jupyter_pod_takes_the_charts_password(tmp_path):
                             text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "False", "0.0.0.0", "8888"]
+
+
+# -- protected.yaml: the service, TLS, persistent volumes, the NetworkPolicy ---------------
+
+def _protected():
+    with open(K8S / "protected.yaml") as f:
+        return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(f)}
+
+
+def _containers(docs):
+    """Every container of protected.yaml with its pod spec: (name, container, pod)."""
+    cluster = docs["DaskCluster", "dpxgb-protected"]["spec"]
+    service = docs["Deployment", "dpxgb-service"]["spec"]["template"]["spec"]
+    return [(role, cluster[role]["spec"]["containers"][0], cluster[role]["spec"])
+            for role in ("scheduler", "worker")] + [
+        ("service", service["containers"][0], service)]
+
+
+def test_protected_manifests_validate():
+    docs = _protected()
+    assert set(docs) == {("PersistentVolumeClaim", "dpxgb-budgets"),
+                         ("PersistentVolumeClaim", "dpxgb-service-db"),
+                         ("DaskCluster", "dpxgb-protected"), ("Deployment", "dpxgb-service"),
+                         ("Service", "dpxgb-service"),
+                         ("NetworkPolicy", "dpxgb-protected-cluster")}
+    errors = []
+    for (kind, _), doc in docs.items():
+        errors += _daskcluster_errors(doc) if kind == "DaskCluster" else _kubernetes_errors(doc)
+    assert errors == []
+
+
+def test_protected_checks_fail_on_a_broken_manifest():
+    docs = _protected()
+    policy = copy.deepcopy(docs["NetworkPolicy", "dpxgb-protected-cluster"])
+    policy["spec"]["policyTypes"] = "Ingress"
+    assert _kubernetes_errors(policy)
+    deployment = copy.deepcopy(docs["Deployment", "dpxgb-service"])
+    deployment["spec"]["template"]["spec"]["volumes"][1]["persistentVolumeClaim"] = {
+        "claim": "dpxgb-service-db"}
+    assert _kubernetes_errors(deployment)
+
+
+def test_protected_dask_settings_are_real_and_tls_everywhere():
+    """Every DASK_ variable names a key of Dask's configuration (or of dpxgb's scheduler
+    plugin): a misspelt one would be ignored silently, leaving a pod without TLS."""
+    import dask
+    import distributed  # noqa: F401 (its configuration's defaults)
+
+    from dpxgb_dask.cluster.scheduler import CONFIG_KEYS
+
+    def keys(tree, prefix=""):  # (Dask reads "_" and "-" alike in a key)
+        out = set()
+        for key, value in tree.items():
+            key = key.replace("_", "-")
+            out |= keys(value, f"{prefix}{key}.") if isinstance(value, dict) and value \
+                else {f"{prefix}{key}"}
+        return out
+
+    known = keys(dask.config.config) | set(CONFIG_KEYS)
+    role_cert = {"scheduler": "scheduler", "worker": "worker", "service": "client"}
+    mounts = {}
+    for role, container, pod in _containers(_protected()):
+        env = {e["name"]: e["value"] for e in container["env"]}
+        dask_env = {k: v for k, v in env.items() if k.startswith("DASK_")
+                    and k != "DASK_SCHEDULER_ADDRESS"}
+        settings = keys(dask.config.collect_env(dask_env))
+        assert settings <= known, (role, settings - known)
+        comm = dask.config.collect_env(dask_env)["distributed"]["comm"]
+        assert comm["require_encryption"] is True, role
+        cert = comm["tls"][role_cert[role]]
+        mounted = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        for path in (comm["tls"]["ca_file"], cert["cert"], cert["key"]):
+            assert mounted.get(str(Path(path).parent)) == "tls", (role, path)
+        assert {v["name"]: v for v in pod["volumes"]}["tls"]["secret"]["secretName"] == \
+            "dpxgb-tls"
+        mounts[role] = (env, mounted, {v["name"]: v for v in pod["volumes"]})
+    # the scheduler keeps its budgets on their volume, and only the owner creates them
+    env, mounted, volumes = mounts["scheduler"]
+    budgets = dask.config.collect_env(env)["dpxgb"]
+    assert mounted[str(Path(budgets["budget_file"]).parent)] == "budgets"
+    assert volumes["budgets"]["persistentVolumeClaim"]["claimName"] == "dpxgb-budgets"
+    assert budgets["clients_create_budgets"] is False and budgets["require_budget"] is True
+    assert mounts["worker"][0]["DASK_SCHEDULER_ADDRESS"].startswith("tls://")
+
+
+def test_protected_service_runs_dpxgb_serve_on_its_volume():
+    from dpxgb_dask.cli import build_parser
+
+    docs = _protected()
+    (_, container, pod), = [c for c in _containers(docs) if c[0] == "service"]
+    assert container["args"][0] in _image_commands()
+    args = build_parser().parse_args(container["args"][1:])
+    assert args.command == "serve" and args.scheduler == "tls://dpxgb-protected-scheduler:8786"
+    assert args.host == "0.0.0.0" and args.port == container["ports"][0]["containerPort"]
+    mounted = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert mounted[str(Path(args.database).parent)] == "database"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["database"]["persistentVolumeClaim"]["claimName"] == "dpxgb-service-db"
+    assert docs["Deployment", "dpxgb-service"]["spec"]["strategy"]["type"] == "Recreate"
+    service = docs["Service", "dpxgb-service"]["spec"]
+    labels = docs["Deployment", "dpxgb-service"]["spec"]["template"]["metadata"]["labels"]
+    assert service["selector"].items() <= labels.items()
+    assert service["ports"][0]["targetPort"] == container["ports"][0]["name"]
+
+
+def test_the_network_policy_admits_only_the_service_the_owner_and_the_cluster():
+    docs = _protected()
+    policy = docs["NetworkPolicy", "dpxgb-protected-cluster"]["spec"]
+    cluster = docs["DaskCluster", "dpxgb-protected"]
+    # the operator labels every pod of the cluster with its name (and the scheduler's
+    # service selects on it)
+    selector = cluster["spec"]["scheduler"]["service"]["selector"]
+    assert policy["podSelector"]["matchLabels"].items() <= selector.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    sources = [s["podSelector"]["matchLabels"] for rule in policy["ingress"]
+               for s in rule["from"]]
+    service_labels = docs["Deployment", "dpxgb-service"]["spec"]["template"]["metadata"][
+        "labels"]
+    assert sources == [{"dask.org/cluster-name": "dpxgb-protected"},
+                       {"app.kubernetes.io/name": "dpxgb-service"},
+                       {"dpxgb.org/role": "owner"}]
+    assert sources[1].items() <= service_labels.items()
+    assert all("namespaceSelector" not in s and "ipBlock" not in s
+               for rule in policy["ingress"] for s in rule["from"])

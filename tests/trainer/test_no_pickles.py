@@ -112,6 +112,12 @@ def test_every_worker_action_refuses_a_pickle(client, bomb):
             error = _refused(answer)
             assert isinstance(error, codec.MessageError), (action, error)
             assert "not a dpxgb message" in str(error)
+        # a well-formed load whose rows are a pickle's bytes, not an array
+        answer = client.sync(call, worker, fit="f" * 32, capability=os.urandom(32),
+                             action="load", payload=codec.encode(
+                                 (0, Objective("binary:logistic"), 1, False)),
+                             rows=data, labels=data)
+        assert "rows must be an array of numbers, got bytes" in str(_refused(answer))
     assert not path.exists()
 
 
