@@ -12,7 +12,7 @@ from sqlalchemy import (JSON, Float, ForeignKey, Integer, String, Text, UniqueCo
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 #: Schema revision the code expects (Alembic's head).
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 
 
 class Base(DeclarativeBase):
@@ -47,7 +47,7 @@ class Principal(Base):
 class Budget(Base):
     """An analyst's privacy budget on one dataset, which only the owner sets:
     ``state`` is :meth:`~dpxgb_dask.privacy.budget.PrivacyBudget.to_dict` (the charges of
-    the analyst's jobs on the dataset)."""
+    the analyst's jobs on the dataset), ``spent`` its ε spent, kept with every charge."""
 
     __tablename__ = "budgets"
     __table_args__ = (UniqueConstraint("analyst_id", "dataset_id"),)
@@ -55,6 +55,7 @@ class Budget(Base):
     analyst_id: Mapped[int] = mapped_column(ForeignKey("principals.id"))
     dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"))
     state: Mapped[dict] = mapped_column(JSON)
+    spent: Mapped[float] = mapped_column(Float, default=0.0)
 
 
 class Job(Base):

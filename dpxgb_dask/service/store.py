@@ -125,10 +125,10 @@ class Store:
                                    accountant, fits=fits)
             if row is None:
                 s.add(Budget(analyst_id=analyst_id, dataset_id=dataset.id,
-                             state=budget.to_dict()))
+                             state=budget.to_dict(), spent=budget.spent()))
             else:
-                row.state = budget.to_dict()
-            return budget.status()
+                row.state, row.spent = budget.to_dict(), budget.spent()
+            return {"epsilon": budget.epsilon, "spent": budget.spent()}
 
     def budgets(self, analyst_id):
         """An analyst's budgets by dataset name: the total, what its jobs spent together
@@ -141,8 +141,7 @@ class Store:
                 Job.analyst_id == analyst_id))}
         out = {}
         for row, name in rows:
-            budget = PrivacyBudget(**row.state)
-            spent = budget.spent()
+            budget, spent = PrivacyBudget(**row.state), row.spent
             out[name] = {
                 "epsilon": budget.epsilon, "delta": budget.delta,
                 "accountant": budget.accountant, "spent": spent,
@@ -206,8 +205,8 @@ class Store:
             if row is None:
                 raise NotFound(f"no dataset named {dataset.name!r} (for this principal)")
             budget = PrivacyBudget(**row.state)
-            budget.reserve(job_id, events)  # (BudgetError: the transaction rolls back)
-            row.state = budget.to_dict()
+            total = budget.reserve(job_id, events)  # (BudgetError: the transaction rolls back)
+            row.state, row.spent = budget.to_dict(), total
             s.add(Job(id=job_id, analyst_id=analyst_id, dataset_id=dataset.id, params=params,
                       status="queued", planned_epsilon=_own_epsilon(budget, events),
                       spent_epsilon=0.0))
@@ -235,7 +234,7 @@ class Store:
             if events is not None:
                 budget = PrivacyBudget(**row.state)
                 budget.settle(job_id, events, status)
-                row.state = budget.to_dict()
+                row.state, row.spent = budget.to_dict(), budget.spent()
                 job.spent_epsilon = _own_epsilon(budget, events)
             else:  # (the whole plan stays charged)
                 job.spent_epsilon = job.planned_epsilon

@@ -106,8 +106,9 @@ def test_a_killed_service_loses_no_budget_job_or_model(tmp_path, cluster, data_d
         log.close()
 
 
-def _spawn(*argv):
-    return subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _spawn(directory, *argv):
+    return subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=directory)
 
 
 @pytest.mark.slow
@@ -127,9 +128,9 @@ def test_a_scheduler_restart_mid_load_loses_no_budget_job_or_model(tmp_path, dat
     address = f"tcp://127.0.0.1:{port}"
 
     def start_cluster():
-        scheduler = _spawn("dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+        scheduler = _spawn(tmp_path, "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
                            "--no-dashboard")
-        workers = _spawn("dask", "worker", address, "--nworkers", "2", "--nthreads", "1",
+        workers = _spawn(tmp_path, "dask", "worker", address, "--nworkers", "2", "--nthreads", "1",
                          "--no-dashboard")
         return scheduler, workers
 

@@ -96,12 +96,13 @@ def test_the_command_line_calls_the_service(deployment, tmp_path):
     token_file.write_text(deployment["alice"])
     out = subprocess.run([sys.executable, "-m", "dpxgb_dask.cli", "service", "budgets",
                           "--url", deployment["url"], "--token-file", str(token_file)],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+                         capture_output=True, text=True, timeout=120, check=True,
+                         cwd=tmp_path).stdout  # (not the checkout: its sources lack kernels)
     assert set(json.loads(out)) == {"adult", "survey"}
     env = dict(os.environ, DPXGB_TOKEN=deployment["bob"])
     run = subprocess.run([sys.executable, "-m", "dpxgb_dask.cli", "service", "submit",
                           "census", "--params", '{"epsilon": 50}', "--url", deployment["url"]],
-                         capture_output=True, text=True, timeout=120, env=env)
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert run.returncode != 0 and "409" in run.stderr
 
 
