@@ -2,7 +2,8 @@
 naming it) and how a dataset's public schema and an analyst's job become training
 parameters.
 
-An analyst chooses only the parameters of :class:`JobParams`, each within its range; the
+An analyst chooses only the parameters of :class:`JobParams`, each within its range (any
+other, such as ``reproducible_noise``, ``feature_bounds`` or ``budget``, is refused); the
 public facts of the data (feature bounds, category lists, classes, label bounds) come from
 the dataset's registration by its owner, never from the analyst, and every noise follows
 from them and the job's ε through :func:`~dpxgb_dask.params.resolve_params` and the
@@ -17,11 +18,6 @@ from ..params.presets import PRESETS
 
 #: Names of datasets and principals: letters, digits, ``.``, ``_`` and ``-``.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-
-#: Parameters no job may set: they would make the model's noise public or reproducible,
-#: read bounds off the data, or reach another budget.
-NOT_FOR_ANALYSTS = ("reproducible_noise", "feature_bounds", "label_bounds", "categories",
-                    "budget", "bounds_epsilon", "n_threads")
 
 
 class _Strict(BaseModel):

@@ -7,6 +7,8 @@ Revises: 0001
 from alembic import op
 import sqlalchemy as sa
 
+from dpxgb_dask.privacy.budget import PrivacyBudget
+
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
@@ -14,8 +16,6 @@ depends_on = None
 
 
 def upgrade():
-    from dpxgb_dask.privacy.budget import PrivacyBudget
-
     with op.batch_alter_table("budgets") as batch:
         batch.add_column(sa.Column("spent", sa.Float, nullable=False, server_default="0"))
     budgets = sa.table("budgets", sa.column("id", sa.Integer), sa.column("state", sa.JSON),
