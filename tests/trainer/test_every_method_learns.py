@@ -77,8 +77,9 @@ def test_every_method_learns_at_every_epsilon(name, preset, split_method, n_feat
             booster, _ = train_in_process(check_bounds_policy(params, n_features), X, y)
         margins = booster.predict_margin(X_test)
         aucs[epsilon] = roc_auc_score(y_test, margins)
-    for epsilon, auc in aucs.items():
-        assert auc >= LEARNS, f"{name} at ε = {epsilon} with {n_features} features: {aucs}"
+        # (at once: a cell that does not learn at a small ε fails without the larger ones)
+        assert aucs[epsilon] >= LEARNS, \
+            f"{name} at ε = {epsilon} with {n_features} features: {aucs}"
     for k, small in enumerate(EPSILONS):
         for large in EPSILONS[k + 1:]:
             assert aucs[large] >= aucs[small] - SPREAD, \
