@@ -100,6 +100,9 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         The public upper bound W of ``fit``'s ``sample_weight`` (needed with weights): a
         row counts ``min(w, W) / W`` of a row in every released sum
         (:class:`~dpxgb_dask.params.TrainParams`).
+    select : str or dict, optional
+        Choose privately among configurations, all within ``epsilon`` (``train(select=)``):
+        ``"shapes"`` or ``{"configurations": [dict, ...], "mean_runs": 3, ...}``.
     **kwargs
         Any other field of :class:`~dpxgb_dask.params.TrainParams` as a keyword
         (``split_method="noisy_histogram"``, ``accountant="rdp"``, ...), or XGBoost's name
@@ -116,7 +119,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
                  verbose=False, categories=None, early_stopping_rounds=None,
-                 eval_metric=None, callbacks=None, weight_bound=None, **kwargs):
+                 eval_metric=None, callbacks=None, weight_bound=None, select=None, **kwargs):
         for name, value in kwargs.items():  # (checked at fit, as scikit-learn asks)
             setattr(self, name, value)
         self.n_estimators = n_estimators
@@ -144,6 +147,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         self.eval_metric = eval_metric
         self.callbacks = callbacks
         self.weight_bound = weight_bound
+        self.select = select
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -246,7 +250,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         booster = train(params, X, y, client=self.client, verbose=self.verbose,
                         xgb_model=xgb_model, callbacks=self.callbacks,
                         sample_weight=sample_weight, evals=list(evals), evals_result=scores,
-                        base_margin=base_margin)
+                        base_margin=base_margin, select=self.select)
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -386,7 +390,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                  bounds_epsilon=None, preset=None, random_state=None,
                  reproducible_noise=False, budget=None, client=None, dp_params=None,
                  verbose=False, classes=None, categories=None, early_stopping_rounds=None,
-                 eval_metric=None, callbacks=None, weight_bound=None, **kwargs):
+                 eval_metric=None, callbacks=None, weight_bound=None, select=None, **kwargs):
         super().__init__(
             n_estimators=n_estimators, max_depth=max_depth, learning_rate=learning_rate,
             reg_lambda=reg_lambda, subsample=subsample, min_child_weight=min_child_weight,
@@ -396,7 +400,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             random_state=random_state, reproducible_noise=reproducible_noise, budget=budget,
             client=client, dp_params=dp_params, verbose=verbose, categories=categories,
             early_stopping_rounds=early_stopping_rounds, eval_metric=eval_metric,
-            callbacks=callbacks, weight_bound=weight_bound, **kwargs)
+            callbacks=callbacks, weight_bound=weight_bound, select=select, **kwargs)
         self.classes = classes
 
     def __sklearn_tags__(self):

@@ -25,6 +25,7 @@ from .boosting.coordinator import Coordinator
 from .boosting.partition import load_partition
 from .boosting.plan import make_plan
 from .boosting.protocol import LocalBackend
+from .boosting.selection import SelectionPlan, resolve_selection
 from .cluster.client import client_or_embedded, run_fit
 from .inputs import (base_margin_rows, describe_features, float_values, is_dask_collection,
                      label_array, target_columns, weight_shares)
@@ -334,7 +335,7 @@ def emit_warnings(records, stacklevel=3):
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
           xgb_model=None, callbacks=None, sample_weight=None, evals=None, evals_result=None,
-          base_margin=None):
+          base_margin=None, select=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters
@@ -384,6 +385,9 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     base_margin : array-like or dask collection, shape (n_rows,) or (n_rows, K), optional
         XGBoost's: each row's margins start there instead of at the base score (no
         initial-score release); predictions then take it too (``Booster.predict``).
+    select : str or dict, optional
+        Choose privately among configurations, all for ``epsilon``: ``"shapes"``, or
+        ``{"configurations": [dict, ...], ...}`` (:func:`~dpxgb_dask.boosting.selection.resolve_selection`).
 
     Returns
     -------
@@ -397,18 +401,47 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     p, eval_sets = with_evaluations(check_bounds_policy(p, n_features), evals, feature_names,
                                     n_features)
     p, y = fit_targets(p, y, sample_weight, base_margin)
+    p, selection, planned = _selection(select, params, p, n_features, init_model)
     _warn_before_fit(p)
     with ThreadPoolExecutor(1) as pool, client_or_embedded(client) as c:
-        planning = pool.submit(make_plan, p, n_features)  # public: overlaps the loading
+        planning = pool.submit(*planned)  # public: overlaps the loading
         result = run_fit(c, p, planning, X, y, Objective.of(p), n_features, feature_names,
                          verbose, n_partitions, return_timings, init_model,
-                         list(callbacks or ()), eval_sets)
+                         list(callbacks or ()), eval_sets, selection)
     booster = _received_model(result, evals_result, not_dp)  # (checked like a model file)
     emit_warnings(result.get("warnings", ()), stacklevel=3)
-    if p.epsilon is None:
-        # dp_epsilon_per_tree: the total is known only now.
+    if p.epsilon is None:  # dp_epsilon_per_tree: the total is known only now
         warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
     return (booster, result["timings"]) if return_timings else booster
+
+
+def _selection(select, params, p, n_features, init_model):
+    """The fit's parameters, its selection (configurations, spec) of ``train(select=)`` or
+    None, and how its plan is made: (callable, *args)."""
+    if select is None:
+        return p, None, (make_plan, p, n_features)
+    if init_model is not None:
+        raise ValueError("select cannot continue a model: give xgb_model=None")
+    configurations, spec = resolve_selection(select, p, n_features, _resolver(params))
+    return (configurations[0], (configurations, spec),
+            (SelectionPlan, configurations, n_features, spec))
+
+
+def _resolver(params):
+    """``resolve(overrides, epsilon)`` of :func:`~dpxgb_dask.boosting.selection.resolve_selection`
+    for the user's parameters: a dict is resolved again with each configuration's
+    overrides (None for resolved ``TrainParams``)."""
+    if isinstance(params, TrainParams):
+        return None
+    given = dict(params)
+    objective = given.pop("objective", "binary:logistic")
+    preset = given.pop("preset", None)
+
+    def resolve(overrides, epsilon):
+        return resolve_params(objective, preset=preset,
+                              **{**given, **overrides, "epsilon": epsilon})
+
+    return resolve
 
 
 def _received_model(result, evals_result=None, not_dp=()):

@@ -7,6 +7,8 @@ Each is computed on one partition's raw rows and summed across partitions before
 reaches the coordinator, which releases it with DP noise (or, for forced bounds, with the
 user's :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`).
 """
+from dataclasses import replace
+
 import numpy as np
 
 from ..model.metrics import METRICS, round_margins
@@ -215,6 +217,29 @@ def round_loss_sums(part, booster, metrics, n_rounds, label_bounds=None):
     return out
 
 
+def held_out_loss_sums(state, *args):
+    """:func:`round_loss_sums` of the rows a private selection held out of its trees
+    (``state.held_out``, :func:`~dpxgb_dask.boosting.sampling.held_out`): the exact query
+    of its score.
+
+    Parameters
+    ----------
+    state : PartitionState
+        Prepared with the selection's ``holdout``.
+    *args
+        ``booster, metrics, n_rounds, label_bounds`` of :func:`round_loss_sums`.
+
+    Returns
+    -------
+    ndarray of float64, shape (len(metrics) * n_rounds + 1,)
+    """
+    raw, rows = state.raw, state.held_out
+    kept = replace(raw, X=raw.X[rows], y=raw.y[rows],
+                   weights=None if raw.weights is None else raw.weights[rows],
+                   margins=None if raw.margins is None else raw.margins[rows])
+    return round_loss_sums(kept, *args)
+
+
 #: Exact per-partition aggregates of the raw rows the coordinator asks for by name: before
 #: the trees, the row count, the inputs of the DP bounds, sketch and initial score, and
 #: the forced data bounds; after them, an evaluation set's losses.
@@ -229,6 +254,13 @@ AGGREGATES = {
 }
 
 
+#: Exact per-partition aggregates that need the prepared state, not only its raw rows.
+STATE_AGGREGATES = {"held_out_loss_sums": held_out_loss_sums}
+
+
 def aggregate(state, name, *args):
-    """The exact aggregate ``name`` (see :data:`AGGREGATES`) of one partition's raw rows."""
+    """The exact aggregate ``name`` (see :data:`AGGREGATES` and :data:`STATE_AGGREGATES`)
+    of one partition."""
+    if name in STATE_AGGREGATES:
+        return STATE_AGGREGATES[name](state, *args)
     return AGGREGATES[name](state.raw, *args)

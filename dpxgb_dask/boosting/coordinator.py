@@ -233,7 +233,7 @@ class Coordinator:
             self.releases.record(self.plan.filter_event())
         await be.prepare(Prepare(bounds, cuts, self.missing_bin, base_score,
                                  dict(enumerate(offsets)), init_model=start,
-                                 row_filter=row_filter))
+                                 row_filter=row_filter, holdout=self.plan.holdout))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
                           self.feature_names, p.label_bounds, n_classes=p.num_class,
@@ -324,7 +324,7 @@ class Coordinator:
             return []
         p, t0 = self.params, time.perf_counter()
         sums = [await backend.reduce("round_loss_sums", booster, p.eval_metric,
-                                     self.plan.n_rounds, p.label_bounds)
+                                     self.plan.scored_rounds, p.label_bounds)
                 for backend in self.evaluations]
         scores = await self._cpu(self._recorded, self.scorer.release, sums,
                                  n_values=sum(s.size for s in sums))

@@ -29,7 +29,7 @@ from .._core.rows import add_leaf_values, select_tree_rows
 from ..inputs import float_values
 from .aggregates import tree_fine_histogram
 from .gradients import VALUE_GRID, clip_row_vectors, grid_limits, quantize
-from .sampling import row_uniforms
+from .sampling import held_out, row_uniforms
 
 
 @dataclass
@@ -157,8 +157,12 @@ class PartitionState:
     Attributes
     ----------
     X_binned : ndarray of uint8, shape (n_rows, n_features), Fortran-ordered
-    y : ndarray of float64, shape (n_rows,)
+    labels : ndarray of float64, shape (n_rows,)
         Labels on the training scale.
+    y : ndarray of float64, shape (n_rows,)
+        The labels the trees train on: ``labels``, NaN on held-out rows.
+    held_out : ndarray of bool, shape (n_rows,), or None
+        The rows a private selection holds out of its trees to score them (once prepared).
     margins, pending : ndarray of float64, shape (n_rows,) or (n_rows, K)
         Margins the gradients are taken at, and margins with the trees of the current
         batch added (the same array when a batch is one tree; a multiclass round is one
@@ -180,7 +184,8 @@ class PartitionState:
         self.objective = objective
         self.index = int(index)
         self.n_threads = int(n_threads)
-        self.y = objective.scale_labels(raw.y)
+        self.labels = self.y = objective.scale_labels(raw.y)
+        self.held_out = None
         self.row_offset = 0
         self.feature_bounds = None
         self.X_binned = None
@@ -209,6 +214,9 @@ class PartitionState:
         spec : Prepare
         """
         self.row_offset = int(spec.row_offsets[self.index])
+        # a private selection's score rows enter no tree: unlabelled for training
+        self.held_out = held_out(spec.holdout, self.row_offset, self.n_rows)
+        self.y = np.where(self.held_out, np.nan, self.labels) if spec.holdout else self.labels
         self.feature_bounds = np.asarray(spec.feature_bounds, dtype=np.float64)
         self.missing_bin = int(spec.missing_bin)
         self.X_binned = bin_rows(self.raw.X, self.feature_bounds, spec.cuts, self.missing_bin,

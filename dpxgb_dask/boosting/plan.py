@@ -160,9 +160,15 @@ class ReleasePlan:
     params : TrainParams
     n_features : int
     budget_scale : float
+    scored_rounds : int, optional
+        The last rounds whose models a private evaluation scores (default: every round).
     """
 
-    def __init__(self, params, n_features, budget_scale):
+    #: a private selection's held-out rows, (secret key, fraction), or None (set by
+    #: ``boosting.selection``: the fit's trees leave them out, its score reads them)
+    holdout = None
+
+    def __init__(self, params, n_features, budget_scale, scored_rounds=None):
         self.params = p = params
         self.n_features = n_features
         self.budget_scale = float(budget_scale)
@@ -183,6 +189,7 @@ class ReleasePlan:
                           if p.split_candidates == "iterative_hessian" else 0)
         #: boosting rounds: the regular ones, then the individual filter's extra ones
         self.n_rounds = p.n_estimators + p.filter_rounds
+        self.scored_rounds = self.n_rounds if scored_rounds is None else int(scored_rounds)
         #: rounds whose first tree draws new candidates from a release before it grows: the
         #: iterative-Hessian refreshes, or every round with a DP sketch per tree
         self.refresh_rounds = (self.n_rounds if p.split_candidates == "dp_sketch_per_tree"
@@ -244,10 +251,10 @@ class ReleasePlan:
 
     def _evaluation_release(self, share):
         """Per private evaluation set, one release of M metrics' loss sums after each of
-        the T rounds (a row's losses in [0, 1]) and of its row count: Δ₂ = sqrt(MT + 1),
-        Δ₁ = MT + 1 (``scores.py``); Gaussian, or Laplace when δ = 0."""
+        the T scored rounds (a row's losses in [0, 1]) and of its row count:
+        Δ₂ = sqrt(MT + 1), Δ₁ = MT + 1 (``scores.py``); Gaussian, or Laplace when δ = 0."""
         p, s = self.params, self.budget_scale
-        n_sets, n_values = p.private_eval_sets, len(p.eval_metric) * self.n_rounds + 1
+        n_sets, n_values = p.private_eval_sets, len(p.eval_metric) * self.scored_rounds + 1
         if p.delta > 0:
             return Release("eval", "gaussian", math.sqrt(n_values),
                            noise_multiplier=math.sqrt(n_sets / share) / s)
@@ -309,7 +316,7 @@ class ReleasePlan:
         elif kind == "eval":
             fields.update(count=self.params.private_eval_sets, note=(
                 f"each private eval set's {', '.join(self.params.eval_metric)} after each of "
-                f"{self.n_rounds} rounds (a row's losses in [0, 1]) and its row count; the "
+                f"{self.scored_rounds} rounds (a row's losses in [0, 1]) and its row count; the "
                 "scores, and early stopping on them, are post-processing"))
         return fields
 
@@ -563,7 +570,7 @@ def _cached_budget_scale(params_json, n_features):
     return calibrate_budget_scale(TrainParams(**fields), n_features)
 
 
-def make_plan(params, n_features):
+def make_plan(params, n_features, scored_rounds=None):
     """The calibrated :class:`ReleasePlan` of a fit (public parameters only).
 
     The budget scale depends only on public parameters, so identical calibrations in one process
@@ -573,6 +580,8 @@ def make_plan(params, n_features):
     ----------
     params : TrainParams
     n_features : int
+    scored_rounds : int, optional
+        Of :class:`ReleasePlan`.
 
     Returns
     -------
@@ -587,4 +596,5 @@ def make_plan(params, n_features):
     if public["feature_bounds"] is not None:
         public["feature_bounds"] = "public"  # only their presence shapes the plan
     key = json.dumps(public, sort_keys=True, default=str)
-    return ReleasePlan(params, n_features, _cached_budget_scale(key, int(n_features)))
+    return ReleasePlan(params, n_features, _cached_budget_scale(key, int(n_features)),
+                       scored_rounds)

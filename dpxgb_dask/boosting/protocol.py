@@ -36,6 +36,10 @@ class Prepare:
     row_filter : RowFilter, optional
         The fit's individual Rényi filter (``privacy.filter``): every row's divergence so
         far starts at 0.
+    holdout : (int, float), optional
+        A private selection's held-out rows (``boosting.selection``): the secret 128-bit
+        key and fraction p; row ``i`` is held out of every tree when its uniform number
+        under the key is below p (:func:`~dpxgb_dask.boosting.sampling.held_out`).
     """
 
     feature_bounds: np.ndarray
@@ -45,6 +49,7 @@ class Prepare:
     row_offsets: dict
     init_model: object = None
     row_filter: object = None
+    holdout: tuple = None
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,30 @@ def row_uniforms(key, row_offset, n_rows):
     return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
 
 
+def held_out(holdout, row_offset, n_rows):
+    """Which of the global rows ``row_offset`` .. ``row_offset + n_rows - 1`` a private
+    selection holds out of its trees (its score rows).
+
+    Each row is held out independently with probability p, by its uniform number under
+    the selection's secret key (:func:`row_uniforms`): a row's side never depends on the
+    other rows, so a training run and the score release see disjoint rows.
+
+    Parameters
+    ----------
+    holdout : (int, float) or None
+        (128-bit key, p); None holds out nothing.
+    row_offset, n_rows : int
+
+    Returns
+    -------
+    ndarray of bool, shape (n_rows,)
+    """
+    if holdout is None:
+        return np.zeros(n_rows, dtype=bool)
+    key, fraction = holdout
+    return row_uniforms(key, row_offset, n_rows) < fraction
+
+
 class TreeRows:
     """The rows and gradient bounds of every tree of a fit, built once per fit.
 

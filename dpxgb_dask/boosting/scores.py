@@ -39,7 +39,7 @@ class EvaluationScores:
         p = plan.params
         self.plan, self.streams = plan, streams
         self.metrics = tuple(p.eval_metric)
-        self.n_rounds = plan.n_rounds
+        self.n_rounds = plan.scored_rounds
         self.n_sets = p.private_eval_sets
         self.label_bounds = p.label_bounds
         release = plan.releases["eval"]

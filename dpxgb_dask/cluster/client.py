@@ -94,7 +94,7 @@ def ask_budgets(client, **message):
 
 
 def run_fit(client, params, planning, X, y, objective, n_features, feature_names, verbose,
-            n_partitions, with_timings, init_model, callbacks=(), evals=()):
+            n_partitions, with_timings, init_model, callbacks=(), evals=(), selection=None):
     """Fit on ``client``'s cluster: register dpxgb's plugins, have the scheduler admit the
     fit (its budget) before any row is read, load the rows, and ask the scheduler to run
     the coordinator once the release plan is ready.
@@ -118,6 +118,9 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     evals : sequence of (X, y)
         Private evaluation sets, each loaded like the rows as a fit of its own on the
         workers (id ``<fit id>-eval<i>``, the same capability).
+    selection : (list of TrainParams, SelectionSpec), optional
+        Run a private selection among these configurations (``params`` the first);
+        ``planning`` is then of its :class:`~dpxgb_dask.boosting.selection.SelectionPlan`.
 
     Returns
     -------
@@ -155,7 +158,7 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
             coordinated = True
             request = fit_request(fit_id, capability, placement, sources, params, n_features,
                                   feature_names, client.id, topic, reload_topic, with_timings,
-                                  init_model, evaluations)
+                                  init_model, evaluations, selection)
             try:
                 answer = client.sync(client.scheduler.dpxgb_fit, **request)
             except OSError as exc:  # CommClosedError is an OSError

@@ -6,6 +6,7 @@ parameters itself (:func:`~dpxgb_dask.cluster.fit_request.fit_request`,
 """
 import re
 
+from ..boosting.selection import SelectionSpec, check_configurations, same_params
 from ..model.booster import Booster
 from ..params.plain import from_plain, to_plain
 
@@ -24,6 +25,8 @@ FIT_REQUEST_FIELDS = {
     "with_timings": "whether to return the fit's timings (a bool)",
     "init_model": "the model the fit continues (Booster.to_dict()), or None",
     "evaluations": "a list of [fit id, placement, sources] of private evaluation sets",
+    "selection": "None, or a private selection: {'configurations': [plain params, ...], "
+                 "'mean_runs', 'shape', 'holdout'}, its first configuration the params",
 }
 
 _FIT_ID = re.compile(r"^[A-Za-z0-9-]{1,128}$")
@@ -31,13 +34,16 @@ _TOPIC = re.compile(r"^dpxgb-(progress|reload)-[0-9a-f]{32}$")
 
 
 def fit_request(fit_id, capability, placement, sources, params, n_features, feature_names,
-                client_id, topic, reload_topic, with_timings, init_model, evaluations):
+                client_id, topic, reload_topic, with_timings, init_model, evaluations,
+                selection=None):
     """The fit request's keyword arguments (see :data:`FIT_REQUEST_FIELDS`).
 
     Parameters
     ----------
     params : TrainParams
     init_model : Booster or None
+    selection : (list of TrainParams, SelectionSpec) or None
+        A private selection's configurations (the first is ``params``) and how it runs.
     (the others as in :data:`FIT_REQUEST_FIELDS`)
 
     Returns
@@ -50,7 +56,10 @@ def fit_request(fit_id, capability, placement, sources, params, n_features, feat
                 client_id=client_id, topic=topic, reload_topic=reload_topic,
                 with_timings=with_timings,
                 init_model=None if init_model is None else init_model.to_dict(),
-                evaluations=[list(e) for e in evaluations])
+                evaluations=[list(e) for e in evaluations],
+                selection=None if selection is None else dict(
+                    selection[1].to_dict(),
+                    configurations=[to_plain(c) for c in selection[0]]))
 
 
 def check_fit_request(request, workers):
@@ -69,8 +78,9 @@ def check_fit_request(request, workers):
     dict
         The keyword arguments of
         :meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`, with
-        ``params`` a :class:`~dpxgb_dask.params.TrainParams` and ``init_model`` a
-        :class:`~dpxgb_dask.model.booster.Booster` or None.
+        ``params`` a :class:`~dpxgb_dask.params.TrainParams`, ``init_model`` a
+        :class:`~dpxgb_dask.model.booster.Booster` or None, and ``selection`` None or
+        (configurations, :class:`~dpxgb_dask.boosting.selection.SelectionSpec`).
 
     Raises
     ------
@@ -104,6 +114,8 @@ def check_fit_request(request, workers):
     r["evaluations"] = [(e[0], *_where(e[1], e[2], workers, f"evaluations[{i}] "))
                         for i, e in enumerate(evaluations)]
     r["params"] = from_plain(r["params"], r["n_features"])
+    if r["selection"] is not None:
+        r["selection"] = _selection(r)
     if r["init_model"] is not None:
         _check(r, "init_model", isinstance(r["init_model"], dict))
         try:
@@ -112,6 +124,26 @@ def check_fit_request(request, workers):
             raise ValueError(f"init_model is not a dpxgb model: {type(exc).__name__}: "
                              f"{exc}") from None
     return r
+
+
+def _selection(request):
+    """The request's selection, checked: (configurations, SelectionSpec)."""
+    selection = request["selection"]
+    _check(request, "selection", isinstance(selection, dict) and set(selection) == {
+        "configurations", "mean_runs", "shape", "holdout"} and isinstance(
+            selection["configurations"], list))
+    configurations = [from_plain(c, request["n_features"]) for c in selection["configurations"]]
+    if not configurations or not same_params(configurations[0], request["params"]):
+        raise ValueError("the fit request's selection must have the params as its first "
+                         "configuration")
+    if request["init_model"] is not None:
+        raise ValueError("a selection cannot continue a model (init_model must be None)")
+    spec = {k: v for k, v in selection.items() if k != "configurations"}
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in spec.values()):
+        raise ValueError(f"the fit request's selection's mean_runs, shape and holdout must be "
+                         f"numbers, got {spec!r}")
+    check_configurations(configurations)
+    return configurations, SelectionSpec(**spec)
 
 
 def _check(request, field, ok):

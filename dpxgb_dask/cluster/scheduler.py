@@ -20,6 +20,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..boosting.coordinator import Coordinator
 from ..boosting.plan import make_plan
+from ..boosting.selection import Selection, SelectionPlan
 from ..privacy.budget import BudgetStore, budget_record
 from ..privacy.ledger import PrivacyEvent
 from ..privacy.validation import BudgetError
@@ -199,7 +200,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
 
     async def coordinate(self, fit_id, capability, placement, sources, params, n_features,
                          feature_names, client_id, topic, reload_topic, with_timings,
-                         init_model=None, evaluations=()):
+                         init_model=None, evaluations=(), selection=None):
         """Run one fit's coordinator in this process.
 
         ``params`` (a validated :class:`~dpxgb_dask.params.TrainParams`) are the request's;
@@ -207,6 +208,9 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         this one plan, whatever the client computed. ``evaluations`` holds the fit id,
         placement and sources of each private evaluation set's partitions; a partition
         whose source is the client is loaded again by the client (on ``reload_topic``).
+        ``selection`` (configurations, spec) runs a private selection among the
+        configurations instead (:class:`~dpxgb_dask.boosting.selection.Selection`), planned
+        here too.
 
         The budget is reserved before the first release (a refused fit spends nothing)
         and charged with the releases made, however the fit ends. The fit runs as a task
@@ -222,18 +226,13 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             of each node: a coarse side channel, which is why they are not sent by
             default).
         """
-        plan = await asyncio.to_thread(make_plan, params, n_features)  # (calibration: a thread)
-
-        def backend_of(backend_fit_id, placement, sources):
-            async def reload(index):
-                return await self._reload_by_client(client_id, reload_topic, backend_fit_id,
-                                                    capability, index)
-
-            return DaskBackend(self._scheduler, backend_fit_id, capability, placement,
-                               sources, reload)
-
-        backend = backend_of(fit_id, placement, sources)
-        backends = [backend] + [backend_of(*where) for where in evaluations]
+        # (calibration: a thread)
+        plan = await (asyncio.to_thread(make_plan, params, n_features) if selection is None
+                      else asyncio.to_thread(SelectionPlan, selection[0], n_features,
+                                             selection[1]))
+        backends = [self._backend(client_id, reload_topic, capability, *where)
+                    for where in [(fit_id, placement, sources)] + list(evaluations)]
+        backend = backends[0]
         try:
             if params.budget is not None:
                 await self.run_budget("reserve", params.budget, fit_id, plan.ledger().events)
@@ -246,9 +245,10 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         ended, coordinator, status = ("failed", None), None, None
         try:
             progress = self.board.start(fit_id, client_id)
+            publish = self._publisher(progress, client_id, topic)
             coordinator = Coordinator(params, plan, backend, n_features, feature_names,
-                                      self._publisher(progress, client_id, topic), init_model,
-                                      backends[1:])
+                                      publish, init_model, backends[1:]) if selection is None \
+                else Selection(plan, backend, feature_names, publish)
             booster = await self._watch(coordinator, fit_id, client_id, backends)
             ended = "finished", None
         except ClientLeftError as exc:
@@ -271,6 +271,16 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                                      worker_seconds=backend.worker_seconds,
                                      recoveries=backend.recoveries)
         return result
+
+    def _backend(self, client_id, reload_topic, capability, fit_id, placement, sources):
+        """The :class:`~dpxgb_dask.cluster.backend.DaskBackend` of one loaded fit (its rows,
+        or a private evaluation set's), whose lost partitions of dask inputs its client
+        loads again."""
+        async def reload(index):
+            return await self._reload_by_client(client_id, reload_topic, fit_id, capability,
+                                                index)
+
+        return DaskBackend(self._scheduler, fit_id, capability, placement, sources, reload)
 
     async def _reload_by_client(self, client_id, topic, fit_id, capability, index):
         """Have the fit's client load partition ``index`` of its dask inputs again (from

@@ -85,6 +85,13 @@ exponential    ε                          ``ZCDpEvent(ε²/8)``         ε-DP w
   decrease with the order), so at the order of each filter the ledger is (α, Σ of the
   budgets of the filters of order >= α + RDP of the other releases)-RDP, converted to ε
   with the same conversion as every order; it reports the smallest ε.
+* Private selections (``repeat_and_select`` entries, :mod:`~dpxgb_dask.privacy.selection`):
+  the RDP accountant composes each configuration's planned releases into a curve, takes
+  the per-order maximum over the configurations (the candidate draws one at random) and
+  applies Papernot & Steinke's Theorem 2 (:func:`~dpxgb_dask.privacy.selection.repeat_and_select_rdp`);
+  the result composes with the other releases order by order. The basic and PLD
+  accountants have no description of a selection: for a ledger holding one they certify
+  no finite ε (∞, and δ = 1), so ``"best"`` is the RDP accountant's answer there.
 """
 
 
@@ -99,9 +106,11 @@ import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant as _rdp_lib
 
-from .composition import (Parallel, Sampled, Single, amplified_epsilon, as_ledger,
-                          check_filters, composition_terms, distinct_terms,
-                          effective_multiplier, part_profile, pure_sum)
+from .composition import (Sampled, Single, amplified_epsilon, as_ledger, check_filters,
+                          composition_terms, distinct_terms, effective_multiplier,
+                          gaussian_shares, has_pure_choice, is_pure_choice, part_profile,
+                          pure_sum, selections)
+from .selection import repeat_and_select_rdp
 from .validation import check_delta, check_epsilon
 
 __all__ = ["Accountant", "BasicAccountant", "BestOfAccountant", "PLDAccountant", "RDPAccountant",
@@ -199,28 +208,17 @@ class BasicAccountant(Accountant):
         """Sum of the terms' ε (amplified per subsample); δ only serves Gaussian terms.
 
         δ is split into equal shares, one per Gaussian term counted by
-        ``_gaussian_shares`` (recursively, the maximum over the parts of a disjoint
+        ``composition.gaussian_shares`` (recursively, the maximum over the parts of a disjoint
         group), so the δ spent in total is at most ``delta``.
         """
         delta = check_delta(delta)
-        terms = distinct_terms(composition_terms(as_ledger(ledger)))
-        n_gauss = sum(m * _gaussian_shares(t) for t, m in terms)
+        ledger = as_ledger(ledger)
+        if selections(ledger):
+            return math.inf  # (see the module docstring)
+        terms = distinct_terms(composition_terms(ledger))
+        n_gauss = sum(m * gaussian_shares(t) for t, m in terms)
         delta_unit = delta / n_gauss if n_gauss else 0.0
         return float(sum(m * self._term(t, delta_unit) for t, m in terms))
-
-
-def _gaussian_shares(term):
-    """Number of δ shares a term spends in basic composition.
-
-    A Gaussian event or a subsample containing Gaussians spends one share (after
-    amplification, δ' = γ·(δ_unit/γ)); a disjoint group spends the maximum over its parts of
-    the shares of the part's terms (parallel composition: max of δ; sequential: sum).
-    """
-    if isinstance(term, Single):
-        return 0 if term.event.is_pure else 1
-    if isinstance(term, Sampled):
-        return 1 if any(not e.is_pure for e in term.events) else 0
-    return max(sum(_gaussian_shares(t) for t in part) for part in term.parts)
 
 
 def _repeat(event, count):
@@ -282,7 +280,7 @@ class RDPAccountant(Accountant):
             members = [self._event(e) for e in term.events]
             if all(e.mechanism == "gaussian" for e in term.events):
                 return dp_accounting.PoissonSampledDpEvent(term.rate, dp_accounting.ComposedDpEvent(members))
-            if amplify and _is_pure_choice(term):
+            if amplify and is_pure_choice(term):
                 return self._amplified_event(term)
             return dp_accounting.ComposedDpEvent(members)
         parts = [dp_accounting.ComposedDpEvent([self._term_event(t, amplify) for t in part]) for part in term.parts]
@@ -296,7 +294,7 @@ class RDPAccountant(Accountant):
             return self._curve(self._event(term.event))
         if isinstance(term, Sampled):
             plain = self._curve(self._term_event(term, amplify=False))
-            if not _is_pure_choice(term):
+            if not is_pure_choice(term):
                 return plain
             # both curves bound D_alpha of the same mechanism at every order, so does their
             # minimum; composition adds curves order by order (Mironov 2017, Prop. 1)
@@ -307,9 +305,15 @@ class RDPAccountant(Accountant):
         return sum(parts, np.zeros(len(self.orders)))
 
     def _total_curve(self, ledger):
+        ledger = as_ledger(ledger)
         total = np.zeros(len(self.orders))
-        for term, mult in distinct_terms(composition_terms(as_ledger(ledger))):
+        for term, mult in distinct_terms(composition_terms(ledger)):
             total += mult * self._term_curve(term)
+        for entry, parts in selections(ledger):
+            # a run draws one configuration: its curve is at most the largest of theirs
+            candidate = np.max([self._total_curve(part) for part in parts], axis=0)
+            total += repeat_and_select_rdp(self.orders, candidate, entry.selection_mean,
+                                           entry.selection_shape)
         return total
 
     def _filter_points(self, ledger):
@@ -449,7 +453,7 @@ class PLDAccountant(Accountant):
                 return pld_lib.from_laplace_mechanism(
                     1.0 / events[0].epsilon, value_discretization_interval=vdi, sampling_prob=term.rate
                 )
-            if amplify and _is_pure_choice(term):
+            if amplify and is_pure_choice(term):
                 return self._pure_pld(amplified_epsilon(pure_sum(events), term.rate))
             return self._compose([self._event_pld(e) for e in events])
         parts = [self._compose([self._term_pld(t, amplify) for t in part]) for part in term.parts]
@@ -467,7 +471,7 @@ class PLDAccountant(Accountant):
         terms = distinct_terms(composition_terms(as_ledger(ledger)))
         if not terms:
             return [pld_lib.identity(value_discretization_interval=self.value_discretization_interval)]
-        choices = (False, True) if any(_has_pure_choice(t) for t, _ in terms) else (False,)
+        choices = (False, True) if any(has_pure_choice(t) for t, _ in terms) else (False,)
         out = []
         for amplify in choices:
             plds = []
@@ -498,25 +502,20 @@ class PLDAccountant(Accountant):
         return min(options, key=lambda p: p.get_epsilon_for_delta(delta))
 
     def get_epsilon(self, ledger, delta):
-        """ε at δ of the composed privacy loss distribution (the better valid description)."""
+        """ε at δ of the composed privacy loss distribution (the better valid description);
+        ∞ for a ledger with a private selection (see the module docstring)."""
         delta = check_delta(delta)
+        if selections(as_ledger(ledger)):
+            return math.inf
         return float(min(p.get_epsilon_for_delta(delta) for p in self._options(ledger)))
 
     def get_delta(self, ledger, epsilon):
-        """δ at ε of the composed privacy loss distribution (the better valid description)."""
+        """δ at ε of the composed privacy loss distribution (the better valid description);
+        1 for a ledger with a private selection."""
         epsilon = check_epsilon(epsilon)
+        if selections(as_ledger(ledger)):
+            return 1.0
         return float(min(p.get_delta_for_epsilon(epsilon) for p in self._options(ledger)))
-
-
-def _is_pure_choice(term):
-    """A subsample of pure-ε releases (rate < 1): amplified and plain are both valid."""
-    return isinstance(term, Sampled) and term.rate < 1.0 and all(e.is_pure for e in term.events)
-
-
-def _has_pure_choice(term):
-    if isinstance(term, Parallel):
-        return any(_has_pure_choice(t) for part in term.parts for t in part)
-    return _is_pure_choice(term)
 
 
 class BestOfAccountant(Accountant):

@@ -101,7 +101,7 @@ def check_within(events, epsilon, delta, accountant):
 
 def fit_events(events, fit_id):
     """A fit's release events as a budget records them: its Poisson subsample, disjoint
-    group and individual filter names prefixed by ``fit_id``, its noise stream ids dropped
+    group, individual filter and selection names prefixed by ``fit_id``, its noise stream ids dropped
     (they identify replays within one fit only).
 
     Parameters
@@ -122,6 +122,8 @@ def fit_events(events, fit_id):
             changes["disjoint_group"] = f"{fit_id}/{event.disjoint_group}"
         if event.individual_filter is not None:
             changes["individual_filter"] = f"{fit_id}/{event.individual_filter}"
+        if event.selection is not None:
+            changes["selection"] = f"{fit_id}/{event.selection}"
         out.append(dataclasses.replace(event, **changes))
     return out
 

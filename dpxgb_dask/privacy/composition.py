@@ -9,12 +9,15 @@ All accountants read the ledger the same way (:func:`composition_terms`):
   (all its events free, or all in one part of one disjoint group): amplifying pieces of one
   sample separately would under-count, so anything else raises ``ValueError``;
 * a ``disjoint_group`` forms one term whose parts compose in parallel;
-* the terms compose sequentially; identical terms are counted, not repeated.
+* the terms compose sequentially; identical terms are counted, not repeated;
+* a private selection's events (``selection``) and entries are no terms: only the RDP
+  accountant composes them (:func:`selections`).
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 
 from .ledger import Ledger
@@ -109,7 +112,9 @@ def composition_terms(ledger):
         Barthe & Gaboardi 2018 amplify the composite mechanism run on the sample), which is
         impossible if they are split between places that compose differently.
     """
-    events = [e for e in ledger if not e.is_filter]  # no releases (see the module docstring)
+    # filters and selection entries are no releases; a selection's events are accounted
+    # as one repeat-and-select (see the module docstring)
+    events = [e for e in ledger if not e.is_filter and e.selection is None]
     _check_subsample_places(events)
     free = [e for e in events if e.disjoint_group is None]
     terms = _sequential_terms(free)
@@ -185,3 +190,70 @@ def check_filters(events, filters):
         raise ValueError(f"subsample {split[0]!r} has releases under different individual "
                          "filters (or partly under none): the releases on one Poisson sample "
                          "are amplified together, so they must all pass the same filter")
+
+
+def selections(ledger):
+    """The private selections of a ledger, checked.
+
+    Parameters
+    ----------
+    ledger : Ledger or iterable of PrivacyEvent
+
+    Returns
+    -------
+    list of (entry, parts)
+        Each selection's ``repeat_and_select`` entry and its configurations' planned
+        releases, ``parts[c]`` a list of events with their ``selection`` fields cleared
+        (one configuration's run, composed as any ledger).
+
+    Raises
+    ------
+    ValueError
+        A selection with several entries or none, or a configuration with no release.
+    """
+    entries, parts = collections.OrderedDict(), collections.defaultdict(dict)
+    for e in ledger:
+        if e.is_selection_entry:
+            if e.selection in entries:
+                raise ValueError(f"selection {e.selection!r} has several repeat_and_select "
+                                 "entries: give each selection one entry")
+            entries[e.selection] = e
+        elif e.selection is not None:
+            plain = dataclasses.replace(e, selection=None, selection_part=None)
+            parts[e.selection].setdefault(e.selection_part, []).append(plain)
+    missing = sorted(set(parts) - set(entries))
+    if missing:
+        raise ValueError(f"releases of selections {missing} have no repeat_and_select entry")
+    out = []
+    for name, entry in entries.items():
+        found = parts.get(name, {})
+        if not found or sorted(found) != list(range(len(found))):
+            raise ValueError(f"selection {name!r} must have releases for configurations "
+                             f"0..n-1, got {sorted(found)}")
+        out.append((entry, [found[c] for c in range(len(found))]))
+    return out
+
+
+def gaussian_shares(term):
+    """Number of δ shares a term spends in basic composition.
+
+    A Gaussian event or a subsample containing Gaussians spends one share (after
+    amplification, δ' = γ·(δ_unit/γ)); a disjoint group spends the maximum over its parts of
+    the shares of the part's terms (parallel composition: max of δ; sequential: sum).
+    """
+    if isinstance(term, Single):
+        return 0 if term.event.is_pure else 1
+    if isinstance(term, Sampled):
+        return 1 if any(not e.is_pure for e in term.events) else 0
+    return max(sum(gaussian_shares(t) for t in part) for part in term.parts)
+
+
+def is_pure_choice(term):
+    """A subsample of pure-ε releases (rate < 1): amplified and plain are both valid."""
+    return isinstance(term, Sampled) and term.rate < 1.0 and all(e.is_pure for e in term.events)
+
+
+def has_pure_choice(term):
+    if isinstance(term, Parallel):
+        return any(has_pure_choice(t) for part in term.parts for t in part)
+    return is_pure_choice(term)

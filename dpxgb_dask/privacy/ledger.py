@@ -34,6 +34,15 @@ subsample it was computed on, and how it composes:
   releases as if every row took part in full (valid, the filter only removes
   contributions); the RDP accountant may instead charge B at order α for all of them
   (:mod:`~dpxgb_dask.privacy.filter`).
+* ``selection`` / ``selection_part``: the release belongs to configuration
+  ``selection_part`` of a private selection of that name (Papernot & Steinke 2022,
+  :mod:`~dpxgb_dask.privacy.selection`): a candidate run draws one configuration and makes
+  its releases, and only the best run of a secret random number of runs is released. The
+  selection itself is one entry of mechanism ``"repeat_and_select"`` (``selection_mean``
+  E[K], ``selection_shape`` η), which is no release: its configurations' events are the
+  *planned* releases of one run each (the number of runs is never recorded). Only the RDP
+  accountant knows the selection's guarantee; the basic and PLD accountants certify no
+  finite ε for a ledger holding one.
 
 Every call of :meth:`Ledger.record` counts
 ------------------------------------------
@@ -58,11 +67,12 @@ import json
 import numbers
 from typing import Optional
 
+from .selection import SelectionCount
 from .validation import check_epsilon, check_positive, check_sampling_rate
 
 __all__ = ["MECHANISMS", "PARALLEL_AXES", "Ledger", "PrivacyEvent"]
 
-MECHANISMS = ("laplace", "gaussian", "exponential", "renyi_filter")
+MECHANISMS = ("laplace", "gaussian", "exponential", "renyi_filter", "repeat_and_select")
 #: Axes whose pieces hold disjoint rows under add/remove of one row.
 PARALLEL_AXES = ("nodes", "leaves", "bins")
 _NOT_DISJOINT = {
@@ -152,6 +162,14 @@ class PrivacyEvent:
     rdp_order, rdp_budget : float or None
         A ``"renyi_filter"`` entry's order α > 1 and budget B >= 0: every row's Rényi
         divergence at α over the releases of the filter is at most B.
+    selection : str or None
+        Name of the private selection the release is a planned release of; on a
+        ``"repeat_and_select"`` entry, the selection's own name.
+    selection_part : int or None
+        The configuration (0, 1, ...) of the selection the release belongs to.
+    selection_mean, selection_shape : float or None
+        A ``"repeat_and_select"`` entry's E[K] >= 1 and η > 0
+        (:class:`~dpxgb_dask.privacy.selection.SelectionCount`).
     stream : str or None
         Public identifier of the noise stream(s) of the release
         (:attr:`~dpxgb_dask.privacy.randomness.RandomStream.stream_id`, several joined by
@@ -178,6 +196,10 @@ class PrivacyEvent:
     individual_filter: Optional[str] = None
     rdp_order: Optional[float] = None
     rdp_budget: Optional[float] = None
+    selection: Optional[str] = None
+    selection_part: Optional[int] = None
+    selection_mean: Optional[float] = None
+    selection_shape: Optional[float] = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -203,6 +225,8 @@ class PrivacyEvent:
             put("rdp_budget", check_epsilon(self.rdp_budget, "rdp_budget"))
         elif self.rdp_order is not None or self.rdp_budget is not None:
             raise ValueError("rdp_order and rdp_budget belong to a renyi_filter entry")
+        elif self.mechanism == "repeat_and_select":
+            self._check_selection_entry()
         elif self.mechanism == "gaussian":
             if self.noise_multiplier is None or self.epsilon is not None:
                 raise ValueError("a gaussian event needs noise_multiplier (or sigma) and no epsilon")
@@ -245,6 +269,36 @@ class PrivacyEvent:
             raise ValueError(f"note must be a str, got {self.note!r}")
         if self.stream is not None and (not isinstance(self.stream, str) or not self.stream):
             raise ValueError(f"stream must be None or a non-empty str, got {self.stream!r}")
+        self._check_selection_fields()
+
+    def _check_selection_entry(self):
+        """A ``repeat_and_select`` entry: its name, E[K] and η, and no noise of its own."""
+        if self.selection is None or self.selection_mean is None or self.selection_shape is None:
+            raise ValueError("a repeat_and_select entry needs selection (its name), "
+                             "selection_mean and selection_shape")
+        if self.epsilon is not None or self.noise_multiplier is not None:
+            raise ValueError("a repeat_and_select entry has no epsilon or noise_multiplier")
+        count = SelectionCount(self.selection_mean, self.selection_shape)  # (validates)
+        object.__setattr__(self, "selection_mean", count.mean)
+        object.__setattr__(self, "selection_shape", count.shape)
+
+    def _check_selection_fields(self):
+        """``selection`` names a selection; a release in one names its configuration."""
+        if self.selection is not None and (not isinstance(self.selection, str)
+                                           or not self.selection):
+            raise ValueError(f"selection must be None or a non-empty str, got {self.selection!r}")
+        entry = self.mechanism == "repeat_and_select"
+        if not entry and (self.selection_mean is not None or self.selection_shape is not None):
+            raise ValueError("selection_mean and selection_shape belong to a repeat_and_select "
+                             "entry")
+        if entry and self.selection_part is not None:
+            raise ValueError("a repeat_and_select entry has no selection_part")
+        if not entry and (self.selection is None) != (self.selection_part is None):
+            raise ValueError("a release in a selection needs selection and selection_part")
+        object.__setattr__(self, "selection_part",
+                           _opt_int(self.selection_part, "selection_part"))
+        if self.selection is not None and (self.is_filter or self.individual_filter):
+            raise ValueError("individual Rényi filters cannot be part of a private selection")
 
     @property
     def key(self):
@@ -259,6 +313,11 @@ class PrivacyEvent:
     def is_filter(self):
         """bool: True for an individual Rényi filter's entry (no release)."""
         return self.mechanism == "renyi_filter"
+
+    @property
+    def is_selection_entry(self):
+        """bool: True for a private selection's entry (no release)."""
+        return self.mechanism == "repeat_and_select"
 
     @property
     def is_pure(self):
@@ -283,7 +342,8 @@ class PrivacyEvent:
         """dict of JSON-compatible fields (tuple ``parallel_over`` becomes a list)."""
         out = dataclasses.asdict(self)
         out["parallel_over"] = list(self.parallel_over)
-        for name in ("individual_filter", "rdp_order", "rdp_budget"):
+        for name in ("individual_filter", "rdp_order", "rdp_budget", "selection",
+                     "selection_part", "selection_mean", "selection_shape"):
             if out[name] is None:  # (fields added later: written only when set)
                 del out[name]
         return out

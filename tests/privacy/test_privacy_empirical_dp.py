@@ -53,14 +53,15 @@ def pure_epsilon_hat(a, b, edges):
 
 
 def approx_epsilon_hat(a, b, delta):
-    """max over half-lines S of log((P_a(S) - delta) / P_b(S)), both orientations."""
-    best = -np.inf
+    """max over half-lines S of log((P_a(S) - delta) / P_b(S)), both orientations (S with
+    at least MIN_COUNT draws of ``b``)."""
+    best, n = -np.inf, len(a)
     for x, y in ((a, b), (-a, -b)):
-        grid = np.quantile(y, np.linspace(0.0, 1.0 - MIN_COUNT / N, 400))
+        grid = np.quantile(y, np.linspace(0.0, 1.0 - MIN_COUNT / n, 400))
         xs, ys = np.sort(x), np.sort(y)
-        pa = 1.0 - np.searchsorted(xs, grid, side="left") / N
-        pb = 1.0 - np.searchsorted(ys, grid, side="left") / N
-        ok = (pb * N >= MIN_COUNT) & (pa > delta)
+        pa = 1.0 - np.searchsorted(xs, grid, side="left") / n
+        pb = 1.0 - np.searchsorted(ys, grid, side="left") / n
+        ok = (pb * n >= MIN_COUNT) & (pa > delta)
         best = max(best, float(np.max(np.log((pa[ok] - delta) / pb[ok]))))
     return best
 

@@ -39,6 +39,23 @@ def client(cluster):
 
 
 @pytest.fixture
+def replies(monkeypatch):
+    """Every scheduler reply the user's process unpacks (decoded), in order."""
+    from dpxgb_dask.cluster import client as cluster_client
+
+    seen = []
+    original = cluster_client.unpack_reply
+
+    def spy(reply):
+        result = original(reply)
+        seen.append(result)
+        return result
+
+    monkeypatch.setattr(cluster_client, "unpack_reply", spy)
+    return seen
+
+
+@pytest.fixture
 def seed():
     return SEED
 

@@ -429,20 +429,11 @@ def test_levels_are_messages_to_the_workers_not_tasks(client, seed, classificati
     assert _cluster_is_clean(client)
 
 
-def test_timings_reach_the_client_only_when_asked(client, seed, classification_data, monkeypatch):
+def test_timings_reach_the_client_only_when_asked(client, seed, classification_data, replies):
     import dpxgb_dask.training as training
-    from dpxgb_dask.cluster import client as cluster_client
 
     X, y, bounds = classification_data
-    seen = []
-    original = cluster_client.unpack_reply
-
-    def spy(reply):
-        result = original(reply)
-        seen.append(result)
-        return result
-
-    monkeypatch.setattr(cluster_client, "unpack_reply", spy)
+    seen = replies
     params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed, **SMALL}
     training.train(params, X, y, client=client)
     assert set(seen[-1]) == {"model", "warnings"}  # no timings

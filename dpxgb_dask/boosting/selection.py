@@ -1,0 +1,413 @@
+"""Private selection among a few configurations of a fit: its plan and its runs.
+
+A user who does not know whether their data is additive or full of interactions would
+otherwise tune on the private rows with no accounting at all. A selection instead runs,
+inside the cluster, Papernot & Steinke's private hyperparameter selection
+(:mod:`~dpxgb_dask.privacy.selection`):
+
+1. a secret fraction p of the rows is held out of every tree (each row by its own uniform
+   number under a secret key, :func:`~dpxgb_dask.boosting.sampling.held_out`);
+2. the number of runs K is drawn from the truncated negative binomial distribution, in
+   secret;
+3. each run draws one configuration uniformly (in secret), fits it on the other rows with
+   ε_c, and releases its score: the DP loss of its model on the held-out rows (the release
+   "eval" of :mod:`~dpxgb_dask.boosting.scores`, part of the run's own ledger);
+4. only the run with the best released score leaves the cluster: its model, its
+   configuration's index and its score. K, the other runs and their scores never do.
+
+The model's ledger holds each configuration's *planned* releases (one run each, tagged
+with the configuration) and the selection's entry; the RDP accountant composes them
+(Theorem 2 of Papernot & Steinke), and ε_c is calibrated so that this total is the fit's
+ε (:class:`SelectionPlan`). The other accountants certify nothing for a selection, so a
+selection is accounted with ``"rdp"``.
+
+What a selection costs: with E[K] = 3 and η = 1 about 3-4 times a single fit's ε at the
+same noise (the model of a run trains with ε_c ≈ ε/3 to ε/4). The wall time of a
+selection grows with K; like every timing it stays in the cluster unless a benchmark asks
+(``return_timings``), but whoever watches the cluster can count the runs.
+"""
+from dataclasses import dataclass, fields, replace
+import math
+
+import numpy as np
+
+from ..model.certificate import privacy_summary
+from ..objective import metric_names
+from ..params import with_overrides
+from ..privacy.accountants import RDPAccountant
+from ..privacy.ledger import Ledger
+from ..privacy.selection import SelectionCount
+from ..privacy.validation import BudgetError
+from .coordinator import Coordinator
+from .plan import make_plan
+from .streams import FitStreams
+
+#: The name of a fit's selection in its ledger (a budget prefixes it with the fit's id).
+SELECTION_NAME = "selection"
+
+#: Parameters every configuration of a selection shares with the first: the data's public
+#: facts, the budget and how it is accounted.
+SHARED_PARAMS = ("objective", "num_class", "epsilon", "delta", "budget", "feature_bounds",
+                 "label_bounds", "categories", "weight_bound", "n_threads",
+                 "random_state", "reproducible_noise")
+
+#: Relative precision of the calibration of ε_c (the total stays at or below ε).
+CALIBRATION_RTOL = 1e-3
+
+#: A selection whose runs would get less than ε / MAX_COST_FACTOR each is refused.
+MAX_COST_FACTOR = 30.0
+
+_NO_EVALS = ("a selection scores its runs on its own held-out rows: give no private "
+             "evaluation sets (evals, eval_set)")
+
+#: Named families of configurations (``train(select="shapes")``). "shapes": the tree
+#: shapes ``benchmarks/interactions.py`` compares: the default's one-feature trees
+#: (additive, best on Adult), mixed trees on iterative-Hessian cuts, and a random feature
+#: per node on iterative-Hessian cuts (best on the product and checkerboard tasks).
+FAMILIES = {
+    "shapes": ({},
+               {"feature_selection": "mixed", "split_candidates": "iterative_hessian",
+                "max_bin": 64},
+               {"feature_selection": "random", "split_candidates": "iterative_hessian",
+                "max_bin": 32}),
+}
+
+
+@dataclass(frozen=True)
+class SelectionSpec:
+    """How a selection runs (public).
+
+    Parameters
+    ----------
+    mean_runs : float, default 3.0
+        E[K] >= 1, the expected number of runs.
+    shape : float, default 1.0
+        η > 0 of the truncated negative binomial (1: geometric, Liu & Talwar).
+    holdout : float, default 0.2
+        Fraction p in (0, 1) of the rows held out of the trees to score the runs.
+    """
+
+    mean_runs: float = 3.0
+    shape: float = 1.0
+    holdout: float = 0.2
+
+    def __post_init__(self):
+        SelectionCount(self.mean_runs, self.shape)  # (validates both)
+        if not (isinstance(self.holdout, (int, float)) and 0.0 < self.holdout < 1.0):
+            raise ValueError(f"holdout must be a fraction in (0, 1), got {self.holdout!r}")
+
+    def to_dict(self):
+        return {"mean_runs": float(self.mean_runs), "shape": float(self.shape),
+                "holdout": float(self.holdout)}
+
+
+def resolve_selection(select, params, n_features, resolve=None):
+    """The configurations and spec of ``train(select=)``.
+
+    Parameters
+    ----------
+    select : str or dict
+        A name in :data:`FAMILIES`, or ``{"configurations": <a name or a list of dicts of
+        parameters>, "mean_runs": ..., "shape": ..., "holdout": ...}`` (the last three
+        optional, :class:`SelectionSpec`).
+    params : TrainParams
+        The fit's parameters (its data's public facts, its ε and budget).
+    n_features : int
+    resolve : callable, optional
+        ``resolve(overrides, epsilon)``: the user's parameters with ``overrides``,
+        resolved at ``epsilon`` (the default's ε schedule and a split method's own
+        defaults then fit the configuration). None: ``overrides`` replace fields of
+        ``params``.
+
+    Returns
+    -------
+    (list of TrainParams, SelectionSpec)
+        Each configuration resolved at the ε of one run (ε_c of a first calibration) and
+        then given the selection's ε and ``params``' shared fields.
+    """
+    if isinstance(select, str):
+        select = {"configurations": select}
+    if not isinstance(select, dict) or "configurations" not in select:
+        raise ValueError(f"select must be one of {sorted(FAMILIES)} or a dict with "
+                         f"'configurations', got {select!r}")
+    spec = SelectionSpec(**{k: v for k, v in select.items() if k != "configurations"})
+    overrides = select["configurations"]
+    if isinstance(overrides, str):
+        if overrides not in FAMILIES:
+            raise ValueError(f"select's configurations must be one of {sorted(FAMILIES)} or "
+                             f"a list of dicts of parameters, got {overrides!r}")
+        overrides = FAMILIES[overrides]
+    if not isinstance(overrides, (list, tuple)) or not all(isinstance(o, dict)
+                                                           for o in overrides):
+        raise ValueError("select's configurations must be a list of dicts of parameters")
+    if params.private_eval_sets:
+        raise ValueError(_NO_EVALS)
+    fixed = sorted({k for o in overrides for k in o} & set(SHARED_PARAMS))
+    if fixed:
+        raise ValueError(f"select's configurations may not set {fixed}: every configuration "
+                         f"shares the fit's {', '.join(SHARED_PARAMS)}")
+    shared = {name: getattr(params, name) for name in SHARED_PARAMS}
+
+    def configurations(epsilon):
+        out = []
+        for o in overrides:
+            c = with_overrides(params, **o) if resolve is None else resolve(o, epsilon)
+            out.append(with_overrides(c, **shared))
+        check_configurations(out)
+        return out
+
+    run_epsilon = SelectionPlan(configurations(params.epsilon), n_features, spec).candidate_epsilon
+    return configurations(run_epsilon), spec
+
+
+def check_configurations(configurations):
+    """Refuse configurations a selection cannot run, naming the parameter.
+
+    Parameters
+    ----------
+    configurations : sequence of TrainParams
+        Validated; at least two.
+
+    Raises
+    ------
+    ValueError
+    """
+    if len(configurations) < 2:
+        raise ValueError(f"a selection needs at least 2 configurations, got "
+                         f"{len(configurations)}")
+    first = configurations[0]
+    for i, c in enumerate(configurations):
+        for name in SHARED_PARAMS:
+            if not _same(getattr(c, name), getattr(first, name)):
+                raise ValueError(f"configuration {i} of the selection has {name}="
+                                 f"{getattr(c, name)!r}, configuration 0 {getattr(first, name)!r}: "
+                                 f"every configuration shares {', '.join(SHARED_PARAMS)}")
+        if c.epsilon is None:
+            raise ValueError("a selection needs epsilon (the selection's total), not "
+                             "dp_epsilon_per_tree")
+        if c.private_eval_sets:
+            raise ValueError(_NO_EVALS)
+        if c.filter_rounds:
+            raise ValueError("a selection cannot run individual Rényi filters "
+                             "(filter_rounds must be 0)")
+
+
+class SelectionPlan:
+    """Every configuration's calibrated release plan at ε_c, and the selection's ledger.
+
+    Built once per fit from public parameters, in the scheduler. ε_c is found by
+    bisection (each configuration's plan calibrated to ε_c under RDP at the fit's δ, the
+    selection's RDP total then converted at δ) to the largest value whose total is at
+    most ε, within :data:`CALIBRATION_RTOL`.
+
+    Parameters
+    ----------
+    configurations : sequence of TrainParams
+        Checked by :func:`check_configurations`.
+    n_features : int
+    spec : SelectionSpec
+
+    Attributes
+    ----------
+    candidate_epsilon : float
+        ε_c of each run (its own ledger's RDP ε at δ).
+    plans : list of ReleasePlan
+        One per configuration, with the release "eval" of its score.
+    metric : str
+        The score (the objective's first private metric; lower is better).
+    """
+
+    def __init__(self, configurations, n_features, spec):
+        check_configurations(configurations)
+        self.configurations = list(configurations)
+        self.n_features, self.spec = int(n_features), spec
+        self.count = SelectionCount(spec.mean_runs, spec.shape)
+        first = self.configurations[0]
+        self.target, self.delta = first.epsilon, first.delta
+        self.metric = _scored(first, first.epsilon).eval_metric[0]
+        self.candidate_epsilon, self.plans = self._calibrate()
+        self._ledger = self._selection_ledger(self.plans)
+        #: the released model's trees run this many rounds at most (progress display)
+        self.n_rounds = max(plan.n_rounds for plan in self.plans)
+        self.trees_per_round = max(plan.trees_per_round for plan in self.plans)
+
+    def _plans_at(self, epsilon):
+        # a run's score: its last model's loss on the held-out rows
+        return [make_plan(_scored(c, epsilon), self.n_features, scored_rounds=1)
+                for c in self.configurations]
+
+    def _total(self, plans):
+        return RDPAccountant().get_epsilon(self._selection_ledger(plans), self.delta)
+
+    def _calibrate(self):
+        """(ε_c, plans): the largest ε_c found whose selection total is at most ε."""
+        lo, hi = self.target / MAX_COST_FACTOR, self.target
+        try:
+            lo_plans = self._plans_at(lo)
+            feasible = self._total(lo_plans) <= self.target
+        except BudgetError:
+            feasible = False
+        if not feasible:
+            raise ValueError(f"a selection of E[K] = {self.count.mean:g} runs cannot meet "
+                             f"epsilon={self.target:g} with runs of epsilon >= {lo:g}: "
+                             "lower mean_runs or raise epsilon")
+        while hi - lo > CALIBRATION_RTOL * lo:
+            mid = math.sqrt(lo * hi)
+            plans = self._plans_at(mid)
+            if self._total(plans) <= self.target:
+                lo, lo_plans = mid, plans
+            else:
+                hi = mid
+        return lo, lo_plans
+
+    def _selection_ledger(self, plans):
+        events = [replace(e, selection=SELECTION_NAME, selection_part=c)
+                  for c, plan in enumerate(plans) for e in plan.ledger().events]
+        ledger = Ledger(events)
+        ledger.record("selection", "repeat_and_select", 1.0, selection=SELECTION_NAME,
+                      selection_mean=self.count.mean, selection_shape=self.count.shape,
+                      note=f"the best of K runs, E[K] = {self.count.mean:g}, each a random "
+                           f"one of {len(plans)} configurations (Papernot & Steinke 2022)")
+        return ledger
+
+    def ledger(self):
+        """The selection's ledger: each configuration's planned releases and the entry."""
+        return self._ledger
+
+    def summary(self, chosen, score):
+        """The public description of the selection in the released model's ledger.
+
+        Parameters
+        ----------
+        chosen : int
+            The configuration of the best run (a DP release's post-processing).
+        score : float
+            Its released score.
+        """
+        return dict(self.spec.to_dict(), configurations=len(self.plans),
+                    candidate_epsilon=self.candidate_epsilon, metric=self.metric,
+                    chosen=int(chosen), score=float(score))
+
+
+def same_params(a, b):
+    """bool: two TrainParams are equal, field by field (arrays by value)."""
+    return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b if isinstance(a, (list, tuple)) else a == b
+
+
+def _scored(params, epsilon):
+    """A run's parameters: ε_c under RDP, with one private evaluation set (its score, in
+    the objective's first private metric)."""
+    return replace(params, epsilon=epsilon, accountant="rdp", private_eval_sets=1,
+                   eval_metric=tuple(metric_names(params.objective, private=True)))
+
+
+class HeldOutRows:
+    """The held-out rows of a fit's own partitions, as a run's private evaluation set: its
+    coordinator's ``reduce("round_loss_sums", ...)`` reads the rows its trees left out.
+
+    Parameters
+    ----------
+    backend : PartitionBackend
+        The fit's (closed by whoever opened it).
+    """
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    async def reduce(self, name, *args):
+        if name != "round_loss_sums":
+            raise ValueError(f"the held-out rows answer round_loss_sums only, not {name!r}")
+        return await self.backend.reduce("held_out_loss_sums", *args)
+
+
+class Selection:
+    """Run a private selection: K secret runs, each one configuration's fit and score,
+    and release the best run alone (see the module docstring).
+
+    It takes the place of one :class:`~dpxgb_dask.boosting.coordinator.Coordinator` in the
+    scheduler: the same ``fit()``, ``ledger``, ``warnings``, ``scores``, ``timings`` and
+    ``unpublished_releases()``.
+
+    Parameters
+    ----------
+    plan : SelectionPlan
+    backend : PartitionBackend
+    feature_names : list of str or None
+    publish : callable, optional
+        Receives the selection's public progress: its start and its end (a run's own
+        progress is not published: the number of runs is secret).
+    """
+
+    def __init__(self, plan, backend, feature_names=None, publish=None):
+        self.plan, self.backend, self.feature_names = plan, backend, feature_names
+        self._publish_to = publish or (lambda event: None)
+        first = plan.configurations[0]
+        self.streams, self.warnings = FitStreams.for_fit(first)
+        holdout = (self.streams.key128("holdout"), float(plan.spec.holdout))
+        for run_plan in plan.plans:  # every run holds out the same rows
+            run_plan.holdout = holdout
+        self.scores = []
+        self.timings = {"runs": 0}
+        self._published = False
+
+    @property
+    def ledger(self):
+        """The selection's planned ledger: a selection is charged in full however it ends
+        (the number of runs made is secret)."""
+        return self.plan.ledger()
+
+    def unpublished_releases(self):
+        """The selection's releases, once (with its last progress event)."""
+        if self._published:
+            return []
+        self._published = True
+        return [e.to_dict() for e in self.ledger.events]
+
+    async def fit(self):
+        """The best run's :class:`~dpxgb_dask.model.booster.Booster`, its ledger the
+        selection's (public and DP values only)."""
+        plan, first = self.plan, self.plan.configurations[0]
+        self._publish_to({"event": "start", "n_trees": plan.n_rounds * plan.trees_per_round,
+                          "epsilon": first.epsilon, "accountant": "rdp",
+                          "delta": first.delta, "objective": first.objective, "releases": []})
+        n_runs = plan.count.draw(self.streams.noise_stream("selection_runs"))
+        best = None
+        for run in range(n_runs):
+            chosen = int(self.streams.noise_stream("selection_choice", index=run)
+                         .uniform_below(len(plan.plans))[0])
+            booster, score = await self._run(run, chosen)
+            if best is None or score < best[0]:  # (the private metrics: lower is better)
+                best = score, chosen, booster
+        self.timings["runs"] = n_runs  # (returned only to a benchmark that asks)
+        score, chosen, booster = best
+        released = replace(plan.plans[chosen].params, epsilon=first.epsilon,
+                           private_eval_sets=0, eval_metric=None, random_state=first.random_state)
+        booster.params = released.to_dict()
+        booster.ledger = privacy_summary(self.ledger, released, None)
+        booster.ledger["selection"] = plan.summary(chosen, score)
+        self.scores = []
+        self._publish_to({"event": "done", "epsilon": booster.ledger["epsilon"],
+                          "accountant": "rdp", "delta": first.delta,
+                          "releases": self.unpublished_releases()})
+        return booster
+
+    async def _run(self, run, chosen):
+        """One run of configuration ``chosen``: its model and its released score."""
+        run_plan = self.plan.plans[chosen]
+        params = run_plan.params
+        if params.random_state is not None:  # independent runs: each its own secret seed
+            words = self.streams.noise_stream("selection_seed", index=run).uint64(2)
+            params = replace(params, random_state=int(words[0]) | (int(words[1]) << 64))
+        coordinator = Coordinator(params, run_plan, self.backend, self.plan.n_features,
+                                  self.feature_names, None, None, [HeldOutRows(self.backend)])
+        booster = await coordinator.fit()
+        self.warnings.extend(w for w in coordinator.warnings if w not in self.warnings)
+        return booster, coordinator.scores[0][self.plan.metric][-1]
