@@ -9,9 +9,10 @@ Usage::
         --n-estimators 0 --epsilons 0.5 1 4 --no-cluster \
         --out benchmarks/results/adult_split_methods.md
 
-A method is ``default``, a preset, or a split method named without a preset (which then
-takes its own defaults, ``params.defaults.SPLIT_METHOD_DEFAULTS``); ``--n-estimators 0``
-keeps each method's own number of trees.
+A method is ``default``, a preset, a split method named without a preset (which then
+takes its own defaults, ``params.defaults.SPLIT_METHOD_DEFAULTS``), or ``select:FAMILY``,
+a private selection among a family of configurations (``train(select=FAMILY)``, all
+within ε); ``--n-estimators 0`` keeps each method's own number of trees.
 
 Train on adult.data, test on adult.test, rows with '?' dropped (30,162 / 15,060 rows);
 categorical columns are coded by the category lists of adult.names and every feature has
@@ -34,15 +35,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datasets import data_dir, load_adult  # noqa: E402
 
 from dpxgb_dask.params import SPLIT_METHODS, resolve_params  # noqa: E402
-from dpxgb_dask.training import check_bounds_policy, train, train_in_process  # noqa: E402
+from dpxgb_dask.training import (check_bounds_policy, select_in_process, train,  # noqa: E402
+                                 train_in_process)
 
 #: A seed of > 128 bits per repetition (shorter seeds would warn that noise is guessable).
 SEED_BASE = 2**160
 
 
 def fit_predict(params, X, y, X_test, client, n_partitions=2):
-    """Train with ``params`` (dict) and return test probabilities."""
-    if client is None:
+    """Train with ``params`` (dict; its "select" a private selection's family) and return
+    test probabilities."""
+    params = dict(params)
+    select = params.pop("select", None)
+    if select is not None:
+        booster = (select_in_process(params, X, y, select, n_partitions)[0] if client is None
+                   else train(params, X, y, client=client, n_partitions=n_partitions,
+                              select=select))
+    elif client is None:
         given = dict(params)
         p = resolve_params(given.pop("objective"), preset=given.pop("preset", None), **given)
         p = check_bounds_policy(p, X.shape[1])
@@ -71,7 +80,9 @@ def method_params(method, epsilon, n_estimators, bounds, seed):
               "reproducible_noise": True}  # reproducible tables: noise keyed by the seed
     if n_estimators:
         params["n_estimators"] = n_estimators
-    if method in SPLIT_METHODS:
+    if method.startswith("select:"):  # a private selection among a family, within ε
+        params["select"] = method.split(":", 1)[1]
+    elif method in SPLIT_METHODS:
         params["split_method"] = method
     elif method != "default":
         params["preset"] = method

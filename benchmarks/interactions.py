@@ -15,7 +15,8 @@ model of the margin below; 50,000 training and 10,000 test rows, 10,000 and 2,00
 - ``checkerboard``: 3·sign(sin(1.5x₀)·sin(1.5x₁)) over 10 features (no main effect at all);
 - ``sparse500``: a linear margin of 20 of 500 features (weights ±1/2).
 
-Every configuration is fixed before the run (nothing is selected on the test rows); each
+Every configuration is fixed before the run (nothing is selected on the test rows; the
+private selection chooses among the shapes on held-out training rows, within ε); each
 cell is the test AUC, mean ± std over the seeds. Fits run in-process
 (``train_in_process``) with noise keyed by the seed. Writes
 ``benchmarks/results/interactions.md``.
@@ -35,12 +36,14 @@ from baselines import dp_ebm  # noqa: E402
 from tables import epsilon_table  # noqa: E402
 
 from dpxgb_dask.params import resolve_params  # noqa: E402
-from dpxgb_dask.training import check_bounds_policy, train_in_process  # noqa: E402
+from dpxgb_dask.training import (check_bounds_policy, select_in_process,  # noqa: E402
+                                 train_in_process)
 
 OUT = Path(__file__).resolve().parent / "results" / "interactions.md"
 SEED_BASE = 2**150
 
-#: label -> parameters of a dpxgb_dask fit (None: a baseline of its own).
+#: label -> parameters of a dpxgb_dask fit, a family of a private selection (a str), or
+#: None (a baseline of its own).
 CONFIGS = {
     "default": {},
     "default with mixed trees": dict(feature_selection="mixed"),
@@ -49,6 +52,7 @@ CONFIGS = {
                                                    max_bin=64),
     "random feature per node, iterative-Hessian 32 cuts": dict(
         feature_selection="random", split_candidates="iterative_hessian", max_bin=32),
+    "private selection among the three shapes above (select=\"shapes\")": "shapes",
     "noisy_histogram": dict(split_method="noisy_histogram"),
     "partially_random": dict(split_method="partially_random"),
     "DP-EBM": None,
@@ -94,10 +98,13 @@ def score(job):
             model = xgboost.XGBClassifier(n_estimators=100, max_depth=6, n_jobs=1,
                                           tree_method="hist").fit(X, y)
             return roc_auc_score(y_test, model.predict_proba(X_test)[:, 1])
-        params = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=bounds,
-                                random_state=SEED_BASE + seed, reproducible_noise=True,
-                                **CONFIGS[label])
-        booster, _ = train_in_process(check_bounds_policy(params, X.shape[1]), X, y)
+        given = dict(epsilon=epsilon, feature_bounds=bounds, random_state=SEED_BASE + seed,
+                     reproducible_noise=True)
+        if isinstance(CONFIGS[label], str):  # a private selection, all within ε
+            booster, _ = select_in_process(given, X, y, CONFIGS[label])
+        else:
+            params = resolve_params("binary:logistic", **given, **CONFIGS[label])
+            booster, _ = train_in_process(check_bounds_policy(params, X.shape[1]), X, y)
     return roc_auc_score(y_test, booster.predict_margin(X_test))
 
 

@@ -22,6 +22,7 @@ import numpy as np
 # The package's public names load on first use: a command imports the cluster, the
 # estimators or the accountants only when it needs them (``dpxgb predict`` needs neither).
 import dpxgb_dask
+from dpxgb_dask.params.defaults import SELECTION_FAMILIES as FAMILIES
 from dpxgb_dask.privacy.validation import BudgetError
 from dpxgb_dask.service.cli import add_commands as add_service_commands
 
@@ -147,6 +148,14 @@ def _print_report(booster, out=None, verbose=False):
                   f"{budget['this_fit']:.4g}, all {budget['n_fits']} fits "
                   f"{budget['spent']:.4g} of {budget['epsilon']:g} ({budget['accountant']}, "
                   f"delta = {budget['delta']:g}) when this fit ended\n")
+    chosen = booster.ledger.get("selection")
+    if chosen is not None:
+        out.write(f"private selection: the best of a secret number of runs (mean "
+                  f"{chosen['mean_runs']:g}, shape {chosen['shape']:g}) among "
+                  f"{chosen['configurations']} configurations, each run with epsilon "
+                  f"{chosen['candidate_epsilon']:.4g}; chose configuration {chosen['chosen']}"
+                  f" (held-out {chosen['metric']} {chosen['score']:.4g}); the releases "
+                  "below are one planned run of each configuration\n")
     groups = {}
     for r in rows:
         key = (r.get("purpose"), r.get("mechanism"))
@@ -278,13 +287,22 @@ def cmd_train(args):
         # with --key-file, the model continued must carry a signature under that key too:
         # the continued model is signed with it and vouches for both parts
         continued = _load_model(args.xgb_model, key)
+    select = args.select
+    if select is not None and select not in FAMILIES:
+        select = _read_json(select, "--select")
     booster = dpxgb_dask.train(params, X, y, client=args.scheduler, verbose=not args.quiet,
-                               xgb_model=continued)
+                               xgb_model=continued, select=select)
     booster.save_model(args.out, key=key)
     info = booster.ledger
     print(f"wrote {args.out}: {booster.n_trees} trees; epsilon spent = {info['epsilon']:.6g} "
-          f"({info['accountant']}), basic composition {info['epsilon_by_accountant']['basic']:.6g}, "
+          f"({info['accountant']}), basic composition "
+          f"{float(info['epsilon_by_accountant']['basic']):.6g}, "
           f"delta = {info['delta']:g}")
+    if "selection" in info:
+        chosen = info["selection"]
+        print(f"selected configuration {chosen['chosen']} of {chosen['configurations']} "
+              f"(held-out {chosen['metric']} {chosen['score']:.4g}, DP); each run had "
+              f"epsilon {chosen['candidate_epsilon']:.4g}")
     return 0
 
 
@@ -443,6 +461,10 @@ def build_parser():
                          "signed with that key)")
     tr.add_argument("--key-file", help="sign the model file with the secret in this file "
                                        "(HMAC-SHA256)")
+    tr.add_argument("--select", metavar="FAMILY|FILE",
+                    help="choose privately among configurations, all within --epsilon: "
+                         f"{', '.join(sorted(FAMILIES))}, or a JSON file "
+                         '{"configurations": [{...}, ...], "mean_runs": 3}')
     common(tr)
     tr.set_defaults(func=cmd_train)
 

@@ -25,7 +25,7 @@ from .boosting.coordinator import Coordinator
 from .boosting.partition import load_partition
 from .boosting.plan import make_plan
 from .boosting.protocol import LocalBackend
-from .boosting.selection import SelectionPlan, resolve_selection
+from .boosting.selection import Selection, SelectionPlan, resolve_selection
 from .cluster.client import client_or_embedded, run_fit
 from .inputs import (base_margin_rows, describe_features, float_values, is_dask_collection,
                      label_array, target_columns, weight_shares)
@@ -284,20 +284,53 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
     params, eval_sets = with_evaluations(params, evals, names, n_features)
     params, y = fit_targets(params, y, sample_weight, base_margin)
     objective = Objective.of(params)
-
-    def backend(X, y):
-        X = np.asarray(float_values(X, "X"), dtype=np.float64)
-        y = np.asarray(float_values(y, "y"), dtype=np.float64)
-        chunks = np.array_split(np.arange(len(y)), n_partitions)
-        return LocalBackend([load_partition(X[c], y[c], objective, i)
-                             for i, c in enumerate(chunks)])
-
-    coordinator = Coordinator(params, make_plan(params, n_features), backend(X, y),
-                              n_features, publish=publish, init_model=xgb_model,
-                              evaluations=[backend(Xe, ye) for Xe, ye in eval_sets])
+    coordinator = Coordinator(params, make_plan(params, n_features),
+                              _local_backend(X, y, objective, n_partitions), n_features,
+                              publish=publish, init_model=xgb_model,
+                              evaluations=[_local_backend(Xe, ye, objective, n_partitions)
+                                           for Xe, ye in eval_sets])
     booster = asyncio.run(coordinator.fit())
     emit_warnings(coordinator.warnings, stacklevel=3)
     return booster, coordinator
+
+
+def select_in_process(params, X, y, select, n_partitions=1):
+    """:func:`train` with ``select``, without a cluster: the scheduler's
+    :class:`~dpxgb_dask.boosting.selection.Selection` over partition states in this
+    process, for tests and benchmarks on small data.
+
+    Parameters
+    ----------
+    params : dict or TrainParams
+        As :func:`train`'s.
+    X, y : array-like
+    select : str or dict
+        As :func:`train`'s.
+    n_partitions : int
+
+    Returns
+    -------
+    Booster
+    selection : Selection
+    """
+    p, X, _, _ = _fit_params(params, X, None)
+    names, n_features = describe_features(X)
+    p, y = fit_targets(check_bounds_policy(p, n_features), y)
+    p, (configurations, spec), _ = _selection(select, params, p, n_features, None)
+    run = Selection(SelectionPlan(configurations, n_features, spec),
+                    _local_backend(X, y, Objective.of(p), n_partitions), names)
+    booster = asyncio.run(run.fit())
+    emit_warnings(run.warnings, stacklevel=3)
+    return booster, run
+
+
+def _local_backend(X, y, objective, n_partitions):
+    """The rows as ``n_partitions`` partition states in this process."""
+    X = np.asarray(float_values(X, "X"), dtype=np.float64)
+    y = np.asarray(float_values(y, "y"), dtype=np.float64)
+    chunks = np.array_split(np.arange(len(y)), n_partitions)
+    return LocalBackend([load_partition(X[c], y[c], objective, i)
+                         for i, c in enumerate(chunks)])
 
 
 _said_no_budget = False

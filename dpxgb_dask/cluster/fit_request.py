@@ -139,7 +139,8 @@ def _selection(request):
     if request["init_model"] is not None:
         raise ValueError("a selection cannot continue a model (init_model must be None)")
     spec = {k: v for k, v in selection.items() if k != "configurations"}
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in spec.values()):
+    if not all((isinstance(v, (int, float)) and not isinstance(v, bool))
+               or (k == "mean_runs" and v is None) for k, v in spec.items()):
         raise ValueError(f"the fit request's selection's mean_runs, shape and holdout must be "
                          f"numbers, got {spec!r}")
     check_configurations(configurations)

@@ -240,3 +240,17 @@ def split_method_defaults(objective, split_method):
     if objective == "reg:squarederror" and values.get("leaf_method", "gaussian") == "gaussian":
         values.update(SPLIT_METHOD_REGRESSION_OVERRIDES)
     return values
+
+
+#: Named families of configurations for a private selection (``train(select="shapes")``,
+#: ``boosting.selection``). "shapes": the tree shapes ``benchmarks/interactions.py``
+#: compares: the default's one-feature trees
+#: (additive, best on Adult), mixed trees on iterative-Hessian cuts, and a random feature
+#: per node on iterative-Hessian cuts (best on the product and checkerboard tasks).
+SELECTION_FAMILIES = {
+    "shapes": ({},
+               {"feature_selection": "mixed", "split_candidates": "iterative_hessian",
+                "max_bin": 64},
+               {"feature_selection": "random", "split_candidates": "iterative_hessian",
+                "max_bin": 32}),
+}

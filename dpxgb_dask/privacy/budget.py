@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import tempfile
 import time
@@ -40,6 +41,7 @@ except ImportError:  # not POSIX: one process per budget file
     fcntl = None
 
 from .accountants import get_accountant
+from .composition import selections
 from .ledger import Ledger, PrivacyEvent
 from .validation import BudgetError, check_delta, check_epsilon
 
@@ -93,9 +95,11 @@ def check_within(events, epsilon, delta, accountant):
     events = list(events)
     spent = float(accountant.get_epsilon(Ledger(events), delta)) if events else 0.0
     if spent > epsilon:
+        hint = ("; a private selection is accounted by RDP alone: use a budget with "
+                "accountant 'rdp' or 'best'") if math.isinf(spent) and selections(events) else ""
         raise BudgetError(f"{len(events)} releases would bring the privacy loss to "
                           f"epsilon={spent:.6g} at delta={delta:g} ({accountant!r}), above "
-                          f"the budget epsilon={epsilon:g}")
+                          f"the budget epsilon={epsilon:g}{hint}")
     return spent
 
 

@@ -223,3 +223,13 @@ def test_the_best_of_a_secret_number_of_runs_loses_at_most_what_the_ledger_claim
     estimated = max(approx_epsilon_hat(a, b, delta), approx_epsilon_hat(b, a, delta))
     assert 0.2 < estimated <= claimed, (estimated, claimed)
 
+
+
+def test_a_pld_budget_refuses_a_selection_and_says_why():
+    from dpxgb_dask.privacy.budget import check_within
+    from dpxgb_dask.privacy.validation import BudgetError
+
+    events = _selection_ledger([2.0, 3.0]).events
+    with pytest.raises(BudgetError, match="accountant 'rdp' or 'best'"):
+        check_within(events, 10.0, 1e-6, get_accountant("pld"))
+    assert check_within(events, 10.0, 1e-6, get_accountant("best")) < 10.0

@@ -1,7 +1,6 @@
 """Private selection among configurations (``train(select=)``, ``boosting/selection.py``):
 held-out rows, the selection's ledger and calibration, what reaches the client, and the
 requests the scheduler refuses."""
-import asyncio
 import math
 import os
 
@@ -13,9 +12,9 @@ from dpxgb_dask import DPXGBClassifier, train
 from dpxgb_dask.boosting import partition
 from dpxgb_dask.boosting.aggregates import held_out_loss_sums, round_loss_sums
 from dpxgb_dask.boosting.candidates import uniform_cuts
-from dpxgb_dask.boosting.protocol import LocalBackend, Prepare
+from dpxgb_dask.boosting.protocol import Prepare
 from dpxgb_dask.boosting.sampling import row_uniforms
-from dpxgb_dask.boosting.selection import (FAMILIES, Selection, SelectionPlan, SelectionSpec,
+from dpxgb_dask.boosting.selection import (FAMILIES, SelectionPlan, SelectionSpec,
                                            resolve_selection)
 from dpxgb_dask.boosting.streams import FitStreams
 from dpxgb_dask.cluster.fit_request import check_fit_request, fit_request
@@ -24,6 +23,7 @@ from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.privacy import Ledger, RDPAccountant
 from dpxgb_dask.privacy.budget import fit_events
+from dpxgb_dask.training import select_in_process
 
 SEED = 2**200 + 4242
 
@@ -144,30 +144,19 @@ def _a_model(X, y):
                                            max_depth=2, feature_bounds=BOUNDS), X, y)[0]
 
 
-def _select_in_process(configurations, spec, X, y):
-    """A selection on this process's partitions (LocalBackend), as the scheduler runs it."""
-    objective = Objective.of(configurations[0])
-    states = [partition.load_partition(X[c], y[c], objective, i)
-              for i, c in enumerate(np.array_split(np.arange(len(y)), 3))]
-    selection = Selection(SelectionPlan(configurations, X.shape[1], spec),
-                          LocalBackend(states))
-    return asyncio.run(selection.fit()), selection
-
-
 def test_the_held_out_rows_change_no_tree_of_a_run():
     """The same run on labels that differ only on the held-out rows grows the same trees
     (the runs' noise keyed by the seed, the initial score public); its score differs."""
     X, y = _product_task(4000, 6)
-    given = dict(feature_bounds=BOUNDS, random_state=SEED, reproducible_noise=True,
-                 init_score="zero", n_estimators=20)
-    first = resolve_params("binary:logistic", epsilon=2.0, **given)
-    configurations = [first, first]
+    params = dict(epsilon=2.0, feature_bounds=BOUNDS, random_state=SEED,
+                  reproducible_noise=True, init_score="zero", n_estimators=20)
+    select = {"configurations": [{}, {}], "mean_runs": 1.0, "holdout": 0.25}
+    first = resolve_params("binary:logistic", **params)
     held = row_uniforms(FitStreams.for_fit(first)[0].key128("holdout"), 0, 4000) < 0.25
-    flipped = np.where(held, 1.0 - y, y)
-    spec = SelectionSpec(mean_runs=1.0, holdout=0.25)
-    one, _ = _select_in_process(configurations, spec, X, y)
-    two, _ = _select_in_process(configurations, spec, X, flipped)
-    other, _ = _select_in_process(configurations, spec, X, np.where(~held, 1.0 - y, y))
+    with pytest.warns(Warning):  # (reproducible noise)
+        one, _ = select_in_process(params, X, y, select, n_partitions=3)
+        two, _ = select_in_process(params, X, np.where(held, 1.0 - y, y), select, 3)
+        other, _ = select_in_process(params, X, np.where(~held, 1.0 - y, y), select, 3)
     assert one.to_dict()["nodes"] == two.to_dict()["nodes"]
     assert one.ledger["selection"]["score"] != two.ledger["selection"]["score"]
     assert one.to_dict()["nodes"] != other.to_dict()["nodes"]
@@ -241,3 +230,36 @@ def test_the_estimator_selects_too(client):
     assert model.get_params()["select"]["mean_runs"] == 2.0
     assert model.get_booster().ledger["selection"]["configurations"] == 2
     assert model.predict_proba(X).shape == (6_000, 2)
+
+
+@pytest.mark.slow
+def test_the_command_line_selects(client, tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from dpxgb_dask.cli import main
+
+    X, y = _product_task(4_000, 7)
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(6)])
+    frame["target"] = y
+    data = tmp_path / "train.csv"
+    frame.to_csv(data, index=False)
+    bounds = tmp_path / "bounds.json"
+    bounds.write_text(json.dumps({f"c{i}": [-4, 4] for i in range(6)}))
+    choices = tmp_path / "select.json"
+    choices.write_text(json.dumps({"configurations": [{}, {"max_depth": 3}],
+                                   "mean_runs": 2}))
+    out = tmp_path / "model.json"
+    common = ["train", str(data), "--label", "target", "--bounds", str(bounds),
+              "--epsilon", "1", "--n-estimators", "20", "--scheduler",
+              client.scheduler.address, "--quiet"]
+    assert main(common + ["--select", str(choices), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "selected configuration" in said and "of 2" in said and "basic composition inf" in said
+    assert main(["report", str(out)]) == 0
+    report = capsys.readouterr().out
+    assert "private selection" in report and "repeat_and_select" in report
+    assert "epsilon (pld  ) = inf" in report
+    with pytest.raises(SystemExit):
+        main(common + ["--select", str(tmp_path / "missing.json"), "--out", str(out)])
