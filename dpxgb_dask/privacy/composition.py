@@ -254,6 +254,7 @@ def is_pure_choice(term):
 
 
 def has_pure_choice(term):
+    """A term holding a subsample of pure-ε releases (:func:`is_pure_choice`), at any depth."""
     if isinstance(term, Parallel):
         return any(has_pure_choice(t) for part in term.parts for t in part)
     return is_pure_choice(term)

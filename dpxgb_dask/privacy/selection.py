@@ -23,7 +23,8 @@ secret stream and never published): the theorem is about the released best run a
 The candidate Q is a random configuration among ``n`` (uniform, data-independent): its
 divergence at every order is at most the largest of the configurations' (Rényi divergence
 is jointly quasi-convex, van Erven & Harremoës 2014, Theorem 13), so its RDP curve is the
-per-order maximum of the configurations' curves (:meth:`accountants.RDPAccountant`).
+per-order maximum of the configurations' curves
+(:class:`~dpxgb_dask.privacy.accountants.RDPAccountant`).
 
 Nothing here reads data or knows about Dask.
 """
