@@ -434,7 +434,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     p, eval_sets = with_evaluations(check_bounds_policy(p, n_features), evals, feature_names,
                                     n_features)
     p, y = fit_targets(p, y, sample_weight, base_margin)
-    p, selection, planned = _selection(select, params, p, n_features, init_model)
+    p, selection, planned = _selection(select, params, p, n_features, init_model, base_margin)
     _warn_before_fit(p)
     with ThreadPoolExecutor(1) as pool, client_or_embedded(client) as c:
         planning = pool.submit(*planned)  # public: overlaps the loading
@@ -448,14 +448,17 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     return (booster, result["timings"]) if return_timings else booster
 
 
-def _selection(select, params, p, n_features, init_model):
+def _selection(select, params, p, n_features, init_model, base_margin=None):
     """The fit's parameters, its selection (configurations, spec) of ``train(select=)`` or
-    None, and how its plan is made: (callable, *args)."""
+    None, and how its plan is made: (callable, *args). With base margins every
+    configuration makes no initial-score release (:func:`fit_targets`)."""
     if select is None:
         return p, None, (make_plan, p, n_features)
     if init_model is not None:
         raise ValueError("select cannot continue a model: give xgb_model=None")
-    configurations, spec = resolve_selection(select, p, n_features, _resolver(params))
+    configurations, spec = resolve_selection(select, p, n_features, _resolver(params),
+                                             None if base_margin is None
+                                             else {"init_score": "zero"})
     return (configurations[0], (configurations, spec),
             (SelectionPlan, configurations, n_features, spec))
 

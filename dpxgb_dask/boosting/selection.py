@@ -9,11 +9,13 @@ inside the cluster, Papernot & Steinke's private hyperparameter selection
    number under a secret key, :func:`~dpxgb_dask.boosting.sampling.held_out`);
 2. the number of runs K is drawn from the truncated negative binomial distribution, in
    secret;
-3. each run draws one configuration uniformly (in secret), fits it on the other rows with
-   ε_c, and releases its score: the DP loss of its model on the held-out rows (the release
-   "eval" of :mod:`~dpxgb_dask.boosting.scores`, part of the run's own ledger);
+3. each run draws one configuration uniformly (in secret), grows its trees on the other
+   rows with ε_c (its fit-level releases, the DP bounds, initial score or sketch, read
+   every row: all are in its ledger), and releases its score: the DP loss of its model on
+   the held-out rows (the release "eval" of :mod:`~dpxgb_dask.boosting.scores`);
 4. only the run with the best released score leaves the cluster: its model, its
-   configuration's index and its score. K, the other runs and their scores never do.
+   configuration's index, its score and its warnings. K, the other runs, their scores and
+   their warnings never do.
 
 The model's ledger holds each configuration's *planned* releases (one run each, tagged
 with the configuration) and the selection's entry; the RDP accountant composes them
@@ -59,6 +61,10 @@ CALIBRATION_RTOL = 1e-3
 #: A selection whose runs would get less than ε / MAX_COST_FACTOR each is refused.
 MAX_COST_FACTOR = 30.0
 
+#: The most configurations and the largest E[K] a selection takes (a request beyond them
+#: would hold the scheduler for hours).
+MAX_CONFIGURATIONS, MAX_MEAN_RUNS = 16, 100.0
+
 _NO_EVALS = ("a selection scores its runs on its own held-out rows: give no private "
              "evaluation sets (evals, eval_set)")
 
@@ -71,8 +77,9 @@ class SelectionSpec:
     ----------
     mean_runs : float, optional
         E[K] >= 1, the expected number of runs; default 2 per configuration: with 3
-        configurations the runs then miss a given one with probability 0.077 (0.14 with
-        E[K] = 3, whose runs get 10% more ε each).
+        configurations, the runs then miss a given one with probability 0.25 and two given
+        ones (both interaction shapes of "shapes") with probability 0.077; with E[K] = 3,
+        whose runs get 10% more ε each, 0.40 and 0.14.
     shape : float, default 1.0
         η > 0 of the truncated negative binomial (1: geometric, Liu & Talwar).
     holdout : float, default 0.2
@@ -85,6 +92,9 @@ class SelectionSpec:
 
     def __post_init__(self):
         SelectionCount(1.0 if self.mean_runs is None else self.mean_runs, self.shape)
+        if self.mean_runs is not None and self.mean_runs > MAX_MEAN_RUNS:
+            raise ValueError(f"mean_runs must be at most {MAX_MEAN_RUNS:g}, got "
+                             f"{self.mean_runs!r}")
         if not (isinstance(self.holdout, (int, float)) and 0.0 < self.holdout < 1.0):
             raise ValueError(f"holdout must be a fraction in (0, 1), got {self.holdout!r}")
 
@@ -94,7 +104,7 @@ class SelectionSpec:
                 "holdout": float(self.holdout)}
 
 
-def resolve_selection(select, params, n_features, resolve=None):
+def resolve_selection(select, params, n_features, resolve=None, forced=None):
     """The configurations and spec of ``train(select=)``.
 
     Parameters
@@ -111,6 +121,9 @@ def resolve_selection(select, params, n_features, resolve=None):
         resolved at ``epsilon`` (the default's ε schedule and a split method's own
         defaults then fit the configuration). None: ``overrides`` replace fields of
         ``params``.
+    forced : dict, optional
+        Fields every configuration takes after its resolution (the fit's own: no initial
+        score where every row has a base margin).
 
     Returns
     -------
@@ -145,7 +158,7 @@ def resolve_selection(select, params, n_features, resolve=None):
         out = []
         for o in overrides:
             c = with_overrides(params, **o) if resolve is None else resolve(o, epsilon)
-            out.append(with_overrides(c, **shared))
+            out.append(with_overrides(c, **shared, **(forced or {})))
         check_configurations(out)
         return out
 
@@ -165,10 +178,12 @@ def check_configurations(configurations):
     ------
     ValueError
     """
-    if len(configurations) < 2:
-        raise ValueError(f"a selection needs at least 2 configurations, got "
+    if not 2 <= len(configurations) <= MAX_CONFIGURATIONS:
+        raise ValueError(f"a selection needs 2 to {MAX_CONFIGURATIONS} configurations, got "
                          f"{len(configurations)}")
     first = configurations[0]
+    if not first.delta > 0:
+        raise ValueError("a selection is accounted by RDP alone, which needs delta > 0")
     for i, c in enumerate(configurations):
         for name in SHARED_PARAMS:
             if not _same(getattr(c, name), getattr(first, name)):
@@ -235,24 +250,34 @@ class SelectionPlan:
 
     def _calibrate(self):
         """(ε_c, plans): the largest ε_c found whose selection total is at most ε."""
-        lo, hi = self.target / MAX_COST_FACTOR, self.target
-        try:
-            lo_plans = self._plans_at(lo)
-            feasible = self._total(lo_plans) <= self.target
-        except BudgetError:
-            feasible = False
-        if not feasible:
+        # a run's ε must exceed what its DP feature bounds take alone
+        floor = max(c.bounds_epsilon or 0.0 for c in self.configurations)
+        lo, hi = max(self.target / MAX_COST_FACTOR, 2.0 * floor), self.target
+        lo_plans, why = self._feasible(lo)
+        if lo_plans is None:
             raise ValueError(f"a selection of E[K] = {self.count.mean:g} runs cannot meet "
-                             f"epsilon={self.target:g} with runs of epsilon >= {lo:g}: "
-                             "lower mean_runs or raise epsilon")
+                             f"epsilon={self.target:g} with runs of epsilon >= {lo:g} "
+                             f"({why}): lower mean_runs or bounds_epsilon, or raise epsilon")
         while hi - lo > CALIBRATION_RTOL * lo:
             mid = math.sqrt(lo * hi)
-            plans = self._plans_at(mid)
-            if self._total(plans) <= self.target:
+            plans, _ = self._feasible(mid)
+            if plans is not None:
                 lo, lo_plans = mid, plans
             else:
                 hi = mid
         return lo, lo_plans
+
+    def _feasible(self, epsilon):
+        """(plans at ``epsilon``, None) if their selection costs at most ε, else (None,
+        why)."""
+        try:
+            plans = self._plans_at(epsilon)
+        except BudgetError as exc:  # (a run's own calibration cannot meet ``epsilon``)
+            return None, str(exc)
+        total = self._total(plans)
+        if total <= self.target:
+            return plans, None
+        return None, f"the selection's total would be {total:.4g}"
 
     def _selection_ledger(self, plans):
         events = [replace(e, selection=SELECTION_NAME, selection_part=c)
@@ -349,6 +374,10 @@ class Selection:
         holdout = (self.streams.key128("holdout"), float(plan.spec.holdout))
         for run_plan in plan.plans:  # every run holds out the same rows
             run_plan.holdout = holdout
+        self._accountant = RDPAccountant()
+        # what a run of each configuration may spend: its plan (a run's own releases are
+        # checked against it, since the selection is charged its plan)
+        self._planned = [self._accountant.curve(run_plan.ledger()) for run_plan in plan.plans]
         self.scores = []
         self.timings = {}  # (a count of the runs would publish K to a benchmark that asks)
         self._published = False
@@ -378,10 +407,12 @@ class Selection:
         for run in range(n_runs):
             chosen = int(self.streams.noise_stream("selection_choice", index=run)
                          .uniform_below(len(plan.plans))[0])
-            booster, score = await self._run(run, chosen)
+            booster, score, said = await self._run(run, chosen)
             if best is None or score < best[0]:  # (the private metrics: lower is better)
-                best = score, chosen, booster
-        score, chosen, booster = best
+                best = score, chosen, booster, said
+        score, chosen, booster, said = best
+        # the best run's warnings only: another run's would tell of it (and of K)
+        self.warnings.extend(w for w in said if w not in self.warnings)
         released = replace(plan.plans[chosen].params, epsilon=first.epsilon,
                            private_eval_sets=0, eval_metric=None, random_state=first.random_state)
         booster.params = released.to_dict()
@@ -393,7 +424,9 @@ class Selection:
         return booster
 
     async def _run(self, run, chosen):
-        """One run of configuration ``chosen``: its model and its released score."""
+        """One run of configuration ``chosen``: its model, its released score and its
+        warnings. A run whose releases would cost more than its plan fails the selection
+        (the selection is charged its plan)."""
         run_plan = self.plan.plans[chosen]
         params = run_plan.params
         if params.random_state is not None:  # independent runs: each its own secret seed
@@ -402,5 +435,9 @@ class Selection:
         coordinator = Coordinator(params, run_plan, self.backend, self.plan.n_features,
                                   self.feature_names, None, None, [HeldOutRows(self.backend)])
         booster = await coordinator.fit()
-        self.warnings.extend(w for w in coordinator.warnings if w not in self.warnings)
-        return booster, coordinator.scores[0][self.plan.metric][-1]
+        spent = self._accountant.curve(coordinator.ledger)
+        planned = self._planned[chosen]
+        if np.any(spent > planned * (1.0 + 1e-9) + 1e-12):
+            raise AssertionError(f"a run of configuration {chosen} released more than its "
+                                 "plan: the selection's ledger would not cover it")
+        return booster, coordinator.scores[0][self.plan.metric][-1], coordinator.warnings

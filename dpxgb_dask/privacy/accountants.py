@@ -304,6 +304,10 @@ class RDPAccountant(Accountant):
             return parts[0]
         return sum(parts, np.zeros(len(self.orders)))
 
+    def curve(self, ledger):
+        """The ledger's composed RDP curve ε(λ) at ``orders``, an array of float64."""
+        return self._total_curve(ledger)
+
     def _total_curve(self, ledger):
         ledger = as_ledger(ledger)
         total = np.zeros(len(self.orders))

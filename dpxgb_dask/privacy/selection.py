@@ -102,13 +102,16 @@ class SelectionCount:
         return np.where(k >= 1, np.exp(log_p), 0.0)
 
     def draw(self, stream):
-        """One secret draw of K.
+        """One secret draw of K, by inversion: the smallest k whose cumulative probability
+        exceeds a uniform number from ``stream`` (53 bits). The pmf's ratio
+        P(k + 1)/P(k) = (k + η)(1 - γ)/(k + 1) gives each term from the last, so a draw
+        costs K steps, whatever γ and η (a rejection of the draws k = 0 of the negative
+        binomial would take 1/(1 - γ^η) tries, unbounded as E[K] nears 1).
 
         Parameters
         ----------
         stream : RandomStream
-            A secret stream (its 128 bits key a Philox generator, whose negative binomial
-            draws are redrawn until >= 1: the truncation).
+            A secret stream.
 
         Returns
         -------
@@ -116,12 +119,17 @@ class SelectionCount:
         """
         if self.gamma >= 1.0:
             return 1
-        words = stream.uint64(2)
-        generator = np.random.Generator(np.random.Philox(key=np.array(words, dtype=np.uint64)))
-        while True:
-            k = int(generator.negative_binomial(self.shape, self.gamma))
-            if k >= 1:
-                return k
+        u = float(stream.uint64(1)[0] >> np.uint64(11)) * 2.0**-53
+        eta, g = self.shape, self.gamma
+        k = 1
+        p = math.exp(eta * math.log(g) + math.log1p(-g) + math.log(eta)
+                     - math.log(-math.expm1(eta * math.log(g))))
+        total = p
+        while total <= u and p > 0.0:  # (p underflows to 0 in the far tail: the loop ends)
+            p *= (k + eta) * (1.0 - g) / (k + 1)
+            k += 1
+            total += p
+        return k
 
 
 def repeat_and_select_rdp(orders, curve, mean, shape):
@@ -139,7 +147,8 @@ def repeat_and_select_rdp(orders, curve, mean, shape):
     Returns
     -------
     ndarray of float64, shape (n,)
-        ε'(λ) at each order (∞ at λ = 1, where the theorem says nothing).
+        ε'(λ) at each order; at an order of 1, where the theorem says nothing, the bound
+        of the next order up (Rényi divergence does not decrease with the order).
     """
     orders = np.asarray(orders, dtype=np.float64)
     curve = np.asarray(curve, dtype=np.float64)
@@ -148,11 +157,13 @@ def repeat_and_select_rdp(orders, curve, mean, shape):
                          f"and {curve.shape}")
     count = SelectionCount(mean, shape)
     eta, gamma = count.shape, count.gamma
-    # the λ̂ term, best over the orders: (1 + η) min (1 - 1/λ̂) ε(λ̂) + log(1/γ)/λ̂
-    constant = (1.0 + eta) * float(np.min((1.0 - 1.0 / orders) * curve
-                                          - math.log(gamma) / orders))
-    out = np.full(orders.shape, np.inf)
     above_one = orders > 1.0
+    if not above_one.any():
+        raise ValueError("repeat_and_select_rdp needs an order above 1")
+    # the λ̂ term, best over the orders above 1: (1 + η) min (1 - 1/λ̂) ε(λ̂) + log(1/γ)/λ̂
+    terms = (1.0 - 1.0 / orders[above_one]) * curve[above_one] - math.log(gamma) / orders[above_one]
+    constant = (1.0 + eta) * float(np.min(np.where(np.isnan(terms), np.inf, terms)))
+    out = np.full(orders.shape, np.inf)
     log_mean = math.log(count.expected(gamma, eta))  # of the distribution drawn from
     out[above_one] = (curve[above_one] + log_mean / (orders[above_one] - 1.0)
                       + constant)

@@ -233,3 +233,22 @@ def test_a_pld_budget_refuses_a_selection_and_says_why():
     with pytest.raises(BudgetError, match="accountant 'rdp' or 'best'"):
         check_within(events, 10.0, 1e-6, get_accountant("pld"))
     assert check_within(events, 10.0, 1e-6, get_accountant("best")) < 10.0
+
+
+@pytest.mark.parametrize("mean, shape", [(1.0 + 1e-9, 1.0), (1.0 + 1e-9, 50.0), (10.0, 1e4)])
+def test_a_draw_takes_k_steps_whatever_the_parameters(mean, shape):
+    """By inversion, not rejection: near E[K] = 1 a rejection of k = 0 would take ~1e9
+    tries."""
+    count = SelectionCount(mean, shape)
+    source = NoiseSource(SEED)
+    draws = [count.draw(source.stream(purpose="k", index=i)) for i in range(200)]
+    assert min(draws) >= 1
+    assert abs(np.mean(draws) - mean) < 0.5 * mean
+
+
+def test_an_order_of_one_does_not_poison_the_curve():
+    orders = np.array([1.0, 2.0, 8.0, 64.0])
+    curve = np.array([np.inf, 1.0, 4.0, 32.0])
+    out = repeat_and_select_rdp(orders, curve, 3.0, 1.0)
+    assert not np.isnan(out).any() and np.all(np.isfinite(out))
+    assert out[0] == out[1]  # the next order's bound

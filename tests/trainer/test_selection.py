@@ -107,7 +107,10 @@ def test_each_configuration_is_resolved_at_the_epsilon_of_one_run():
 
 @pytest.mark.parametrize("select, kwargs, says", [
     ("nope", {}, "select's configurations must be one of"),
-    ({"configurations": [{}]}, {}, "at least 2 configurations"),
+    ({"configurations": [{}]}, {}, "2 to 16 configurations"),
+    ({"configurations": [{}] * 17}, {}, "2 to 16 configurations"),
+    ({"configurations": "shapes", "mean_runs": 101}, {}, "mean_runs must be at most 100"),
+    ({"configurations": "shapes"}, {"delta": 0.0}, "needs delta > 0"),
     ({"configurations": "shapes", "mean_runs": 0.5}, {}, "mean must be"),
     ({"configurations": "shapes", "holdout": 1.5}, {}, "holdout must be"),
     ({"configurations": "shapes", "shape": 0}, {}, "shape"),
@@ -123,6 +126,7 @@ def test_a_bad_selection_is_refused_before_any_row_is_read(select, kwargs, says)
     X, y = _product_task(200, 1)
     kwargs = dict(kwargs)
     epsilon = kwargs.pop("epsilon", 1.0)
+    extra = {"delta": kwargs.pop("delta")} if "delta" in kwargs else {}
     if kwargs.get("evals") == "EVALS":
         kwargs = {"evals": [(X, y)]}
     if kwargs.get("xgb_model") == "MODEL":
@@ -133,7 +137,7 @@ def test_a_bad_selection_is_refused_before_any_row_is_read(select, kwargs, says)
             raise AssertionError(f"the cluster was used: {name}")
 
     with pytest.raises((ValueError, TypeError), match=says):
-        train({"epsilon": epsilon, "feature_bounds": BOUNDS}, X, y, client=NoClient(),
+        train({"epsilon": epsilon, "feature_bounds": BOUNDS, **extra}, X, y, client=NoClient(),
               select=select, **kwargs)
 
 
@@ -263,3 +267,67 @@ def test_the_command_line_selects(client, tmp_path, capsys):
     assert "epsilon (pld  ) = inf" in report
     with pytest.raises(SystemExit):
         main(common + ["--select", str(tmp_path / "missing.json"), "--out", str(out)])
+
+
+def test_only_the_best_runs_warnings_reach_the_user(monkeypatch):
+    """Another run's warnings would tell of that run (and of K): the selection passes on
+    its own and the best run's alone."""
+    from dpxgb_dask.boosting import selection as selection_module
+
+    runs = []
+
+    class Marked(selection_module.Coordinator):
+        async def fit(self):
+            booster = await super().fit()
+            self.warnings.append((UserWarning, f"run {len(runs)}"))
+            runs.append((booster, self))
+            return booster
+
+    monkeypatch.setattr(selection_module, "Coordinator", Marked)
+    X, y = _product_task(3000, 8)
+    params = dict(epsilon=2.0, feature_bounds=BOUNDS, n_estimators=10)
+    booster, run = select_in_process(params, X, y, {"configurations": [{}, {"max_depth": 3}],
+                                                    "mean_runs": 6.0})
+    said = [message for _, message in run.warnings if message.startswith("run ")]
+    (chosen,) = [i for i, (b, _) in enumerate(runs) if b is booster]
+    assert said == [f"run {chosen}"]
+
+
+def test_dp_feature_bounds_leave_a_selection_room():
+    """A run's ε must exceed its bounds_epsilon: the calibration starts above it."""
+    configurations = [resolve_params("binary:logistic", epsilon=1.0, bounds_epsilon=0.05),
+                      resolve_params("binary:logistic", epsilon=1.0, bounds_epsilon=0.05,
+                                     max_depth=3)]
+    plan = SelectionPlan(configurations, 6, SelectionSpec())
+    assert 0.1 < plan.candidate_epsilon < 1.0
+    assert RDPAccountant().get_epsilon(plan.ledger(), 1e-6) <= 1.0
+
+
+def test_with_base_margins_no_configuration_releases_an_initial_score(monkeypatch):
+    import dpxgb_dask.training as training
+
+    sent = {}
+
+    class Sent(Exception):
+        pass
+
+    def run_fit(*args):
+        sent["selection"] = args[-1]
+        raise Sent
+
+    monkeypatch.setattr(training, "run_fit", run_fit)
+    monkeypatch.setattr(training, "client_or_embedded", lambda client: _Null())
+    X, y = _product_task(500, 9)
+    with pytest.raises(Sent):
+        train({"epsilon": 4.0, "feature_bounds": BOUNDS}, X, y, base_margin=np.zeros(500),
+              select="shapes")
+    configurations, _ = sent["selection"]
+    assert {c.init_score for c in configurations} == {"zero"}
+
+
+class _Null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
