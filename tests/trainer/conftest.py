@@ -56,6 +56,27 @@ def replies(monkeypatch):
 
 
 @pytest.fixture
+def cli_table(tmp_path):
+    """``write(X, y, bound)``: the rows as a CSV table (columns c0, c1, ..., target) and
+    their public bounds (-bound, bound) as a JSON file for ``dpxgb train``; returns both
+    paths."""
+    import json
+
+    import pandas as pd
+
+    def write(X, y, bound=4):
+        frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])])
+        frame["target"] = y
+        data = tmp_path / "train.csv"
+        frame.to_csv(data, index=False)
+        bounds = tmp_path / "bounds.json"
+        bounds.write_text(json.dumps({f"c{i}": [-bound, bound] for i in range(X.shape[1])}))
+        return data, bounds
+
+    return write
+
+
+@pytest.fixture
 def seed():
     return SEED
 

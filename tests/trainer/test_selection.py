@@ -237,20 +237,12 @@ def test_the_estimator_selects_too(client):
 
 
 @pytest.mark.slow
-def test_the_command_line_selects(client, tmp_path, capsys):
+def test_the_command_line_selects(client, tmp_path, capsys, cli_table):
     import json
-
-    import pandas as pd
 
     from dpxgb_dask.cli import main
 
-    X, y = _product_task(4_000, 7)
-    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(6)])
-    frame["target"] = y
-    data = tmp_path / "train.csv"
-    frame.to_csv(data, index=False)
-    bounds = tmp_path / "bounds.json"
-    bounds.write_text(json.dumps({f"c{i}": [-4, 4] for i in range(6)}))
+    data, bounds = cli_table(*_product_task(4_000, 7))
     choices = tmp_path / "select.json"
     choices.write_text(json.dumps({"configurations": [{}, {"max_depth": 3}],
                                    "mean_runs": 2}))
