@@ -285,7 +285,8 @@ def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
     params, y = fit_targets(params, y, sample_weight, base_margin)
     objective = Objective.of(params)
     coordinator = Coordinator(params, make_plan(params, n_features),
-                              _local_backend(X, y, objective, n_partitions), n_features,
+                              _local_backend(X, y, objective, n_partitions,
+                                             params.cross_silo is not None), n_features,
                               publish=publish, init_model=xgb_model,
                               evaluations=[_local_backend(Xe, ye, objective, n_partitions)
                                            for Xe, ye in eval_sets])
@@ -324,13 +325,15 @@ def select_in_process(params, X, y, select, n_partitions=1):
     return booster, run
 
 
-def _local_backend(X, y, objective, n_partitions):
-    """The rows as ``n_partitions`` partition states in this process."""
+def _local_backend(X, y, objective, n_partitions, silos=False):
+    """The rows as ``n_partitions`` partition states in this process (``silos``: each a
+    silo of a cross-silo fit)."""
     X = np.asarray(float_values(X, "X"), dtype=np.float64)
     y = np.asarray(float_values(y, "y"), dtype=np.float64)
     chunks = np.array_split(np.arange(len(y)), n_partitions)
     return LocalBackend([load_partition(X[c], y[c], objective, i)
-                         for i, c in enumerate(chunks)])
+                         for i, c in enumerate(chunks)],
+                        [[i] for i in range(len(chunks))] if silos else None)
 
 
 _said_no_budget = False

@@ -31,6 +31,7 @@ One fit::
 """
 import asyncio
 from dataclasses import replace
+from functools import partial
 import time
 
 import numpy as np
@@ -41,10 +42,12 @@ from ..model.certificate import continued_summary, privacy_summary
 from ..objective import Objective, to_label_units, to_training_units
 from .candidates import CandidateReleases, data_bounds, uniform_cuts
 from .leaves import InitialScore, make_leaf_method
+from .level_noise import LevelNoise
 from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, FitLedger
 from .protocol import Prepare, Round, TreeEnd
 from .sampling import TreeRows
 from .scores import EvaluationScores
+from .silo_plan import SiloFitLedger, SiloPlan
 from .splits import make_split_method
 from .streams import FitStreams
 from .tree import Tree, child_ranges, children
@@ -102,11 +105,15 @@ class Coordinator:
         self.missing_bin = categories.missing_bin(params.categories, params.max_bin)
         self._publish_to = publish or (lambda event: None)
         self.streams, self.warnings = FitStreams.for_fit(params)
-        self.releases = FitLedger(plan)
         self.candidates = CandidateReleases(plan, self.streams)
         self.initial_score = InitialScore(plan, self.streams, self.objective)
         self.splitter = make_split_method(plan, self.streams)
         self.leaf_method = make_leaf_method(plan, self.streams)
+        self.silos = None if params.cross_silo is None else SiloPlan(
+            backend.n_silos, self.initial_score, self.candidates, self.leaf_method,
+            params.hessian_denominators)
+        self.releases = FitLedger(plan) if self.silos is None else \
+            SiloFitLedger(plan, backend.n_silos)
         self.rows = TreeRows(plan, self.streams)
         self.evaluations = list(evaluations)
         if len(self.evaluations) != params.private_eval_sets:
@@ -212,8 +219,11 @@ class Coordinator:
         """
         p, be = self.params, self.backend
         t0 = time.perf_counter()
-        lengths = await be.collect("length")
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64).tolist()
+        if self.silos is None:
+            lengths = np.cumsum(await be.collect("length"))[:-1]
+            offsets = dict(enumerate(np.concatenate([[0], lengths]).astype(np.int64).tolist()))
+        else:  # (no silo tells its row count)
+            offsets = self.silos.row_offsets(be.n_partitions)
         if self.init_model is None:
             bounds = await self._feature_bounds()
             base_score = await self._init_score()
@@ -232,7 +242,7 @@ class Coordinator:
             row_filter = self.plan.row_filter()
             self.releases.record(self.plan.filter_event())
         await be.prepare(Prepare(bounds, cuts, self.missing_bin, base_score,
-                                 dict(enumerate(offsets)), init_model=start,
+                                 offsets, init_model=start,
                                  row_filter=row_filter, holdout=self.plan.holdout))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
@@ -305,7 +315,8 @@ class Coordinator:
         root_start = start if p.num_class is None else replace(start, output_class=-1)
         if p.split_candidates == "iterative_hessian":
             root = await self._round(end_tree=tree_end, start_tree=root_start,
-                                     histogram_nodes=np.array([0]))
+                                     histogram_nodes=np.array([0]), silo_release=None
+                                     if self.silos is None else self.silos.refresh(t))
             cuts = await self._cpu(self._recorded, self.candidates.hessian_refresh, t, root,
                                    cuts, bounds, n_values=root.size)
         else:
@@ -365,14 +376,19 @@ class Coordinator:
         p = self.params
         if p.init_score == "zero":
             return np.zeros(p.num_class) if p.num_class else 0.0
+        reduce = self.backend.reduce if self.silos is None else partial(
+            self._reduce_released, self.silos.init)
         if self.objective.is_multiclass:
-            counts = await self.backend.reduce("class_counts", p.num_class)
+            counts = await reduce("class_counts", p.num_class)
             score, event = self.initial_score.from_class_counts(counts)
         else:
-            total = await self.backend.reduce("clipped_label_sum", self.objective)
+            total = await reduce("clipped_label_sum", self.objective)
             score, event = self.initial_score.from_label_sum(total)
         self.releases.record(event)
         return score
+
+    async def _reduce_released(self, release, name, *args):
+        return await self.backend.reduce_released(name, release, *args)
 
     async def _candidates(self, bounds):
         p = self.params
@@ -416,6 +432,8 @@ class Coordinator:
             async def draw_next_tree():
                 return self._random_tree(t + 1, cuts, n_cuts) if draw_next else None
 
+            if self.silos is not None:
+                first = dict(first, silo_release=self.silos.leaf(t))
             next_drawn, sums = await self._round_while(
                 draw_next_tree, **first, tree_levels=levels, leaf_nodes=leaves)
         else:
@@ -532,67 +550,3 @@ class Coordinator:
                 tree.add_split(node, splits.feature[i], splits.bin_threshold[i],
                                splits.missing_left[i], categorical,
                                splits.category_set[i] if categorical else None)
-
-
-class LevelNoise:
-    """The split method's noise of one tree's levels, drawn ahead, one level at a time.
-
-    Level ``d + 1``'s noise is drawn while level ``d`` runs, for the most nodes it can have
-    (two per node of level ``d``); a level with ``n`` nodes takes the first values of it, which are
-    the values a draw for ``n`` nodes gives (a release's noise is a prefix-stable function
-    of its stream: :mod:`~dpxgb_dask.privacy.samplers`; the method's noise is node-major),
-    so the model is the one of a draw per level. The noise depends only on the streams and
-    public sizes, and what a level does not use is dropped unreleased.
-
-    Parameters
-    ----------
-    coordinator : Coordinator
-    tree : int
-    """
-
-    def __init__(self, coordinator, tree):
-        self.coordinator, self.tree = coordinator, tree
-        self.splitter = coordinator.splitter
-        self.depth = coordinator.params.max_depth
-        self._tasks = {}
-
-    def start(self, depth, n_nodes):
-        """Start drawing level ``depth``'s noise for ``n_nodes`` nodes, after the level
-        before it (no-op if it is under way, beyond the tree, or the method draws no noise
-        ahead)."""
-        if depth in self._tasks or depth >= self.depth or self.splitter.noise_size(1) == 0:
-            return
-        self._tasks[depth] = asyncio.ensure_future(
-            self._draw(depth, n_nodes, self._tasks.get(depth - 1)))
-
-    async def _draw(self, depth, n_nodes, previous):
-        if previous is not None:
-            await asyncio.wait([previous])  # one level's noise at a time
-        start = time.perf_counter()
-        try:
-            return await self.coordinator._cpu(
-                self.splitter.draw_noise, self.tree, depth, n_nodes,
-                n_values=2 * self.splitter.noise_size(n_nodes))
-        finally:
-            self.coordinator.timings["noise"] += time.perf_counter() - start
-
-    async def take(self, depth, n_nodes):
-        """Level ``depth``'s noise for ``n_nodes`` nodes (None if the method draws none)."""
-        task = self._tasks.pop(depth, None)
-        if task is None:
-            return None
-        start = time.perf_counter()
-        full = await task
-        self.coordinator.timings["noise_wait"] += time.perf_counter() - start
-        size = self.splitter.noise_size(n_nodes)
-        return tuple(values[:size] for values in full)
-
-    def cancel(self):
-        """Stop the draws still under way (the tree ended, failed or was cancelled)."""
-        for task in self._tasks.values():
-            if task.done():
-                if not task.cancelled():
-                    task.exception()  # retrieved: an unused level's failure is moot
-            else:
-                task.cancel()
-        self._tasks.clear()

@@ -14,7 +14,9 @@ from typing import Protocol
 
 import numpy as np
 
+from ..privacy.randomness import NoiseSource
 from .aggregates import aggregate
+from .silos import release_at_silo
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,9 @@ class Round:
         ``(n_fine_bins, by_hessian)``: return
         :func:`~dpxgb_dask.boosting.aggregates.tree_fine_histogram` of the tree's rows (a
         per-tree DP sketch).
+    silo_release : SiloRelease, optional
+        A cross-silo fit: each silo releases its sum of the round's answer so
+        (:func:`~dpxgb_dask.boosting.silos.release_at_silo`) before it leaves the silo.
     """
 
     seq: int
@@ -160,6 +165,7 @@ class Round:
     tree_levels: list = None
     leaf_nodes: np.ndarray = None
     fine_histogram: tuple = None
+    silo_release: object = None
 
 
 def add(*arrays):
@@ -194,6 +200,10 @@ class PartitionBackend(Protocol):
     async def reduce(self, name, *args):
         """Exact aggregate ``name`` summed over the partitions."""
 
+    async def reduce_released(self, name, release, *args):
+        """Aggregate ``name`` of each silo released at the silo (``release``: a
+        :class:`~dpxgb_dask.boosting.silos.SiloRelease`), summed over the silos."""
+
     async def prepare(self, spec):
         """Bin every partition and set its margins (:class:`Prepare`)."""
 
@@ -210,15 +220,25 @@ class LocalBackend:
     Parameters
     ----------
     states : list of PartitionState
+    silos : list of list of int, optional
+        A cross-silo fit: the states of each silo (by index in ``states``); each silo
+        releases its own sums with noise from a secret source of its own.
     """
 
-    def __init__(self, states):
+    def __init__(self, states, silos=None):
         self.states = list(states)
         self.bytes_gathered = 0
+        self.silos = None if silos is None else [list(s) for s in silos]
+        self._silo_noise = None if silos is None else [NoiseSource() for _ in self.silos]
 
     @property
     def n_partitions(self):
         return len(self.states)
+
+    @property
+    def n_silos(self):
+        """Silos of a cross-silo fit (0: a central fit)."""
+        return len(self.silos) if self.silos else 0
 
     async def collect(self, name, *args):
         return [aggregate(s, name, *args) for s in self.states]
@@ -230,8 +250,18 @@ class LocalBackend:
         for s in self.states:
             s.prepare(spec)
 
+    async def reduce_released(self, name, release, *args):
+        exact = await self.collect(name, *args)
+        return add(*(release_at_silo(add(*(exact[i] for i in silo)), release, source)
+                     for silo, source in zip(self.silos, self._silo_noise)))
+
     async def round(self, step):
-        total = add_results(s.run(step) for s in self.states)
+        results = [s.run(step) for s in self.states]
+        if step.silo_release is not None:
+            results = [release_at_silo(add_results([results[i] for i in silo]),
+                                       step.silo_release, source)
+                       for silo, source in zip(self.silos, self._silo_noise)]
+        total = add_results(results)
         if total is not None:
             self.bytes_gathered += total.nbytes
         return total

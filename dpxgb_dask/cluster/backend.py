@@ -59,6 +59,10 @@ class DaskBackend:
     reload : coroutine function, optional
         ``await reload(index)`` has the fit's client load partition ``index`` again (from
         the graph of its dask inputs) and returns the worker that holds it now.
+    silos : bool
+        A cross-silo fit (:mod:`~dpxgb_dask.boosting.silos`): each worker is a silo and
+        answers the coordinator with its own release, never through another worker; a lost
+        silo ends the fit (its rows are never moved).
 
     Notes
     -----
@@ -73,7 +77,8 @@ class DaskBackend:
     :class:`WorkerLost`.
     """
 
-    def __init__(self, scheduler, fit_id, capability, placement, sources=None, reload=None):
+    def __init__(self, scheduler, fit_id, capability, placement, sources=None, reload=None,
+                 silos=False):
         self._scheduler = scheduler
         self._fit_id = fit_id
         self._capability = capability
@@ -87,10 +92,16 @@ class DaskBackend:
         self.worker_seconds = 0.0
         self.recoveries = 0
         self._reduction_tag = 0   # one per attempt of a round (reduction.py)
+        self.silos = bool(silos)
 
     @property
     def n_partitions(self):
         return sum(len(p) for p in self._placement.values())
+
+    @property
+    def n_silos(self):
+        """Silos of a cross-silo fit, one per worker holding partitions (0: central)."""
+        return len(self._placement) if self.silos else 0
 
     @property
     def workers(self):
@@ -162,6 +173,10 @@ class DaskBackend:
                 raise errors[0]
             if not lost:
                 return outcomes
+            if self.silos:
+                raise WorkerLost(f"silo {lost[0].address} left the cluster during the "
+                                 "cross-silo fit, which ends: a silo's rows never move to "
+                                 "another worker", lost[0].address)
             if attempt == MAX_RECOVERIES:
                 raise lost[0]
             await self._recover(lost)
@@ -229,6 +244,9 @@ class DaskBackend:
     async def reduce(self, name, *args):
         return add_results(await self._all("aggregate", (name, False, args)))
 
+    async def reduce_released(self, name, release, *args):
+        return add_results(await self._all("aggregate", (name, False, args, release)))
+
     async def prepare(self, spec):
         self._prepare, self._rounds = spec, []
         self._pending_round = False
@@ -238,6 +256,8 @@ class DaskBackend:
         self._rounds.append(step)
         self._pending_round = True
         try:
+            if self.silos:  # every silo answers for itself: no sum passes another silo
+                return add_results(await self._all("round", (step, None)))
             return add_results(await self._all("round", step, reduced=True))
         finally:
             self._pending_round = False

@@ -28,6 +28,8 @@ TYPES = {
     "Round": "dpxgb_dask.boosting.protocol",
     "TreeEnd": "dpxgb_dask.boosting.protocol",
     "TreeStart": "dpxgb_dask.boosting.protocol",
+    "SiloRelease": "dpxgb_dask.boosting.silos",
+    "FieldNoise": "dpxgb_dask.boosting.silos",
     "Objective": "dpxgb_dask.objective",
     "FilterTerm": "dpxgb_dask.privacy.filter",
     "RowFilter": "dpxgb_dask.privacy.filter",

@@ -230,7 +230,8 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         plan = await (asyncio.to_thread(make_plan, params, n_features) if selection is None
                       else asyncio.to_thread(SelectionPlan, selection[0], n_features,
                                              selection[1]))
-        backends = [self._backend(client_id, reload_topic, capability, *where)
+        backends = [self._backend(client_id, reload_topic, capability, *where,
+                                  silos=params.cross_silo is not None)
                     for where in [(fit_id, placement, sources)] + list(evaluations)]
         backend = backends[0]
         try:
@@ -272,15 +273,17 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                                      recoveries=backend.recoveries)
         return result
 
-    def _backend(self, client_id, reload_topic, capability, fit_id, placement, sources):
+    def _backend(self, client_id, reload_topic, capability, fit_id, placement, sources,
+                 silos=False):
         """The :class:`~dpxgb_dask.cluster.backend.DaskBackend` of one loaded fit (its rows,
         or a private evaluation set's), whose lost partitions of dask inputs its client
-        loads again."""
+        loads again; ``silos``: a cross-silo fit, each worker a silo."""
         async def reload(index):
             return await self._reload_by_client(client_id, reload_topic, fit_id, capability,
                                                 index)
 
-        return DaskBackend(self._scheduler, fit_id, capability, placement, sources, reload)
+        return DaskBackend(self._scheduler, fit_id, capability, placement, sources, reload,
+                           silos)
 
     async def _reload_by_client(self, client_id, topic, fit_id, capability, index):
         """Have the fit's client load partition ``index`` of its dask inputs again (from

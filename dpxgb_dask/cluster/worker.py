@@ -46,6 +46,8 @@ import numpy as np
 from ..boosting.aggregates import aggregate
 from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
+from ..boosting.silos import release_at_silo
+from ..privacy.randomness import NoiseSource
 from .codec import ARRAY_KINDS, decode
 from .reduction import MAILBOXES, reduce_along_tree
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
@@ -105,6 +107,14 @@ class _FitOnWorker:
         self.replicas = {}          # partition index -> PartitionState, not prepared
         self.touched = time.monotonic()
         self.lock = threading.Lock()
+        self._silo_noise = None
+
+    def silo_noise(self):
+        """This worker's secret noise source for the fit, as a silo of a cross-silo fit
+        (:mod:`~dpxgb_dask.boosting.silos`): drawn here, never sent anywhere."""
+        if self._silo_noise is None:
+            self._silo_noise = NoiseSource()
+        return self._silo_noise
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -243,16 +253,22 @@ def execute(worker_address, fit_id, capability, action, args):
 def _execute(fit, action, args):
     states = [fit.states[i] for i in sorted(fit.states)]
     if action == "aggregate":
-        name, per_partition, extra = args
+        name, per_partition, extra, *release = args
         results = {s.index: aggregate(s, name, *extra) for s in states}
-        return results if per_partition else add_results(list(results.values()))
+        if per_partition:
+            return results
+        total = add_results(list(results.values()))
+        return release_at_silo(total, release[0], fit.silo_noise()) if release else total
     if action == "prepare":
         for s in states:
             s.prepare(args)
         return None
     if action == "round":
         step, _ = args  # the reduction is the handler's (handle_call)
-        return add_results([s.run(step) for s in states])
+        total = add_results([s.run(step) for s in states])
+        if step.silo_release is None or total is None:
+            return total
+        return release_at_silo(total, step.silo_release, fit.silo_noise())
     if action == "restore":
         index, prepare, rounds = args
         state = fit.states.get(index) or fit.replicas.pop(index)

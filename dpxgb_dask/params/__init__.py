@@ -16,6 +16,7 @@ from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
                        carried_leaf_regime, default_schedule_overrides, split_method_defaults)
 from .names import canonical_names
 from .presets import PRESETS, preset_overrides
+from .silos import check_cross_silo
 
 __all__ = ["PRESETS", "TrainParams", "check_feature_bounds", "check_label_bounds",
            "resolve_params", "validate", "with_overrides"]
@@ -202,6 +203,8 @@ class TrainParams:
         its metrics' per-row loss sums at every round and its row count (``train(evals=)``
         sets it; :class:`~dpxgb_dask.boosting.scores.EvaluationScores`), under the budget
         share "eval". 0: none.
+    cross_silo : {None, "local"}
+        None: the coordinator adds the noise; ``"local"``: each silo to its own sums (silos.py).
     eval_metric : tuple of str, optional
         The metrics of the private evaluation sets (XGBoost's names, among
         :data:`~dpxgb_dask.objective.PRIVATE_METRICS`; default the objective's first).
@@ -257,12 +260,12 @@ class TrainParams:
     n_threads: int = 1
     private_eval_sets: int = 0
     eval_metric: tuple | None = None
+    cross_silo: str | None = None
 
     @property
     def hessian_denominators(self):
-        """Whether the released denominators are the histograms' hessian field: hessian
-        sums (``newton``), or with ``weight_bound`` the rows' weight shares (weighted row
-        counts); else row counts."""
+        """Whether the released denominators are the histograms' hessian field: hessian sums
+        (``newton``), or with ``weight_bound`` weight shares (weighted counts); else counts."""
         return self.newton or self.weight_bound is not None
 
     def to_dict(self):
@@ -274,8 +277,9 @@ class TrainParams:
         """
         out = asdict(self)
         out["seeded"] = out.pop("random_state") is not None
-        if out["weight_bound"] is None:  # (unweighted fits: their files as before weights)
-            del out["weight_bound"]
+        for name in ("weight_bound", "cross_silo"):  # (files as before these fields)
+            if out[name] is None:
+                del out[name]
         if not out["private_eval_sets"]:  # (and those without private evaluation sets)
             del out["private_eval_sets"], out["eval_metric"]
         else:
@@ -299,10 +303,8 @@ def _check_number(name, value, lo=None, hi=None, lo_open=False, hi_open=False, i
     bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
     bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
     if bad_lo or bad_hi:
-        left = "(" if lo_open else "["
-        right = ")" if hi_open else "]"
-        lo_s = "-inf" if lo is None else lo
-        hi_s = "inf" if hi is None else hi
+        left, right = "(" if lo_open else "[", ")" if hi_open else "]"
+        lo_s, hi_s = ("-inf" if lo is None else lo), ("inf" if hi is None else hi)
         raise ValueError(f"{name} must be in {left}{lo_s}, {hi_s}{right}, got {value!r}")
 
 
@@ -419,6 +421,7 @@ def validate(p):
     _check_sizes_and_budget(p)
     _check_methods(p)
     _check_combinations(p)
+    check_cross_silo(p)
 
 
 def _check_sizes_and_budget(p):

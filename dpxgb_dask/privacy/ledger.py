@@ -13,6 +13,8 @@ subsample it was computed on, and how it composes:
   on disjoint sets of rows (the nodes of one depth, the leaves of a tree, the bins of a
   histogram). By parallel composition the event costs one application of the mechanism,
   whatever ``n_parallel`` is; the ledger states this instead of hiding it in a division.
+  The silos of a cross-silo fit hold disjoint rows too: a release made at each silo on
+  its own rows is parallel over ``"silos"``.
   Features and classes are *not* disjoint (every row has every feature), so they cannot
   be declared parallel: put them in the sensitivity or in ``count``.
 * ``count``: the release repeats the mechanism ``count`` times sequentially on the same
@@ -74,7 +76,7 @@ __all__ = ["MECHANISMS", "PARALLEL_AXES", "Ledger", "PrivacyEvent"]
 
 MECHANISMS = ("laplace", "gaussian", "exponential", "renyi_filter", "repeat_and_select")
 #: Axes whose pieces hold disjoint rows under add/remove of one row.
-PARALLEL_AXES = ("nodes", "leaves", "bins")
+PARALLEL_AXES = ("nodes", "leaves", "bins", "silos")
 _NOT_DISJOINT = {
     "features": "every row contributes to every feature; include n_features in the sensitivity "
     "or use count=n_features",

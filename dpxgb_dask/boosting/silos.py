@@ -1,0 +1,182 @@
+"""Cross-silo training: each data holder (a silo: one worker, on its own premises) releases
+its own aggregates, so that no exact aggregate leaves it.
+
+In the central mode every exact aggregate reaches the coordinator, which adds the noise
+once. With ``cross_silo="local"`` the coordinator tells each silo, with every request,
+which mechanism each part of the answer gets (:class:`SiloRelease`, public: the
+mechanism's sensitivity and noise scale, from the fit's plan); the silo sums its own
+partitions, applies those mechanisms with noise from a secret of its own
+(:func:`release_at_silo`), and sends only the release. The coordinator adds the silos'
+releases and reads the sum through the same release objects as a central fit, whose
+mechanisms then only pass released values on (:class:`SiloReleased`;
+:mod:`~dpxgb_dask.boosting.silo_plan` builds them once per fit). A silo's worker imports
+this module, not the plan or the accountants.
+
+Privacy: the silos hold disjoint rows, so one row changes one silo's release, which is the
+central release's mechanism on that silo's rows: by parallel composition over the silos
+the fit costs what the central fit costs, and its ledger says so (the ``"silos"``
+parallel axis of every event). The sum carries ``n_silos`` times the central noise
+variance: the price of trusting nobody with an exact aggregate.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism
+
+@dataclass(frozen=True)
+class FieldNoise:
+    """The mechanism a silo applies to one part of an aggregate (public).
+
+    Attributes
+    ----------
+    field : int, str or None
+        The part: a column of a 2-D answer (int), a field of a histogram (str), or the
+        whole answer (None).
+    mechanism : {"gaussian", "laplace"}
+    sensitivity : float
+        Δ₂ (Gaussian) or Δ₁ (Laplace) of the part under add/remove of one row.
+    scale : float
+        σ (Gaussian) or ε (Laplace).
+    coords_per_row : int
+        Entries of the part one row can change (the grid-rounding margin).
+    """
+
+    field: object
+    mechanism: str
+    sensitivity: float
+    scale: float
+    coords_per_row: int
+
+    def build(self):
+        """The :mod:`~dpxgb_dask.privacy.mechanisms` object this describes."""
+        if self.mechanism == "gaussian":
+            return GaussianMechanism(self.sensitivity, sigma=self.scale,
+                                     coords_per_row=self.coords_per_row)
+        if self.mechanism == "laplace":
+            return LaplaceMechanism(self.sensitivity, self.scale,
+                                    coords_per_row=self.coords_per_row)
+        raise ValueError(f"mechanism must be 'gaussian' or 'laplace', got {self.mechanism!r}")
+
+
+@dataclass(frozen=True)
+class SiloRelease:
+    """What a silo releases of its answer to one request (public).
+
+    Attributes
+    ----------
+    purpose : str
+        The release's name, which keys the silo's noise stream with ``tree`` and ``depth``.
+    tree, depth : int
+        -1 for fit-level releases.
+    fields : tuple of FieldNoise
+        Every part of the answer that leaves the silo; the rest is zeroed.
+    """
+
+    purpose: str
+    tree: int = -1
+    depth: int = -1
+    fields: tuple = ()
+
+
+def field_noise(mechanism, field=None):
+    """The :class:`FieldNoise` of a release object's mechanism.
+
+    Parameters
+    ----------
+    mechanism : GaussianMechanism or LaplaceMechanism
+        Built with an explicit ``coords_per_row``.
+    field : int, str or None
+
+    Returns
+    -------
+    FieldNoise
+    """
+    if mechanism.coords_per_row is None:
+        raise ValueError("a silo's mechanism needs an explicit coords_per_row")
+    if isinstance(mechanism, GaussianMechanism):
+        return FieldNoise(field, "gaussian", mechanism.sensitivity, mechanism.sigma,
+                          mechanism.coords_per_row)
+    return FieldNoise(field, "laplace", mechanism.sensitivity, mechanism.epsilon,
+                      mechanism.coords_per_row)
+
+
+def _part(answer, field):
+    if field is None:
+        return answer
+    if isinstance(field, str):
+        return answer[field]
+    return answer[..., field]
+
+
+def release_at_silo(answer, release, source):
+    """A silo's release of its exact ``answer``: each part of ``release.fields`` with its
+    mechanism, noise from the silo's own ``source``; every other part zero.
+
+    Parameters
+    ----------
+    answer : ndarray
+        The silo's exact sum over its partitions: a histogram (structured, fields
+        ``sum_gradients``, ``sum_hessians``, ``count``) or an array of float64.
+    release : SiloRelease
+    source : NoiseSource
+        The silo's secret noise source for this fit (never shared).
+
+    Returns
+    -------
+    ndarray
+        ``answer``'s shape; a histogram's fields all float64 (a released count is no
+        integer). Released parts only.
+    """
+    names = answer.dtype.names
+    dtype = [(name, np.float64) for name in names] if names else np.float64
+    out = np.zeros(answer.shape, dtype=dtype)
+    for index, part in enumerate(release.fields):
+        stream = source.stream(purpose=f"silo/{release.purpose}", tree=release.tree,
+                               depth=release.depth, index=index)
+        values = np.asarray(_part(answer, part.field), dtype=np.float64)
+        released = part.build().release(values, stream)
+        if part.field is None:
+            out[...] = released
+        elif names:
+            out[part.field] = released
+        else:
+            out[..., part.field] = released
+    return out
+
+
+class SiloReleased:
+    """A release object's mechanism in a cross-silo fit: the silos applied it already, so
+    :meth:`release` passes the summed releases on (post-processing) and there is no noise
+    to draw here. Other attributes are the wrapped mechanism's.
+
+    Parameters
+    ----------
+    mechanism : GaussianMechanism or LaplaceMechanism
+    """
+
+    def __init__(self, mechanism):
+        self.mechanism = mechanism
+
+    def __getattr__(self, name):
+        return getattr(self.mechanism, name)
+
+    def release(self, values, rng=None, noise=None):
+        """The silos' summed release of this mechanism's query, as is.
+
+        Parameters
+        ----------
+        values : array_like of float64
+            The sum of the silos' releases (:func:`release_at_silo`).
+        rng, noise
+            Unused: the silos drew the noise.
+
+        Returns
+        -------
+        ndarray of float64
+        """
+        return np.array(values, dtype=np.float64)
+
+    def draw_noise(self, size, rng=None):
+        """No noise is drawn at the coordinator: ``size`` zeros (int64)."""
+        return np.zeros(int(size), dtype=np.int64)

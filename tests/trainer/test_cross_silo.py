@@ -1,0 +1,114 @@
+"""Cross-silo training in the local-noise mode (issue 26, item 2): each silo releases its
+own sums with the central release's mechanism and noise of its own; the coordinator sums
+releases only. Parameters a silo cannot release are refused by name."""
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from dpxgb_dask import train
+from dpxgb_dask.boosting import silos
+from dpxgb_dask.params import resolve_params
+from dpxgb_dask.privacy.randomness import NoiseSource
+from dpxgb_dask.training import train_in_process
+
+
+def _params(**extra):
+    return resolve_params("binary:logistic", **dict(
+        dict(epsilon=2.0, n_estimators=20, max_depth=3,
+             feature_bounds=np.tile([-4.0, 4.0], (6, 1))), **extra))
+
+
+@pytest.mark.parametrize("n_silos", [2, 4])
+def test_a_local_noise_fit_learns_and_costs_what_the_central_fit_costs(
+        classification_data, n_silos):
+    X, y, _ = classification_data
+    # (the same random_state: the same random trees, hence the same leaf counts)
+    central, central_fit = train_in_process(_params(random_state=7), X, y, n_silos)
+    local, local_fit = train_in_process(_params(cross_silo="local", random_state=7), X, y,
+                                        n_silos)
+    finite = ~np.isnan(X).any(axis=1)
+    assert roc_auc_score(y[finite], local.predict(X[finite])) > 0.75
+    assert local.ledger["epsilon"] == pytest.approx(central.ledger["epsilon"], rel=1e-12)
+    events, central_events = local_fit.ledger.events, central_fit.ledger.events
+    assert len(events) == len(central_events)
+    for event, twin in zip(events, central_events):
+        assert event.parallel_over == twin.parallel_over + ("silos",)
+        assert event.n_parallel == twin.n_parallel * n_silos
+        assert event.profile == twin.profile
+
+
+@pytest.mark.parametrize("override, name", [
+    ({"split_method": "exponential"}, "split_method"),
+    ({"leaf_method": "laplace"}, "leaf_method"),
+    ({"split_candidates": "dp_sketch"}, "split_candidates"),
+    ({"feature_bounds": None, "bounds_epsilon": 0.1}, "feature_bounds"),
+    ({"cross_silo": "everyone"}, "cross_silo"),
+])
+def test_what_a_silo_cannot_release_is_refused_by_name(override, name):
+    params = dict(objective="binary:logistic", epsilon=1.0, cross_silo="local",
+                  feature_bounds=[[0.0, 1.0]])
+    params.update(override)
+    with pytest.raises(ValueError, match=name):
+        resolve_params(**params)
+
+
+def test_a_silo_releases_only_the_fields_it_is_told_to_with_their_noise():
+    rng = np.random.default_rng(3)
+    answer = rng.normal(size=(50, 3)) * 100
+    gaussian = silos.FieldNoise(0, "gaussian", 1.0, 2.0, 1)
+    release = silos.SiloRelease("leaf", 4, fields=(gaussian,))
+    out = silos.release_at_silo(answer, release, NoiseSource())
+    assert np.all(out[:, 1:] == 0.0)  # what is not released stays in the silo
+    noise = out[:, 0] - answer[:, 0]
+    assert np.all(noise != 0.0) and 1.0 < noise.std() < 3.0
+    # another silo's secret: other noise for the same release
+    again = silos.release_at_silo(answer, release, NoiseSource())
+    assert not np.array_equal(out, again)
+    histogram = np.zeros((1, 2, 3), dtype=[("sum_gradients", "f8"), ("sum_hessians", "f8"),
+                                           ("count", "i8")])
+    histogram["count"] = 7
+    counts = silos.SiloRelease("sketch", 0, fields=(
+        silos.FieldNoise("count", "gaussian", 1.0, 0.5, 2),))
+    released = silos.release_at_silo(histogram, counts, NoiseSource())
+    assert released.dtype["count"] == np.float64 and np.all(released["sum_hessians"] == 0)
+    assert not np.array_equal(released["count"], histogram["count"])
+
+
+def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data):
+    """Every answer the coordinator receives from a worker during a cross-silo fit is a
+    silo's release (an output of ``release_at_silo``) or nothing, and no worker answers
+    for another (no reduction tree). The scheduler runs in this process to spy on it."""
+    from distributed import Client, LocalCluster
+
+    from dpxgb_dask.cluster import backend, worker
+
+    X, y, bounds = classification_data
+    released, received, asked = [], [], []
+    original_release, original_call = worker.release_at_silo, backend.DaskBackend._call
+
+    def release_spy(answer, release, source):
+        out = original_release(answer, release, source)
+        released.append(out)
+        return out
+
+    async def call_spy(self, address, action, payload):
+        result = await original_call(self, address, action, payload)
+        asked.append(action)
+        if action in ("round", "aggregate"):
+            received.append(result)
+        return result
+
+    monkeypatch.setattr(worker, "release_at_silo", release_spy)
+    monkeypatch.setattr(backend.DaskBackend, "_call", call_spy)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        booster = train(_params(cross_silo="local", n_estimators=4), X, y, client=client,
+                        n_partitions=6)
+    assert booster.n_trees == 4
+    answers = [r for r in received if r is not None]
+    assert len(answers) >= 3 * (1 + 4)  # every silo: the initial score, each tree's leaves
+    sent = {(out.dtype.str, out.shape, out.tobytes()) for out in released}
+    for answer in answers:  # (each decoded from the worker's reply bytes)
+        assert (answer.dtype.str, answer.shape, answer.tobytes()) in sent, \
+            "an answer that is no silo's release"
+    assert "aggregate" in asked and len(released) == len(answers)
