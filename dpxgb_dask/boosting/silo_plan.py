@@ -76,7 +76,7 @@ class SiloFitLedger(FitLedger):
         self.n_silos = int(n_silos)
 
     def record(self, fields):
-        """:meth:`FitLedger.record` with the ``"silos"`` axis."""
+        """:meth:`~dpxgb_dask.boosting.plan.FitLedger.record` with the ``"silos"`` axis."""
         fields = dict(fields)
         fields["parallel_over"] = tuple(fields.get("parallel_over", ())) + ("silos",)
         fields["n_parallel"] = fields.get("n_parallel", 1) * self.n_silos

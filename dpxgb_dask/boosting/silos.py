@@ -147,7 +147,7 @@ def release_at_silo(answer, release, source):
 
 class SiloReleased:
     """A release object's mechanism in a cross-silo fit: the silos applied it already, so
-    :meth:`release` passes the summed releases on (post-processing) and there is no noise
+    :meth:`~dpxgb_dask.boosting.silos.SiloReleased.release` passes the summed releases on (post-processing) and there is no noise
     to draw here. Other attributes are the wrapped mechanism's.
 
     Parameters
