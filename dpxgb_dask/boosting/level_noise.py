@@ -1,5 +1,5 @@
 """The split method's noise of a tree's levels, drawn ahead while the workers build the
-level's histograms (:class:`LevelNoise`, used by the coordinator)."""
+level's histograms (:class:`~dpxgb_dask.boosting.level_noise.LevelNoise`, used by the coordinator)."""
 import asyncio
 import time
 

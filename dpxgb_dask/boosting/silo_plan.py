@@ -11,8 +11,8 @@ ROW_ID_BITS = 40
 
 class SiloPlan:
     """A cross-silo fit's releases, built once per fit from its release objects: what each
-    silo releases with each request (:class:`SiloRelease`), and the release objects'
-    mechanisms turned into :class:`SiloReleased` (the silos add the noise).
+    silo releases with each request (:class:`~dpxgb_dask.boosting.silos.SiloRelease`), and the release objects'
+    mechanisms turned into :class:`~dpxgb_dask.boosting.silos.SiloReleased` (the silos add the noise).
 
     Parameters
     ----------
@@ -52,11 +52,11 @@ class SiloPlan:
         return self._init
 
     def leaf(self, tree):
-        """The :class:`SiloRelease` of tree ``tree``'s leaf sums (G, H or count)."""
+        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s leaf sums (G, H or count)."""
         return SiloRelease("leaf", tree, fields=self._leaf)
 
     def refresh(self, tree):
-        """The :class:`SiloRelease` of tree ``tree``'s iterative-Hessian root histogram."""
+        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s iterative-Hessian root histogram."""
         return SiloRelease("sketch", tree, fields=self._refresh)
 
 

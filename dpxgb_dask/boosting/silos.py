@@ -3,12 +3,12 @@ its own aggregates, so that no exact aggregate leaves it.
 
 In the central mode every exact aggregate reaches the coordinator, which adds the noise
 once. With ``cross_silo="local"`` the coordinator tells each silo, with every request,
-which mechanism each part of the answer gets (:class:`SiloRelease`, public: the
+which mechanism each part of the answer gets (:class:`~dpxgb_dask.boosting.silos.SiloRelease`, public: the
 mechanism's sensitivity and noise scale, from the fit's plan); the silo sums its own
 partitions, applies those mechanisms with noise from a secret of its own
-(:func:`release_at_silo`), and sends only the release. The coordinator adds the silos'
+(:func:`~dpxgb_dask.boosting.silos.release_at_silo`), and sends only the release. The coordinator adds the silos'
 releases and reads the sum through the same release objects as a central fit, whose
-mechanisms then only pass released values on (:class:`SiloReleased`;
+mechanisms then only pass released values on (:class:`~dpxgb_dask.boosting.silos.SiloReleased`;
 :mod:`~dpxgb_dask.boosting.silo_plan` builds them once per fit). A silo's worker imports
 this module, not the plan or the accountants.
 
@@ -80,7 +80,7 @@ class SiloRelease:
 
 
 def field_noise(mechanism, field=None):
-    """The :class:`FieldNoise` of a release object's mechanism.
+    """The :class:`~dpxgb_dask.boosting.silos.FieldNoise` of a release object's mechanism.
 
     Parameters
     ----------
@@ -167,7 +167,7 @@ class SiloReleased:
         Parameters
         ----------
         values : array_like of float64
-            The sum of the silos' releases (:func:`release_at_silo`).
+            The sum of the silos' releases (:func:`~dpxgb_dask.boosting.silos.release_at_silo`).
         rng, noise
             Unused: the silos drew the noise.
 
