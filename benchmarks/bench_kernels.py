@@ -24,7 +24,7 @@ from dpxgb_dask._core.histogram import (
 from dpxgb_dask._core.naive.rows import select_tree_rows as select_tree_rows_numpy
 from dpxgb_dask._core.partition import route_to_leaves, rows_of_nodes
 from dpxgb_dask._core.rows import add_leaf_values, select_tree_rows
-from dpxgb_dask._core.sketch import make_summary, query_cuts
+from dpxgb_dask._core.sketch import make_summary, merge_and_prune, query_cuts
 
 
 def best_time(fn, repeat):
@@ -114,6 +114,13 @@ def main():
         rate = n_rows * F / (seconds * 1e9)
         print(f"{name:<52} {threads:>7} {seconds * 1e3:>10.1f} {rate:>11.3f} {rate / threads:>9.3f}")
 
+    sketches(F, rng, args.repeat)
+    tree_rows(X_binned, rng, args.repeat)
+
+
+def sketches(F, rng, repeat):
+    """The weighted quantile sketch per feature: a fit's summary of a noisy histogram and
+    its cuts, and a cross-silo coordinator's merge and prune of 8 silos' summaries."""
     # Weighted quantile sketch, as a fit's DP candidates use it: per feature, one summary of
     # the 1024 bin centres of the noisy histogram, queried for max_bin - 1 = 63 cuts.
     centres = np.linspace(-4.0, 4.0, 1024)
@@ -122,11 +129,30 @@ def main():
     def sketch():
         return [query_cuts(make_summary(centres, noisy[f]), 63) for f in range(F)]
 
-    seconds = best_time(sketch, args.repeat)
+    seconds = best_time(sketch, repeat)
     print()
     print(f"sketch: {F} features x (summary of 1024 noisy bins + 63 cuts): "
           f"{seconds * 1e3:.2f} ms")
-    tree_rows(X_binned, rng, args.repeat)
+
+    # Cross-silo candidates: per feature, the coordinator merges 8 silos' summaries of 1024
+    # noisy bins each (each silo's bins over its own noisy range, so values rarely coincide
+    # and merges reach 2048 entries) and prunes to 256 after every merge.
+    # Its own generator: the rows after this one draw the same inputs as before it existed.
+    silo_rng = np.random.default_rng(1)
+    n_silos, size = 8, 256
+    silos = []
+    for f in range(F):
+        lo, hi = silo_rng.normal(-4.0, 0.1, n_silos), silo_rng.normal(4.0, 0.1, n_silos)
+        noisy = np.clip(silo_rng.normal(100.0, 30.0, size=(n_silos, 1024)), 0.0, None)
+        silos.append([make_summary(np.linspace(lo[s], hi[s], 1024), noisy[s])
+                      for s in range(n_silos)])
+
+    def merge_silos():
+        return [merge_and_prune(silos[f], size) for f in range(F)]
+
+    seconds = best_time(merge_silos, repeat)
+    print(f"sketch: {F} features x merge_and_prune of {n_silos} summaries of 1024 entries "
+          f"to {size}: {seconds * 1e3:.2f} ms")
 
 
 def tree_rows(X_binned, rng, repeat):

@@ -1,14 +1,13 @@
-"""Weighted quantile sketch: exact summaries and cut queries.
+"""Weighted quantile sketch: exact summaries, merge, prune and cut queries.
 
 This is the weighted quantile summary of the XGBoost paper's appendix (Chen & Guestrin,
 2016). In dpxgb_dask it turns a DP-released per-feature histogram of weights (points = bin
 centres, weights = noisy sums clipped at 0) into split candidates.
 
-The paper's merge and prune operations (combining summaries of many partitions) are not
-here: their summaries hold data points, so merging exact per-partition summaries would
-release raw feature values. Across partitions dpxgb_dask sums histograms instead, releases
-the sum once with DP noise, and builds one summary from its (at most a few thousand)
-noisy bins, which needs neither merging nor pruning.
+Merge and prune combine summaries of disjoint data sets, as cross-silo training does: each
+silo summarises its own released histogram, a coordinator merges the silos' summaries and
+prunes the result to a fixed size, then queries cuts. Their inputs are summaries of released
+points only: merging exact summaries of raw rows would release raw feature values.
 
 Definitions
 -----------
@@ -39,6 +38,13 @@ Error bounds (in units of the total weight ``W``; proved in the comments of the 
 and tested in tests/kernels/test_sketch.py):
 
 - ``make_summary``: exact, ``eps = 0``.
+- ``merge_summaries(a, b)``: uncertainties add, ``U <= eps_a W_a + eps_b W_b``, so
+  ``eps <= (eps_a W_a + eps_b W_b) / (W_a + W_b) <= max(eps_a, eps_b)``; exact inputs give
+  the exact summary of the union.
+- ``prune_summary(s, b)``, ``b = size >= 2``: ``eps' <= eps + 1 / (b - 1)`` (``U`` grows by at
+  most ``W / (b - 1)``); no change when ``len(s) <= b``.
+- ``merge_and_prune`` of ``m`` summaries to ``b`` entries (a binary tree of merge + prune):
+  ``eps <= sum_i eps_i W_i / W + L / (b - 1)`` with ``L = max(1, ceil(log2 m))`` levels.
 - ``query_cuts(s, n)``: the cut ``c`` chosen for target rank ``t_k = k W / (n + 1)`` satisfies
   ``r-(c) - eps W / 2 <= t_k <= r+(c) + eps W / 2``, i.e. ``t_k`` is within ``eps W / 2`` of the
   interval ``[r-(c), r+(c)]``. For an exact summary (``eps = 0``) the cut is the exact weighted
@@ -84,117 +90,7 @@ cdef struct entry_t:
     Y_DTYPE_C wmin
 
 
-# ---------------------------------------------------------------------------------------
-# Sorting (value, weight) pairs: introsort (median-of-3 quicksort, Hoare partition, heapsort
-# when too deep) and a final insertion sort. Lexicographic order on (value, weight) makes
-# the sums of tied values independent of the input order. NaN values never reach it.
-# ---------------------------------------------------------------------------------------
-
-cdef inline bint _pair_less(pair_t x, pair_t y) noexcept nogil:
-    return x.value < y.value or (x.value == y.value and x.weight < y.weight)
-
-
-cdef inline void _swap(pair_t* a, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    cdef pair_t tmp = a[i]
-    a[i] = a[j]
-    a[j] = tmp
-
-
-cdef void _insertion_sort(
-    pair_t* a,        # IN/OUT
-    Py_ssize_t n,     # IN
-) noexcept nogil:
-    cdef Py_ssize_t i, j
-    cdef pair_t x
-    for i in range(1, n):
-        x = a[i]
-        j = i
-        while j > 0 and _pair_less(x, a[j - 1]):
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = x
-
-
-cdef void _sift_down(pair_t* a, Py_ssize_t root, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t child
-    cdef pair_t x = a[root]
-    while True:
-        child = 2 * root + 1
-        if child >= n:
-            break
-        if child + 1 < n and _pair_less(a[child], a[child + 1]):
-            child += 1
-        if not _pair_less(x, a[child]):
-            break
-        a[root] = a[child]
-        root = child
-    a[root] = x
-
-
-cdef void _heapsort(
-    pair_t* a,        # IN/OUT
-    Py_ssize_t n,     # IN
-) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n // 2 - 1, -1, -1):
-        _sift_down(a, i, n)
-    for i in range(n - 1, 0, -1):
-        _swap(a, 0, i)
-        _sift_down(a, 0, i)
-
-
-cdef void _introsort(pair_t* a, Py_ssize_t n, int depth_limit) noexcept nogil:
-    # Leaves runs of at most 16 elements unsorted (but in their final block).
-    cdef Py_ssize_t i, j, mid
-    cdef pair_t pivot
-    while n > 16:
-        if depth_limit <= 0:
-            _heapsort(a, n)
-            return
-        depth_limit -= 1
-        mid = n // 2
-        if _pair_less(a[mid], a[0]):
-            _swap(a, 0, mid)
-        if _pair_less(a[n - 1], a[mid]):
-            _swap(a, mid, n - 1)
-            if _pair_less(a[mid], a[0]):
-                _swap(a, 0, mid)
-        pivot = a[mid]
-        # Hoare partition: a[0] <= pivot <= a[n-1] are sentinels; equal keys are spread over
-        # both sides, so runs of ties split evenly.
-        i = -1
-        j = n
-        while True:
-            i += 1
-            while _pair_less(a[i], pivot):
-                i += 1
-            j -= 1
-            while _pair_less(pivot, a[j]):
-                j -= 1
-            if i >= j:
-                break
-            _swap(a, i, j)
-        # a[0..j] <= pivot <= a[j+1..n-1], with 0 <= j < n - 1. Recurse on the smaller side.
-        if j + 1 < n - j - 1:
-            _introsort(a, j + 1, depth_limit)
-            a = a + j + 1
-            n = n - j - 1
-        else:
-            _introsort(a + j + 1, n - j - 1, depth_limit)
-            n = j + 1
-
-
-cdef void _sort_pairs(
-    pair_t* a,        # IN/OUT
-    Py_ssize_t n,     # IN
-) noexcept nogil:
-    cdef int depth_limit = 0
-    cdef Py_ssize_t m = n
-    while m > 1:
-        depth_limit += 2
-        m >>= 1
-    _introsort(a, n, depth_limit)
-    _insertion_sort(a, n)
+include "pair_sort.pxi"
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,6 +211,93 @@ cdef Py_ssize_t _select_entry(
         e_best = e
         best -= 1
     return best
+
+
+cdef inline void _gap_bounds(const entry_t* s, Py_ssize_t n, Py_ssize_t j,
+                             Y_DTYPE_C* lo, Y_DTYPE_C* hi) noexcept nogil:
+    # Bounds s gives at a y strictly between its entries j - 1 and j: r-(y) >= lo,
+    # r+(y) <= hi. Below its first value (j = 0) both ranks are 0, above its last (j = n) W.
+    if j == 0:
+        lo[0] = 0.0
+        hi[0] = 0.0
+    elif j == n:
+        lo[0] = s[n - 1].rmax
+        hi[0] = s[n - 1].rmax
+    else:
+        lo[0] = s[j - 1].rmin + s[j - 1].wmin
+        hi[0] = s[j].rmax - s[j].wmin
+
+
+cdef Py_ssize_t _merge(
+    const entry_t* a,       # IN (n_a,) summary of A
+    Py_ssize_t n_a,         # IN
+    const entry_t* b,       # IN (n_b,) summary of B, B disjoint from A
+    Py_ssize_t n_b,         # IN
+    entry_t* out,           # OUT (<= n_a + n_b,) summary of A + B
+) noexcept nogil:
+    """At every value y of either summary, add the rank bounds each summary gives at y.
+
+    Ranks of disjoint multisets add, so sums of valid bounds are valid. Proof of the error
+    bound: the merged uncertainty at an entry is the sum of the two uncertainties there; in a
+    merged gap, each input contributes one of its own gaps, or its uncertainty at its
+    first/last entry, or 0. Hence U_merged <= eps_a W_a + eps_b W_b everywhere. The first and
+    last entries stay exact (below an input's first value its bounds are exactly 0, above
+    its last exactly W).
+    """
+    cdef Py_ssize_t i = 0, j = 0, k = 0
+    cdef Y_DTYPE_C lo, hi
+    while i < n_a or j < n_b:
+        if j == n_b or (i < n_a and a[i].value < b[j].value):
+            _gap_bounds(b, n_b, j, &lo, &hi)      # a[i].value is not in B
+            out[k] = a[i]
+            out[k].rmin = a[i].rmin + lo
+            out[k].rmax = a[i].rmax + hi
+            i += 1
+        elif i == n_a or b[j].value < a[i].value:
+            _gap_bounds(a, n_a, i, &lo, &hi)
+            out[k] = b[j]
+            out[k].rmin = b[j].rmin + lo
+            out[k].rmax = b[j].rmax + hi
+            j += 1
+        else:
+            out[k].value = a[i].value
+            out[k].rmin = a[i].rmin + b[j].rmin
+            out[k].rmax = a[i].rmax + b[j].rmax
+            out[k].wmin = a[i].wmin + b[j].wmin
+            i += 1
+            j += 1
+        k += 1
+    return k
+
+
+cdef Py_ssize_t _prune(
+    const entry_t* s,       # IN (n,) summary, n > size
+    Py_ssize_t n,           # IN
+    Py_ssize_t size,        # IN >= 2
+    entry_t* out,           # OUT (<= size,) a sub-summary of s
+) noexcept nogil:
+    """Keep the first and last entries and the entries the rank query selects for the targets
+    t_m = m W / (size - 1), m = 1 .. size - 2 (each once).
+
+    Proof of eps' <= eps + 1/(size - 1): entries keep their bounds, so uncertainties at
+    entries are unchanged; a new gap lies between the entries chosen for consecutive targets
+    t_m < t_{m+1}, and _select_entry gives a_p >= t_m - eps W / 2, b_q <= t_{m+1} + eps W / 2,
+    so the gap b_q - a_p <= W / (size - 1) + eps W (at the ends: a_0 >= 0, b_{n-1} <= W).
+    """
+    cdef Py_ssize_t k = 1, m, i, last = 0, cursor = 0
+    cdef Y_DTYPE_C W = s[n - 1].rmax, t
+    out[0] = s[0]
+    for m in range(1, size - 1):
+        t = W * <Y_DTYPE_C>m / <Y_DTYPE_C>(size - 1)
+        i = _select_entry(s, n, t, &cursor, last)
+        if i > last:
+            out[k] = s[i]
+            k += 1
+            last = i
+    if last < n - 1:
+        out[k] = s[n - 1]
+        k += 1
+    return k
 
 
 cdef Py_ssize_t _query(
@@ -445,6 +428,111 @@ def query_cuts(summary, n_cuts):
     with nogil:
         k = _query(&s_view[0], n, nc, &cuts_view[0])
     return cuts[:k].copy()
+
+
+def _check_size(size):
+    if int(size) != size or size < 2:
+        raise ValueError(f"size must be an integer >= 2, got {size!r}")
+    return int(size)
+
+
+def _merge_checked(a, b):
+    """merge_summaries on summaries already through _as_summary (merge_and_prune checks its
+    inputs once, not its own intermediate results)."""
+    cdef Py_ssize_t n_a = a.shape[0], n_b = b.shape[0], k
+    out = np.empty(n_a + n_b, dtype=SUMMARY_DTYPE)
+    if n_a + n_b == 0:
+        return out
+    # An empty input still needs a valid address; the kernel reads none of it.
+    cdef const entry_t[::1] a_view = a if n_a else out
+    cdef const entry_t[::1] b_view = b if n_b else out
+    cdef entry_t[::1] out_view = out
+    with nogil:
+        k = _merge(&a_view[0], n_a, &b_view[0], n_b, &out_view[0])
+    return out if k == n_a + n_b else out[:k].copy()
+
+
+def _prune_checked(s, Py_ssize_t size):
+    cdef Py_ssize_t n = s.shape[0], k
+    if n <= size:
+        return s.copy()
+    out = np.empty(size, dtype=SUMMARY_DTYPE)
+    cdef const entry_t[::1] s_view = s
+    cdef entry_t[::1] out_view = out
+    with nogil:
+        k = _prune(&s_view[0], n, size, &out_view[0])
+    return out if k == size else out[:k].copy()
+
+
+def merge_summaries(a, b):
+    """Summary of the union of the (disjoint) data sets of summaries ``a`` and ``b``.
+
+    Parameters
+    ----------
+    a, b : ndarray of SUMMARY_DTYPE, shape (n_a,) and (n_b,)
+        Summaries of disjoint multisets ``A`` and ``B``, totals ``W_a`` and ``W_b``.
+
+    Returns
+    -------
+    summary : ndarray of SUMMARY_DTYPE, shape (<= n_a + n_b,)
+        One entry per value of either input, with the sums of the rank bounds both give
+        there. Error ``eps <= (eps_a W_a + eps_b W_b) / (W_a + W_b) <= max(eps_a, eps_b)``
+        (uncertainties add); two exact summaries give the exact summary of ``A + B``.
+        ``merge_summaries(a, b)`` and ``merge_summaries(b, a)`` are identical.
+    """
+    return _merge_checked(_as_summary(a, "a"), _as_summary(b, "b"))
+
+
+def prune_summary(summary, size):
+    """Sub-summary of at most ``size`` entries, the first and last kept.
+
+    Parameters
+    ----------
+    summary : ndarray of SUMMARY_DTYPE, shape (n,)
+    size : int >= 2
+
+    Returns
+    -------
+    summary : ndarray of SUMMARY_DTYPE, shape (min(n, size),) or fewer
+        The entries the rank query selects for the targets ``m W / (size - 1)``,
+        ``m = 1 .. size - 2``, with their bounds unchanged. Error
+        ``eps' <= eps + 1 / (size - 1)``: the uncertainty grows by at most ``W / (size - 1)``.
+        A summary of at most ``size`` entries comes back unchanged (a copy).
+    """
+    size = _check_size(size)
+    return _prune_checked(_as_summary(summary, "summary"), size)
+
+
+def merge_and_prune(summaries, size):
+    """Merge summaries of disjoint data sets (one per silo) into one of at most ``size`` entries.
+
+    Parameters
+    ----------
+    summaries : sequence of ndarray of SUMMARY_DTYPE, each of shape (n_i,)
+        Summaries of disjoint multisets, errors ``eps_i``, totals ``W_i``.
+    size : int >= 2
+
+    Returns
+    -------
+    summary : ndarray of SUMMARY_DTYPE, shape (<= size,)
+        A balanced binary tree: neighbours are merged and each merge is pruned to ``size``,
+        level by level (an odd one out waits for the next level), until one summary is left;
+        a single summary is pruned. Every input passes ``L = max(1, ceil(log2 m))`` prunes
+        for ``m`` summaries and the prunes of one level cover disjoint data, so
+        ``eps <= sum_i eps_i W_i / W + L / (size - 1)``, ``W = sum_i W_i``. No summaries ->
+        an empty summary.
+    """
+    size = _check_size(size)
+    if isinstance(summaries, np.ndarray):
+        raise TypeError("summaries must be a sequence of summaries, got one array")
+    level = [_as_summary(s, f"summaries[{i}]") for i, s in enumerate(summaries)]
+    if len(level) <= 1:
+        return _prune_checked(level[0], size) if level else np.empty(0, SUMMARY_DTYPE)
+    while len(level) > 1:
+        nxt = [_prune_checked(_merge_checked(level[i], level[i + 1]), size)
+               for i in range(0, len(level) - 1, 2)]
+        level = nxt + level[len(nxt) * 2:]
+    return level[0]
 
 
 def _sort_points(values, weights, int depth_limit=-1, bint final_insertion_sort=True):

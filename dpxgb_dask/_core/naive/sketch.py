@@ -1,8 +1,8 @@
 """Naive twin of the weighted quantile sketch kernel (``dpxgb_dask._core.sketch``).
 
 Plain NumPy, written from the definitions: exact weighted rank functions and quantiles by
-brute-force sums, and slow references for make and query that evaluate the rank bounds
-of a summary at every point directly. See the kernel's module docstring for the
+brute-force sums, and slow references for make / merge / prune / query that evaluate the
+rank bounds of a summary at every point directly. See the kernel's module docstring for the
 definitions of r-, r+, w, summaries and their error.
 """
 import numpy as np
@@ -57,6 +57,50 @@ def make_summary(values, weights):
     return out
 
 
+def summary_bounds(summary, y):
+    """Rank bounds a summary gives at each ``y``: ``(lower r-, upper r+, lower w)``.
+
+    At a value of the summary: its ``rmin``, ``rmax``, ``wmin``. Between entries ``p`` and
+    ``q = p + 1``: ``rmin[p] + wmin[p]``, ``rmax[q] - wmin[q]``, 0. Below the first value:
+    0, 0, 0. Above the last: W, W, 0.
+    """
+    s = summary
+    y = np.atleast_1d(np.asarray(y, dtype=np.float64))
+    lo, hi, wl = np.zeros(y.size), np.zeros(y.size), np.zeros(y.size)
+    if s.shape[0] == 0:
+        return lo, hi, wl
+    W = s["rmax"][-1]
+    for k, yk in enumerate(y):
+        same = np.nonzero(s["value"] == yk)[0]
+        below = np.nonzero(s["value"] < yk)[0]
+        above = np.nonzero(s["value"] > yk)[0]
+        if same.size:
+            e = s[same[0]]
+            lo[k], hi[k], wl[k] = e["rmin"], e["rmax"], e["wmin"]
+        elif below.size == 0:
+            lo[k], hi[k] = 0.0, 0.0
+        elif above.size == 0:
+            lo[k], hi[k] = W, W
+        else:
+            p, q = below[-1], above[0]
+            lo[k] = s["rmin"][p] + s["wmin"][p]
+            hi[k] = s["rmax"][q] - s["wmin"][q]
+    return lo, hi, wl
+
+
+def merge_summaries(a, b):
+    """At every value of either summary, the sums of the bounds each one gives there."""
+    xs = np.union1d(a["value"], b["value"])
+    lo_a, hi_a, w_a = summary_bounds(a, xs)
+    lo_b, hi_b, w_b = summary_bounds(b, xs)
+    out = np.empty(xs.size, dtype=SUMMARY_DTYPE)
+    out["value"] = xs
+    out["rmin"] = lo_a + lo_b
+    out["rmax"] = hi_a + hi_b
+    out["wmin"] = w_a + w_b
+    return out
+
+
 def choice_errors(summary, t):
     """For every entry i, the worst-case distance from rank ``t`` to ``[r-(x_i), r+(x_i)]``
     given its bounds: ``max(t - (rmin + wmin), (rmax - wmin) - t, 0)``, using that the first
@@ -72,6 +116,37 @@ def choice_errors(summary, t):
 def select_entry(summary, t):
     """The rank query: the leftmost entry with the smallest ``choice_errors``."""
     return int(np.argmin(choice_errors(summary, t)))
+
+
+def prune_summary(summary, size):
+    """Keep the first, the last and the entries selected for ``m W / (size - 1)``."""
+    n = summary.shape[0]
+    if n <= size:
+        return summary.copy()
+    W = summary["rmax"][-1]
+    keep = {0, n - 1}
+    for m in range(1, size - 1):
+        keep.add(select_entry(summary, W * float(m) / float(size - 1)))
+    return summary[np.array(sorted(keep))].copy()
+
+
+def merge_and_prune(summaries, size):
+    """Level by level, merge neighbours (0 and 1, 2 and 3, ...) and prune each merge to
+    ``size``; an odd one out moves up unchanged. One summary is pruned, none gives empty."""
+    level = list(summaries)
+    if not level:
+        return np.empty(0, dtype=SUMMARY_DTYPE)
+    if len(level) == 1:
+        return prune_summary(level[0], size)
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level), 2):
+            if i + 1 < len(level):
+                nxt.append(prune_summary(merge_summaries(level[i], level[i + 1]), size))
+            else:
+                nxt.append(level[i])
+        level = nxt
+    return level[0]
 
 
 def cut_targets(total, n_cuts):
