@@ -258,6 +258,25 @@ AGGREGATES = {
 STATE_AGGREGATES = {"held_out_loss_sums": held_out_loss_sums}
 
 
+def add(*arrays):
+    """Sum of partial results of several partitions (the reduction step): histograms field
+    by field, other arrays elementwise."""
+    if arrays and arrays[0].dtype.names:  # histograms: field by field
+        out = arrays[0].copy()
+        for a in arrays[1:]:
+            for name in out.dtype.names:
+                out[name] += a[name]
+        return out
+    return np.sum(arrays, axis=0)
+
+
+def add_results(results):
+    """:func:`add` of the results that are not None (a round may return nothing); None when
+    none is left."""
+    results = [r for r in results if r is not None]
+    return add(*results) if results else None
+
+
 def aggregate(state, name, *args):
     """The exact aggregate ``name`` (see :data:`AGGREGATES` and :data:`STATE_AGGREGATES`)
     of one partition."""

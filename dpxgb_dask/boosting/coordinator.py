@@ -32,6 +32,7 @@ One fit::
 import asyncio
 from dataclasses import replace
 from functools import partial
+import os
 import time
 
 import numpy as np
@@ -109,11 +110,12 @@ class Coordinator:
         self.initial_score = InitialScore(plan, self.streams, self.objective)
         self.splitter = make_split_method(plan, self.streams)
         self.leaf_method = make_leaf_method(plan, self.streams)
+        secure = params.cross_silo == "secure"
         self.silos = None if params.cross_silo is None else SiloPlan(
-            backend.n_silos, self.initial_score, self.candidates, self.leaf_method,
+            backend.n_silos, secure, self.initial_score, self.candidates, self.leaf_method,
             params.hessian_denominators)
         self.releases = FitLedger(plan) if self.silos is None else \
-            SiloFitLedger(plan, backend.n_silos)
+            SiloFitLedger(plan, backend.n_silos, secure)
         self.rows = TreeRows(plan, self.streams)
         self.evaluations = list(evaluations)
         if len(self.evaluations) != params.private_eval_sets:
@@ -224,6 +226,8 @@ class Coordinator:
             offsets = dict(enumerate(np.concatenate([[0], lengths]).astype(np.int64).tolist()))
         else:  # (no silo tells its row count)
             offsets = self.silos.row_offsets(be.n_partitions)
+            if self.silos.secure:
+                await be.agree_silo_keys(os.urandom(16))  # (a fresh context binds the keys)
         if self.init_model is None:
             bounds = await self._feature_bounds()
             base_score = await self._init_score()
@@ -377,7 +381,7 @@ class Coordinator:
         if p.init_score == "zero":
             return np.zeros(p.num_class) if p.num_class else 0.0
         reduce = self.backend.reduce if self.silos is None else partial(
-            self._reduce_released, self.silos.init)
+            self._reduce_released, self.silos.init())
         if self.objective.is_multiclass:
             counts = await reduce("class_counts", p.num_class)
             score, event = self.initial_score.from_class_counts(counts)

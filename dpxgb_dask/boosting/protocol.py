@@ -3,7 +3,7 @@ sum that reduces the partitions' results, and the backend protocol the coordinat
 written against.
 
 Every :class:`PartitionBackend` call is ONE message round to all partitions, whose exact
-results come back summed (:func:`add`). :class:`LocalBackend` keeps the
+results come back summed (:func:`~dpxgb_dask.boosting.aggregates.add`). :class:`LocalBackend` keeps the
 :class:`~dpxgb_dask.boosting.partition.PartitionState` objects in this process (the tests
 check the algorithm with it, without a cluster); the cluster's backend
 (:class:`~dpxgb_dask.cluster.backend.DaskBackend`) reaches the states on the workers. The
@@ -15,8 +15,9 @@ from typing import Protocol
 import numpy as np
 
 from ..privacy.randomness import NoiseSource
-from .aggregates import aggregate
-from .silos import release_at_silo
+from ..privacy.secure_sum import SiloKeyPair
+from .aggregates import add, add_results, aggregate  # noqa: F401 (the reduction step)
+from .silos import combine_silo_answers, release_at_silo
 
 
 @dataclass(frozen=True)
@@ -168,25 +169,6 @@ class Round:
     silo_release: object = None
 
 
-def add(*arrays):
-    """Sum of partial results of several partitions (the reduction step): histograms field
-    by field, other arrays elementwise."""
-    if arrays and arrays[0].dtype.names:  # histograms: field by field
-        out = arrays[0].copy()
-        for a in arrays[1:]:
-            for name in out.dtype.names:
-                out[name] += a[name]
-        return out
-    return np.sum(arrays, axis=0)
-
-
-def add_results(results):
-    """:func:`add` of the results that are not None (a round may return nothing); None when
-    none is left."""
-    results = [r for r in results if r is not None]
-    return add(*results) if results else None
-
-
 class PartitionBackend(Protocol):
     """The per-partition work of a fit, as the coordinator sees it."""
 
@@ -230,6 +212,7 @@ class LocalBackend:
         self.bytes_gathered = 0
         self.silos = None if silos is None else [list(s) for s in silos]
         self._silo_noise = None if silos is None else [NoiseSource() for _ in self.silos]
+        self._silo_masks = [None] * self.n_silos
 
     @property
     def n_partitions(self):
@@ -250,17 +233,28 @@ class LocalBackend:
         for s in self.states:
             s.prepare(spec)
 
+    async def agree_silo_keys(self, context):
+        """Secure aggregation: each silo's fresh key pair, and its pairwise masks with the
+        others (:class:`~dpxgb_dask.privacy.secure_sum.SiloKeyPair`); ``context``: bytes
+        naming the fit."""
+        pairs = [SiloKeyPair() for _ in self.silos]
+        keys = [pair.public_bytes for pair in pairs]
+        self._silo_masks = [pair.masks(i, keys, context) for i, pair in enumerate(pairs)]
+
+    def _released(self, results, release):
+        """Each silo's release of its partitions' ``results``, combined."""
+        return combine_silo_answers(
+            [release_at_silo(add_results([results[i] for i in silo]), release, source, masks)
+             for silo, source, masks in zip(self.silos, self._silo_noise, self._silo_masks)],
+            release)
+
     async def reduce_released(self, name, release, *args):
-        exact = await self.collect(name, *args)
-        return add(*(release_at_silo(add(*(exact[i] for i in silo)), release, source)
-                     for silo, source in zip(self.silos, self._silo_noise)))
+        return self._released(await self.collect(name, *args), release)
 
     async def round(self, step):
         results = [s.run(step) for s in self.states]
         if step.silo_release is not None:
-            results = [release_at_silo(add_results([results[i] for i in silo]),
-                                       step.silo_release, source)
-                       for silo, source in zip(self.silos, self._silo_noise)]
+            results = [self._released(results, step.silo_release)]
         total = add_results(results)
         if total is not None:
             self.bytes_gathered += total.nbytes

@@ -1,6 +1,8 @@
 """The coordinator's side of a cross-silo fit (:mod:`~dpxgb_dask.boosting.silos`): what
 each silo releases with each request, built once per fit, and the fit's ledger, in which
 every release is parallel over the disjoint silos."""
+import itertools
+
 from .plan import FitLedger
 from .silos import SiloRelease, SiloReleased, field_noise
 
@@ -18,6 +20,9 @@ class SiloPlan:
     ----------
     n_silos : int
         The workers holding the fit's partitions (public).
+    secure : bool
+        Secure aggregation: each silo adds a share of the Gaussian noise and masks its
+        answer (:attr:`~dpxgb_dask.boosting.silos.SiloRelease.n_shares`).
     initial_score : InitialScore
     candidates : CandidateReleases
     leaf_method : GaussianLeaves
@@ -25,12 +30,17 @@ class SiloPlan:
         The leaves' and the sketch's denominators are hessian sums (else counts).
     """
 
-    def __init__(self, n_silos, initial_score, candidates, leaf_method, hessian_denominators):
-        self.n_silos = int(n_silos)
+    def __init__(self, n_silos, secure, initial_score, candidates, leaf_method,
+                 hessian_denominators):
+        self.n_silos, self.secure = int(n_silos), bool(secure)
+        if self.secure and self.n_silos < 2:
+            raise ValueError(f"secure aggregation needs at least 2 silos, the fit has "
+                             f"{self.n_silos}: load its rows on 2 or more workers")
+        self._labels = itertools.count()
         denominator = 1 if hessian_denominators else 2
         self._init = self._refresh = None
         if hasattr(initial_score, "mechanism"):
-            self._init = SiloRelease("init", fields=(field_noise(initial_score.mechanism),))
+            self._init = (field_noise(initial_score.mechanism),)
             initial_score.mechanism = SiloReleased(initial_score.mechanism)
         if hasattr(candidates, "refresh_mechanism"):
             self._refresh = (field_noise(candidates.refresh_mechanism,
@@ -46,38 +56,54 @@ class SiloPlan:
         """The first row id of each partition (``{index: index << ROW_ID_BITS}``)."""
         return {i: i << ROW_ID_BITS for i in range(n_partitions)}
 
-    @property
+    def _release(self, purpose, tree, fields):
+        """A :class:`~dpxgb_dask.boosting.silos.SiloRelease`, with a mask label of its own."""
+        if not self.secure:
+            return SiloRelease(purpose, tree, fields=fields)
+        return SiloRelease(purpose, tree, fields=fields, n_shares=self.n_silos,
+                           label=next(self._labels))
+
     def init(self):
-        """SiloRelease: of the initial score's label sum and count (or class counts)."""
-        return self._init
+        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of the initial score's label
+        sum and count (or class counts)."""
+        return self._release("init", -1, self._init)
 
     def leaf(self, tree):
-        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s leaf sums (G, H or count)."""
-        return SiloRelease("leaf", tree, fields=self._leaf)
+        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s leaf
+        sums (G, H or count)."""
+        return self._release("leaf", tree, self._leaf)
 
     def refresh(self, tree):
-        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s iterative-Hessian root histogram."""
-        return SiloRelease("sketch", tree, fields=self._refresh)
+        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s
+        iterative-Hessian root histogram."""
+        return self._release("sketch", tree, self._refresh)
 
 
 class SiloFitLedger(FitLedger):
-    """The ledger of a cross-silo fit: every release is made at each silo on its own rows,
-    so it is recorded parallel over the disjoint silos (axis ``"silos"``: by parallel
-    composition it costs what the central release costs).
+    """The ledger of a cross-silo fit. With local noise every release is made at each silo
+    on its own rows, so it is recorded parallel over the disjoint silos (axis ``"silos"``:
+    by parallel composition it costs what the central release costs). With secure
+    aggregation a release is the sum's, its noise the sum of ``n_silos`` shares
+    (``noise_shares``: the RDP accountant's distributed discrete Gaussian).
 
     Parameters
     ----------
     plan : ReleasePlan
     n_silos : int
+    secure : bool
     """
 
-    def __init__(self, plan, n_silos):
+    def __init__(self, plan, n_silos, secure=False):
         super().__init__(plan)
-        self.n_silos = int(n_silos)
+        self.n_silos, self.secure = int(n_silos), bool(secure)
 
     def record(self, fields):
-        """:meth:`~dpxgb_dask.boosting.plan.FitLedger.record` with the ``"silos"`` axis."""
+        """:meth:`~dpxgb_dask.boosting.plan.FitLedger.record` with the ``"silos"`` axis, or
+        the noise shares."""
         fields = dict(fields)
+        if self.secure:
+            super().record(dict(fields, noise_shares=self.n_silos))
+            return
         fields["parallel_over"] = tuple(fields.get("parallel_over", ())) + ("silos",)
         fields["n_parallel"] = fields.get("n_parallel", 1) * self.n_silos
         super().record(fields)

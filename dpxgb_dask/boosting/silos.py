@@ -22,7 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism
+from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism, to_grid
+from ..privacy.secure_sum import mask_values, unmask_sum
+from .aggregates import add_results
+
+#: Parts of one release at most (each takes a mask label of its own).
+MAX_FIELDS = 16
+
 
 @dataclass(frozen=True)
 class FieldNoise:
@@ -71,12 +77,20 @@ class SiloRelease:
         -1 for fit-level releases.
     fields : tuple of FieldNoise
         Every part of the answer that leaves the silo; the rest is zeroed.
+    n_shares : int
+        0: local noise (each silo adds the mechanism's noise). With secure aggregation,
+        the number of silos, each adding a share of a Gaussian mechanism's noise to its
+        integer grid sum and masking the result.
+    label : int
+        Secure aggregation: the release's number, which keys its masks (never reused).
     """
 
     purpose: str
     tree: int = -1
     depth: int = -1
     fields: tuple = ()
+    n_shares: int = 0
+    label: int = -1
 
 
 def field_noise(mechanism, field=None):
@@ -109,9 +123,9 @@ def _part(answer, field):
     return answer[..., field]
 
 
-def release_at_silo(answer, release, source):
+def release_at_silo(answer, release, source, masks=None):
     """A silo's release of its exact ``answer``: each part of ``release.fields`` with its
-    mechanism, noise from the silo's own ``source``; every other part zero.
+    mechanism, noise from the silo's own ``source``; every other part stays in the silo.
 
     Parameters
     ----------
@@ -121,28 +135,78 @@ def release_at_silo(answer, release, source):
     release : SiloRelease
     source : NoiseSource
         The silo's secret noise source for this fit (never shared).
+    masks : PairwiseMasks, optional
+        Secure aggregation (``release.n_shares``): the silo's pairwise masks.
 
     Returns
     -------
-    ndarray
-        ``answer``'s shape; a histogram's fields all float64 (a released count is no
-        integer). Released parts only.
+    ndarray or tuple
+        Local noise: ``answer``'s shape, a histogram's fields all float64 (a released count
+        is no integer), released parts only. Secure aggregation: ``(shape, field names or
+        None, [masked part, ...])``, each part uint64: its integer grid values plus the
+        silo's noise share, masked (:func:`~dpxgb_dask.privacy.secure_sum.mask_values`).
     """
     names = answer.dtype.names
-    dtype = [(name, np.float64) for name in names] if names else np.float64
-    out = np.zeros(answer.shape, dtype=dtype)
+    released = []
     for index, part in enumerate(release.fields):
         stream = source.stream(purpose=f"silo/{release.purpose}", tree=release.tree,
                                depth=release.depth, index=index)
         values = np.asarray(_part(answer, part.field), dtype=np.float64)
-        released = part.build().release(values, stream)
+        mechanism = part.build()
+        if not release.n_shares:
+            released.append(mechanism.release(values, stream))
+            continue
+        # clipped so that the silos' sum stays within int64 (clipping is 1-Lipschitz)
+        grid = to_grid(values, mechanism.resolution, clip=float(2**62 // release.n_shares))
+        share = mechanism.draw_share(grid.size, release.n_shares, stream)
+        released.append(mask_values(grid + share.reshape(grid.shape), masks,
+                                    release.label * MAX_FIELDS + index))
+    if release.n_shares:
+        return answer.shape, (list(names) if names else None), released
+    return _assemble(answer.shape, names, release.fields, released)
+
+
+def _assemble(shape, names, fields, parts):
+    """An answer of ``shape`` (fields ``names``) holding ``parts`` at ``fields``, zero
+    elsewhere; every field float64."""
+    out = np.zeros(shape, dtype=[(name, np.float64) for name in names] if names
+                   else np.float64)
+    for part, values in zip(fields, parts):
         if part.field is None:
-            out[...] = released
+            out[...] = values
         elif names:
-            out[part.field] = released
+            out[part.field] = values
         else:
-            out[..., part.field] = released
+            out[..., part.field] = values
     return out
+
+
+def combine_silo_answers(answers, release):
+    """The coordinator's sum of the silos' answers to one request.
+
+    Parameters
+    ----------
+    answers : list
+        Each silo's :func:`release_at_silo` output.
+    release : SiloRelease
+
+    Returns
+    -------
+    ndarray
+        Local noise: the sum of the releases. Secure aggregation: the unmasked sum of the
+        silos' integer parts (the masks cancel), on each mechanism's grid: the sum of the
+        rounded silo sums plus the summed noise shares, a distributed discrete Gaussian
+        release; each field float64.
+    """
+    if not release.n_shares:
+        return add_results(answers)
+    if len(answers) != release.n_shares:
+        raise ValueError(f"{len(answers)} silos answered a release of {release.n_shares} "
+                         "noise shares")
+    shape, names = answers[0][0], answers[0][1]
+    parts = [unmask_sum([a[2][index] for a in answers]).astype(np.float64)
+             * part.build().resolution for index, part in enumerate(release.fields)]
+    return _assemble(tuple(shape), tuple(names) if names else None, release.fields, parts)
 
 
 class SiloReleased:

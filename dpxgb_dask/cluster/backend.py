@@ -12,6 +12,7 @@ import asyncio
 import time
 
 from ..boosting.protocol import add_results
+from ..boosting.silos import combine_silo_answers
 from .codec import encode, register_error
 from .reduction import PeerLost, reduction_order
 from .wire import unpack_reply
@@ -245,7 +246,15 @@ class DaskBackend:
         return add_results(await self._all("aggregate", (name, False, args)))
 
     async def reduce_released(self, name, release, *args):
-        return add_results(await self._all("aggregate", (name, False, args, release)))
+        return combine_silo_answers(await self._all("aggregate", (name, False, args, release)),
+                                    release)
+
+    async def agree_silo_keys(self, context):
+        """Secure aggregation: every silo's fresh public key, relayed to every silo, which
+        derives its pairwise masks (:mod:`~dpxgb_dask.privacy.secure_sum`); ``context``:
+        bytes naming the fit."""
+        keys = await self._all("silo_key", None)
+        await self._all("silo_peers", (self.workers, keys, context))
 
     async def prepare(self, spec):
         self._prepare, self._rounds = spec, []
@@ -257,7 +266,9 @@ class DaskBackend:
         self._pending_round = True
         try:
             if self.silos:  # every silo answers for itself: no sum passes another silo
-                return add_results(await self._all("round", (step, None)))
+                answers = await self._all("round", (step, None))
+                return add_results(answers) if step.silo_release is None else \
+                    combine_silo_answers(answers, step.silo_release)
             return add_results(await self._all("round", step, reduced=True))
         finally:
             self._pending_round = False

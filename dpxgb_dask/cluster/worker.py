@@ -18,6 +18,8 @@ keeps only its SHA-256), and names an action:
                its sum added to the children's along the reduction tree
                (:mod:`~dpxgb_dask.cluster.reduction`)
 ``partial``    a child's partial sum of a round, for the reduction tree
+``silo_key``   a cross-silo fit with secure aggregation: this silo's fresh public key
+``silo_peers`` every silo's public key: derive this silo's pairwise masks
 ``touch``      keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
 ``drop``       forget the fit
 =============  =====================================================================
@@ -48,6 +50,7 @@ from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
 from ..boosting.silos import release_at_silo
 from ..privacy.randomness import NoiseSource
+from ..privacy.secure_sum import SiloKeyPair
 from .codec import ARRAY_KINDS, decode
 from .reduction import MAILBOXES, reduce_along_tree
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
@@ -108,6 +111,7 @@ class _FitOnWorker:
         self.touched = time.monotonic()
         self.lock = threading.Lock()
         self._silo_noise = None
+        self.key_pair = self.silo_masks = None
 
     def silo_noise(self):
         """This worker's secret noise source for the fit, as a silo of a cross-silo fit
@@ -115,6 +119,19 @@ class _FitOnWorker:
         if self._silo_noise is None:
             self._silo_noise = NoiseSource()
         return self._silo_noise
+
+    def silo_key(self):
+        """This silo's public key for the fit's secure aggregation (its key pair, fresh
+        per fit, never leaves the worker)."""
+        self.key_pair = SiloKeyPair()
+        return self.key_pair.public_bytes
+
+    def silo_peers(self, worker_address, addresses, public_keys, context):
+        """Derive this silo's pairwise masks
+        (:meth:`~dpxgb_dask.privacy.secure_sum.SiloKeyPair.masks`) from every silo's
+        public key, in the order of ``addresses``."""
+        self.silo_masks = self.key_pair.masks(list(addresses).index(worker_address),
+                                              list(public_keys), context)
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -243,6 +260,10 @@ def execute(worker_address, fit_id, capability, action, args):
         tag, result = args
         MAILBOXES.put(worker_address, fit_id, tag, result)
         return None
+    if action == "silo_key":
+        return fit.silo_key()
+    if action == "silo_peers":
+        return fit.silo_peers(worker_address, *args)
     try:
         with fit.lock:
             return _execute(fit, action, args)
@@ -258,7 +279,8 @@ def _execute(fit, action, args):
         if per_partition:
             return results
         total = add_results(list(results.values()))
-        return release_at_silo(total, release[0], fit.silo_noise()) if release else total
+        return release_at_silo(total, release[0], fit.silo_noise(), fit.silo_masks) \
+            if release else total
     if action == "prepare":
         for s in states:
             s.prepare(args)
@@ -268,7 +290,7 @@ def _execute(fit, action, args):
         total = add_results([s.run(step) for s in states])
         if step.silo_release is None or total is None:
             return total
-        return release_at_silo(total, step.silo_release, fit.silo_noise())
+        return release_at_silo(total, step.silo_release, fit.silo_noise(), fit.silo_masks)
     if action == "restore":
         index, prepare, rounds = args
         state = fit.states.get(index) or fit.replicas.pop(index)

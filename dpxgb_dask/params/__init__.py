@@ -16,7 +16,7 @@ from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
                        carried_leaf_regime, default_schedule_overrides, split_method_defaults)
 from .names import canonical_names
 from .presets import PRESETS, preset_overrides
-from .silos import check_cross_silo
+from .silos import check_cross_silo, cross_silo_defaults
 
 __all__ = ["PRESETS", "TrainParams", "check_feature_bounds", "check_label_bounds",
            "resolve_params", "validate", "with_overrides"]
@@ -203,8 +203,8 @@ class TrainParams:
         its metrics' per-row loss sums at every round and its row count (``train(evals=)``
         sets it; :class:`~dpxgb_dask.boosting.scores.EvaluationScores`), under the budget
         share "eval". 0: none.
-    cross_silo : {None, "local"}
-        None: the coordinator adds the noise; ``"local"``: each silo to its own sums (silos.py).
+    cross_silo : {None, "local", "secure"}
+        Who adds the noise: the coordinator; each silo (to its own sums); or each silo a share.
     eval_metric : tuple of str, optional
         The metrics of the private evaluation sets (XGBoost's names, among
         :data:`~dpxgb_dask.objective.PRIVATE_METRICS`; default the objective's first).
@@ -392,7 +392,7 @@ def resolve_params(objective, preset=None, **explicit):
              for k, v in explicit.items() if v is not None}
     if "dp_epsilon_per_tree" in given and "epsilon" not in given:
         given["epsilon"] = None
-    values.update(given)
+    values.update(given, **cross_silo_defaults(given))  # (defaults: not in given)
     if preset is None and not own_method:
         values.update(carried_leaf_regime(
             objective, epsilon, values.get("n_estimators", TrainParams.n_estimators), given))

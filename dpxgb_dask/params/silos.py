@@ -1,14 +1,15 @@
 """Which parameters a cross-silo fit allows (:mod:`~dpxgb_dask.boosting.silos`).
 
 A silo can release only what it can compute on its own rows: additive noise on sums of
-rows. Exponential-mechanism splits, leaves released as noisy ratios, DP bounds and sketches
+rows; with secure aggregation, Gaussian noise only. Exponential-mechanism splits, leaves released as noisy ratios, DP bounds and sketches
 over every row, private evaluation sets and the Rényi filter read exact aggregates at the
 coordinator, so a cross-silo fit refuses them.
 """
 
 #: ``cross_silo`` values: None (central: the coordinator adds the noise), ``"local"``
-#: (each silo adds the noise to its own sums).
-CROSS_SILO_MODES = (None, "local")
+#: (each silo adds the noise to its own sums), ``"secure"`` (each silo adds a share of the
+#: noise to its masked sums: the coordinator sees only their total).
+CROSS_SILO_MODES = (None, "local", "secure")
 #: Parameter -> the values a cross-silo fit allows.
 CROSS_SILO_PARAMS = {
     "split_method": ("random",),
@@ -18,6 +19,28 @@ CROSS_SILO_PARAMS = {
     "filter_rounds": (0,),
     "private_eval_sets": (0,),
 }
+#: What ``cross_silo="secure"`` allows beyond that: Gaussian releases only (the sum of the
+#: silos' discrete Gaussian shares is a known mechanism; the sum of Laplace shares is not),
+#: and the accountant that describes it (its guarantee is concentrated DP).
+SECURE_PARAMS = {"init_score": ("zero",), "accountant": ("rdp",)}
+
+
+def cross_silo_defaults(given):
+    """The defaults a secure-aggregation fit changes: ``init_score="zero"`` and
+    ``accountant="rdp"`` unless given (:data:`SECURE_PARAMS`).
+
+    Parameters
+    ----------
+    given : dict
+        The user's own parameters.
+
+    Returns
+    -------
+    dict
+    """
+    if given.get("cross_silo") != "secure":
+        return {}
+    return {name: allowed[0] for name, allowed in SECURE_PARAMS.items() if name not in given}
 
 
 def check_cross_silo(p):
@@ -37,11 +60,16 @@ def check_cross_silo(p):
                          f"{p.cross_silo!r}")
     if p.cross_silo is None:
         return
-    for name, allowed in CROSS_SILO_PARAMS.items():
-        if getattr(p, name) not in allowed:
-            raise ValueError(f"{name} must be one of {list(allowed)} with "
-                             f"cross_silo={p.cross_silo!r} (a silo releases only noisy sums "
-                             f"of its own rows), got {getattr(p, name)!r}")
+    reasons = [(CROSS_SILO_PARAMS, "a silo releases only noisy sums of its own rows")]
+    if p.cross_silo == "secure":
+        reasons.append((SECURE_PARAMS, "the silos' noise shares add up to a Gaussian, which "
+                                       "the RDP accountant describes"))
+    for table, reason in reasons:
+        for name, allowed in table.items():
+            if getattr(p, name) not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)} with "
+                                 f"cross_silo={p.cross_silo!r} ({reason}), got "
+                                 f"{getattr(p, name)!r}")
     if p.feature_bounds is None or isinstance(p.feature_bounds, str):
         raise ValueError(f"feature_bounds must be given (public bounds) with "
                          f"cross_silo={p.cross_silo!r}: DP bounds read every silo's rows at "

@@ -90,8 +90,9 @@ exponential    ε                          ``ZCDpEvent(ε²/8)``         ε-DP w
   the per-order maximum over the configurations (the candidate draws one at random) and
   applies Papernot & Steinke's Theorem 2 (:func:`~dpxgb_dask.privacy.selection.repeat_and_select_rdp`);
   the result composes with the other releases order by order. The basic and PLD
-  accountants have no description of a selection: for a ledger holding one they certify
-  no finite ε (∞, and δ = 1), so ``"best"`` is the RDP accountant's answer there.
+  accountants have no description of a selection, nor of distributed noise (``noise_shares``:
+  a concentrated-DP guarantee only): for a ledger holding one they certify no finite ε
+  (∞, and δ = 1), so ``"best"`` is the RDP accountant's answer there.
 """
 
 
@@ -109,7 +110,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as _rdp_lib
 from .composition import (Sampled, Single, amplified_epsilon, as_ledger, check_filters,
                           composition_terms, distinct_terms, effective_multiplier,
                           gaussian_shares, has_pure_choice, is_pure_choice, part_profile,
-                          pure_sum, selections)
+                          pure_sum, rdp_only, selections)
 from .selection import repeat_and_select_rdp
 from .validation import check_delta, check_epsilon
 
@@ -213,7 +214,7 @@ class BasicAccountant(Accountant):
         """
         delta = check_delta(delta)
         ledger = as_ledger(ledger)
-        if selections(ledger):
+        if rdp_only(ledger):
             return math.inf  # (see the module docstring)
         terms = distinct_terms(composition_terms(ledger))
         n_gauss = sum(m * gaussian_shares(t) for t, m in terms)
@@ -509,7 +510,7 @@ class PLDAccountant(Accountant):
         """ε at δ of the composed privacy loss distribution (the better valid description);
         ∞ for a ledger with a private selection (see the module docstring)."""
         delta = check_delta(delta)
-        if selections(as_ledger(ledger)):
+        if rdp_only(ledger):
             return math.inf
         return float(min(p.get_epsilon_for_delta(delta) for p in self._options(ledger)))
 
@@ -517,7 +518,7 @@ class PLDAccountant(Accountant):
         """δ at ε of the composed privacy loss distribution (the better valid description);
         1 for a ledger with a private selection."""
         epsilon = check_epsilon(epsilon)
-        if selections(as_ledger(ledger)):
+        if rdp_only(ledger):
             return 1.0
         return float(min(p.get_delta_for_epsilon(epsilon) for p in self._options(ledger)))
 

@@ -41,7 +41,7 @@ except ImportError:  # not POSIX: one process per budget file
     fcntl = None
 
 from .accountants import get_accountant
-from .composition import selections
+from .composition import rdp_only
 from .ledger import Ledger, PrivacyEvent
 from .validation import BudgetError, check_delta, check_epsilon
 
@@ -95,8 +95,9 @@ def check_within(events, epsilon, delta, accountant):
     events = list(events)
     spent = float(accountant.get_epsilon(Ledger(events), delta)) if events else 0.0
     if spent > epsilon:
-        hint = ("; a private selection is accounted by RDP alone: use a budget with "
-                "accountant 'rdp' or 'best'") if math.isinf(spent) and selections(events) else ""
+        hint = ("; a private selection or distributed noise is accounted by RDP alone: use "
+                "a budget with accountant 'rdp' or 'best'") \
+            if math.isinf(spent) and rdp_only(events) else ""
         raise BudgetError(f"{len(events)} releases would bring the privacy loss to "
                           f"epsilon={spent:.6g} at delta={delta:g} ({accountant!r}), above "
                           f"the budget epsilon={epsilon:g}{hint}")

@@ -192,6 +192,23 @@ def check_filters(events, filters):
                          "are amplified together, so they must all pass the same filter")
 
 
+def rdp_only(ledger):
+    """Whether only the RDP accountant describes the ledger: it holds a private selection
+    or a release with distributed noise (``noise_shares``, whose published guarantee is
+    concentrated DP only); the basic and PLD accountants then certify no finite ε.
+
+    Parameters
+    ----------
+    ledger : Ledger or iterable of PrivacyEvent
+
+    Returns
+    -------
+    bool
+    """
+    ledger = list(as_ledger(ledger))
+    return bool(selections(ledger)) or any(e.noise_shares for e in ledger)
+
+
 def selections(ledger):
     """The private selections of a ledger, checked.
 

@@ -172,6 +172,11 @@ class PrivacyEvent:
     selection_mean, selection_shape : float or None
         A ``"repeat_and_select"`` entry's E[K] >= 1 and η > 0
         (:class:`~dpxgb_dask.privacy.selection.SelectionCount`).
+    noise_shares : int or None
+        A Gaussian release whose noise is the sum of this many silos' discrete Gaussian
+        shares (the distributed discrete Gaussian of secure aggregation,
+        :meth:`~dpxgb_dask.privacy.mechanisms.GaussianMechanism.share_parameters`): only
+        the RDP accountant describes it.
     stream : str or None
         Public identifier of the noise stream(s) of the release
         (:attr:`~dpxgb_dask.privacy.randomness.RandomStream.stream_id`, several joined by
@@ -202,6 +207,7 @@ class PrivacyEvent:
     selection_part: Optional[int] = None
     selection_mean: Optional[float] = None
     selection_shape: Optional[float] = None
+    noise_shares: Optional[int] = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -272,6 +278,10 @@ class PrivacyEvent:
         if self.stream is not None and (not isinstance(self.stream, str) or not self.stream):
             raise ValueError(f"stream must be None or a non-empty str, got {self.stream!r}")
         self._check_selection_fields()
+        if self.noise_shares is not None:
+            if self.mechanism != "gaussian":
+                raise ValueError("noise_shares belongs to a gaussian event")
+            put("noise_shares", _opt_int(self.noise_shares, "noise_shares", minimum=2))
 
     def _check_selection_entry(self):
         """A ``repeat_and_select`` entry: its name, E[K] and η, and no noise of its own."""
@@ -345,7 +355,7 @@ class PrivacyEvent:
         out = dataclasses.asdict(self)
         out["parallel_over"] = list(self.parallel_over)
         for name in ("individual_filter", "rdp_order", "rdp_budget", "selection",
-                     "selection_part", "selection_mean", "selection_shape"):
+                     "selection_part", "selection_mean", "selection_shape", "noise_shares"):
             if out[name] is None:  # (fields added later: written only when set)
                 del out[name]
         return out

@@ -55,7 +55,7 @@ from .sensitivity import gradient_histogram_l2_sensitivity
 from .validation import check_epsilon, check_positive
 
 __all__ = ["GaussianMechanism", "LaplaceMechanism", "combined_noise_multiplier",
-           "gaussian_mechanism", "histogram_mechanism", "laplace_mechanism"]
+           "distributed_gaussian_tau", "gaussian_mechanism", "histogram_mechanism", "laplace_mechanism"]
 
 LAPLACE_GRID_BITS = 20
 GAUSSIAN_GRID_BITS = 22
@@ -396,6 +396,62 @@ class GaussianMechanism(_GridMechanism):
         """Discrete Gaussian noise with σ² = t·m grid steps², int64 (size,)."""
         return discrete_gaussian(params["t"], params["m"], size, stream)
 
+    def share_parameters(self, n_shares):
+        """One silo's share of this mechanism's noise in the distributed discrete Gaussian
+        (Kairouz, Liu & Steinke, ICML 2021): each of ``n_shares`` silos adds
+        N_Z(0, t_s·m_s) with ``n_shares·t_s·m_s >= t·m``, so the sum of the shares has at
+        least the central mechanism's variance parameter.
+
+        The sum of n independent N_Z(0, σ_s²) added to an integer query of L2 sensitivity Δ
+        in d dimensions is ε²/2-zCDP with
+        ``ε = min(sqrt(Δ²/(nσ_s²) + τd/2), Δ/sqrt(nσ_s²) + τ sqrt(d))`` and
+        ``τ = 10 Σ_{k=1}^{n-1} exp(-2π²σ_s² k/(k+1))`` (their Theorem for the sum of
+        discrete Gaussians). Here σ_s >= 2**22/sqrt(n) grid steps, so τ is exactly 0 in
+        float64 and the sum is (Δ²/(2 t·m))-zCDP, the central Gaussian's RDP curve
+        α/(2z²); :func:`distributed_gaussian_tau` is checked to be 0.
+
+        Parameters
+        ----------
+        n_shares : int
+            Silos adding a share (>= 2).
+
+        Returns
+        -------
+        (t_s, m_s) : tuple of int
+            The share's discrete Gaussian has variance parameter t_s·m_s grid steps².
+        """
+        if isinstance(n_shares, bool) or not isinstance(n_shares, numbers.Integral) \
+                or n_shares < 2:
+            raise ValueError(f"n_shares must be an int >= 2, got {n_shares!r}")
+        params = self._current("share_parameters")
+        share = Fraction(params["t"] * params["m"], int(n_shares))
+        t = math.isqrt(share.numerator // share.denominator) + 1
+        m = math.ceil(share / t)
+        if distributed_gaussian_tau(t * m, n_shares) != 0.0:
+            raise ValueError("the noise shares are too small for the distributed discrete "
+                             "Gaussian's bound to equal the central one (tau > 0)")
+        return int(t), int(m)
+
+    def draw_share(self, size, n_shares, rng=None):
+        """One silo's integer noise share of a release of ``size`` values
+        (:meth:`share_parameters`).
+
+        Parameters
+        ----------
+        size : int
+        n_shares : int
+        rng : RandomStream or None
+            The silo's own stream.
+
+        Returns
+        -------
+        ndarray of int64, shape (size,)
+        """
+        self._activate(self.coords_per_row if self.coords_per_row is not None
+                       else max(1, int(size)))
+        t, m = self.share_parameters(n_shares)
+        return discrete_gaussian(t, m, int(size), as_stream(rng))
+
     def ledger_fields(self, stream=None):
         """Fields for :meth:`~dpxgb_dask.privacy.ledger.Ledger.record`: mechanism, sensitivity, noise_multiplier, resolution.
 
@@ -413,6 +469,25 @@ class GaussianMechanism(_GridMechanism):
         if stream is not None:
             out["stream"] = stream
         return out
+
+
+def distributed_gaussian_tau(share_variance, n_shares):
+    """τ of the distributed discrete Gaussian (Kairouz, Liu & Steinke, ICML 2021):
+    ``10 Σ_{k=1}^{n-1} exp(-2π²σ_s² k/(k+1))``, the term by which the sum of ``n_shares``
+    discrete Gaussians of variance parameter σ_s² can be less private than one of n σ_s².
+
+    Parameters
+    ----------
+    share_variance : float
+        σ_s², in grid steps².
+    n_shares : int
+
+    Returns
+    -------
+    float
+    """
+    return 10.0 * sum(math.exp(-2.0 * math.pi ** 2 * share_variance * k / (k + 1))
+                      for k in range(1, int(n_shares)))
 
 
 def laplace_mechanism(values, sensitivity, epsilon, *, rng=None, coords_per_row=None):

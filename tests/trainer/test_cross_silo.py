@@ -1,6 +1,8 @@
 """Cross-silo training in the local-noise mode (issue 26, item 2): each silo releases its
 own sums with the central release's mechanism and noise of its own; the coordinator sums
 releases only. Parameters a silo cannot release are refused by name."""
+import math
+
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
@@ -8,6 +10,8 @@ from sklearn.metrics import roc_auc_score
 from dpxgb_dask import train
 from dpxgb_dask.boosting import silos
 from dpxgb_dask.params import resolve_params
+from dpxgb_dask.privacy.accountants import PLDAccountant
+from dpxgb_dask.privacy.secure_sum import SiloKeyPair
 from dpxgb_dask.privacy.randomness import NoiseSource
 from dpxgb_dask.training import train_in_process
 
@@ -74,7 +78,16 @@ def test_a_silo_releases_only_the_fields_it_is_told_to_with_their_noise():
     assert not np.array_equal(released["count"], histogram["count"])
 
 
-def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data):
+def _answer_bytes(answer):
+    """The bytes of a silo's answer: a local release's array, or secure aggregation's
+    masked parts."""
+    if isinstance(answer, tuple):
+        return tuple(part.tobytes() for part in answer[2])
+    return (answer.dtype.str, answer.shape, answer.tobytes())
+
+
+@pytest.mark.parametrize("mode", ["local", "secure"])
+def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data, mode):
     """Every answer the coordinator receives from a worker during a cross-silo fit is a
     silo's release (an output of ``release_at_silo``) or nothing, and no worker answers
     for another (no reduction tree). The scheduler runs in this process to spy on it."""
@@ -86,8 +99,8 @@ def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data):
     released, received, asked = [], [], []
     original_release, original_call = worker.release_at_silo, backend.DaskBackend._call
 
-    def release_spy(answer, release, source):
-        out = original_release(answer, release, source)
+    def release_spy(answer, release, source, masks=None):
+        out = original_release(answer, release, source, masks)
         released.append(out)
         return out
 
@@ -102,13 +115,60 @@ def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data):
     monkeypatch.setattr(backend.DaskBackend, "_call", call_spy)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
-        booster = train(_params(cross_silo="local", n_estimators=4), X, y, client=client,
+        booster = train(_params(cross_silo=mode, n_estimators=4), X, y, client=client,
                         n_partitions=6)
     assert booster.n_trees == 4
     answers = [r for r in received if r is not None]
-    assert len(answers) >= 3 * (1 + 4)  # every silo: the initial score, each tree's leaves
-    sent = {(out.dtype.str, out.shape, out.tobytes()) for out in released}
+    # every silo answers for the leaves of each tree (and, locally, the initial score)
+    assert len(answers) >= 3 * 4
+    sent = {_answer_bytes(out) for out in released}
     for answer in answers:  # (each decoded from the worker's reply bytes)
-        assert (answer.dtype.str, answer.shape, answer.tobytes()) in sent, \
-            "an answer that is no silo's release"
-    assert "aggregate" in asked and len(released) == len(answers)
+        assert _answer_bytes(answer) in sent, "an answer that is no silo's release"
+    assert len(released) == len(answers)
+    assert ("silo_key" in asked) == (mode == "secure")
+
+
+@pytest.mark.parametrize("n_silos", [2, 5, 8])
+def test_secure_aggregation_sums_the_shares_to_the_central_noise(n_silos):
+    """The masks cancel exactly, and the silos' noise shares add up to the central
+    mechanism's discrete Gaussian: the combined release of zeros has the central σ."""
+    gaussian = silos.FieldNoise(0, "gaussian", 1.0, 2.0, 2)
+    release = silos.SiloRelease("leaf", 0, fields=(gaussian,), n_shares=n_silos, label=3)
+    pairs = [SiloKeyPair() for _ in range(n_silos)]
+    keys = [pair.public_bytes for pair in pairs]
+    answer = np.zeros((20000, 3))
+    answer[:, 0] = np.arange(20000) % 7  # (exact multiples of the grid: rounding is exact)
+    answers = [silos.release_at_silo(answer, release, NoiseSource(),
+                                     pair.masks(i, keys, b"fit"))
+               for i, pair in enumerate(pairs)]
+    one = answers[0][2][0]
+    assert one.dtype == np.uint64 and np.mean(one < 2**63) == pytest.approx(0.5, abs=0.02)
+    combined = silos.combine_silo_answers(answers, release)
+    noise = combined[:, 0] - n_silos * answer[:, 0]
+    assert np.all(combined[:, 1:] == 0.0)
+    sigma = gaussian.build().sigma
+    assert noise.std() == pytest.approx(sigma, rel=0.04) and abs(noise.mean()) < 0.1
+    with pytest.raises(ValueError, match="silos answered"):
+        silos.combine_silo_answers(answers[1:], release)
+
+
+def test_a_secure_fit_learns_as_the_central_one_and_only_rdp_accounts_it(
+        classification_data):
+    X, y, _ = classification_data
+    params = dict(random_state=7, init_score="zero", accountant="rdp")
+    central, central_fit = train_in_process(_params(**params), X, y, 4)
+    secure, secure_fit = train_in_process(_params(cross_silo="secure", **params), X, y, 4)
+    finite = ~np.isnan(X).any(axis=1)
+    assert roc_auc_score(y[finite], secure.predict(X[finite])) > 0.75
+    assert secure.ledger["epsilon"] == pytest.approx(central.ledger["epsilon"], rel=1e-12)
+    for event, twin in zip(secure_fit.ledger.events, central_fit.ledger.events):
+        assert event.noise_shares == 4 and event.parallel_over == twin.parallel_over
+    assert PLDAccountant().get_epsilon(secure_fit.ledger, 1e-6) == math.inf
+    assert math.isfinite(PLDAccountant().get_epsilon(central_fit.ledger, 1e-6))
+    assert resolve_params("binary:logistic", epsilon=1.0, cross_silo="secure",
+                          feature_bounds=[[0.0, 1.0]]).accountant == "rdp"
+    with pytest.raises(ValueError, match="init_score"):
+        resolve_params("binary:logistic", epsilon=1.0, cross_silo="secure",
+                       init_score="dp_mean", feature_bounds=[[0.0, 1.0]])
+    with pytest.raises(ValueError, match="at least 2 silos"):
+        train_in_process(_params(cross_silo="secure", **params), X, y, 1)
