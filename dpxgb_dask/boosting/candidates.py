@@ -12,10 +12,10 @@ import math
 import numpy as np
 
 from .. import categories
-from .._core.sketch import make_summary, query_cuts
 from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from ..privacy.validation import DPBoundsWarning
 from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS
+from .summaries import histogram_summaries, summary_cuts
 
 
 def uniform_cuts(feature_bounds, max_bin):
@@ -25,7 +25,8 @@ def uniform_cuts(feature_bounds, max_bin):
 
 def sketch_cuts(noisy_weights, feature_bounds, max_bin):
     """Cut points from DP histograms of row weights (DP-XGBoost §4.1): the noisy bins,
-    clipped at zero, are weighted points of the weighted quantile sketch (post-processing).
+    clipped at zero, are weighted points of the weighted quantile sketch (post-processing:
+    :mod:`~dpxgb_dask.boosting.summaries`).
 
     Parameters
     ----------
@@ -37,14 +38,8 @@ def sketch_cuts(noisy_weights, feature_bounds, max_bin):
     -------
     list of ndarray of float64
     """
-    n_fine = noisy_weights.shape[1]
-    cuts = []
-    for (lo, hi), weights in zip(feature_bounds, noisy_weights):
-        centres = lo + (np.arange(n_fine) + 0.5) * (hi - lo) / n_fine
-        summary = make_summary(centres, np.clip(weights, 0.0, None))
-        c = query_cuts(summary, max_bin - 1)
-        cuts.append(c[c < hi] if c.size else np.linspace(lo, hi, max_bin + 1)[1:-1])
-    return cuts
+    return summary_cuts(histogram_summaries(noisy_weights, feature_bounds), feature_bounds,
+                        max_bin)
 
 
 def hessian_refined_cuts(noisy_hessians, cuts, feature_bounds, max_bin, uniform_share=0.1):
@@ -233,13 +228,27 @@ class CandidateReleases:
         cuts : list of ndarray of float64
         event : dict
         """
-        p = self.params
-        event = self.plan.event("sketch", n_parallel=p.n_sketch_bins,
-                                sensitivity=self.n_features * weight)
-        mechanism = LaplaceMechanism(event["sensitivity"], event["epsilon"],
-                                     coords_per_row=self.n_features)
+        mechanism, event = self.fit_sketch_release(weight)
         noisy = mechanism.release(histogram, self.streams.noise_stream("sketch"))
-        return sketch_cuts(noisy, bounds, p.max_bin), event
+        return sketch_cuts(noisy, bounds, self.params.max_bin), event
+
+    def fit_sketch_release(self, weight):
+        """The mechanism and ledger fields of the fit's DP sketch (:meth:`fit_sketch`): one
+        row adds ``weight`` to one fine bin of each feature (L1 sensitivity F·weight).
+
+        Parameters
+        ----------
+        weight : float
+
+        Returns
+        -------
+        mechanism : LaplaceMechanism
+        event : dict
+        """
+        event = self.plan.event("sketch", n_parallel=self.params.n_sketch_bins,
+                                sensitivity=self.n_features * weight)
+        return LaplaceMechanism(event["sensitivity"], event["epsilon"],
+                                coords_per_row=self.n_features), event
 
     def tree_sketch(self, tree, histogram, bounds):
         """DP-XGBoost's sketch of tree ``tree``'s rows: Laplace noise on their fine

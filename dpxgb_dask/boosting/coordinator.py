@@ -49,6 +49,7 @@ from .protocol import Prepare, Round, TreeEnd
 from .sampling import TreeRows
 from .scores import EvaluationScores
 from .silo_plan import SiloFitLedger, SiloPlan
+from .summaries import summary_cuts
 from .splits import make_split_method
 from .streams import FitStreams
 from .tree import Tree, child_ranges, children
@@ -401,9 +402,17 @@ class Coordinator:
         # Every row's weight is its hessian at the initial margin (1 for counts, 1/4 for the
         # logistic loss at p = 1/2): the sketch of DP-XGBoost §4.1.
         weight = self.objective.root_hessian if p.newton else 1.0
-        histogram = await self.backend.reduce("fine_histogram", bounds, p.n_sketch_bins, weight)
-        cuts, event = self.candidates.fit_sketch(histogram, bounds, weight)
-        del histogram
+        if self.silos is None:
+            histogram = await self.backend.reduce("fine_histogram", bounds, p.n_sketch_bins,
+                                                  weight)
+            cuts, event = self.candidates.fit_sketch(histogram, bounds, weight)
+            del histogram
+        else:  # each silo summarises its own release; their summaries are merged
+            mechanism, event = self.candidates.fit_sketch_release(weight)
+            summaries = await self.backend.reduce_released(
+                "fine_histogram", self.silos.sketch(mechanism, bounds, p.max_bin), bounds,
+                p.n_sketch_bins, weight)
+            cuts = summary_cuts(summaries, bounds, p.max_bin)
         self.releases.record(event)
         return cuts
 

@@ -3,9 +3,15 @@ each silo releases with each request, built once per fit, and the fit's ledger, 
 every release is parallel over the disjoint silos."""
 import itertools
 
+import numpy as np
+
 from .plan import FitLedger
 from .silos import SiloRelease, SiloReleased, field_noise
 
+#: A silo's summary of its sketch keeps this many entries per bin of the fit: the merge of
+#: up to 8 silos then adds at most 3 / (8 max_bin) to the rank error, an eighth of a
+#: bin's width per level of merging.
+SUMMARY_BINS_PER_CUT = 8
 #: Row ids of a cross-silo fit's partition ``i`` start at ``i << ROW_ID_BITS``: the keys
 #: of the per-row randomness stay distinct without any silo telling its row count.
 ROW_ID_BITS = 40
@@ -72,6 +78,15 @@ class SiloPlan:
         """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s leaf
         sums (G, H or count)."""
         return self._release("leaf", tree, self._leaf)
+
+    def sketch(self, mechanism, bounds, max_bin):
+        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of the fit's DP sketch
+        (DP-XGBoost §4.1, distributed): each silo releases its fine histogram with
+        ``mechanism`` and answers with its summaries of ``SUMMARY_BINS_PER_CUT * max_bin``
+        entries, which the coordinator merges and prunes."""
+        return SiloRelease("sketch", fields=(field_noise(mechanism),),
+                           summary=(np.asarray(bounds, dtype=np.float64),
+                                    SUMMARY_BINS_PER_CUT * max_bin))
 
     def refresh(self, tree):
         """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s

@@ -25,6 +25,7 @@ import numpy as np
 from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism, to_grid
 from ..privacy.secure_sum import mask_values, unmask_sum
 from .aggregates import add_results
+from .summaries import histogram_summaries, merged_summaries
 
 #: Parts of one release at most (each takes a mask label of its own).
 MAX_FIELDS = 16
@@ -83,6 +84,11 @@ class SiloRelease:
         integer grid sum and masking the result.
     label : int
         Secure aggregation: the release's number, which keys its masks (never reused).
+    summary : tuple (ndarray, int), optional
+        Local noise, a fine histogram (DP-XGBoost §4.1 distributed): ``(feature_bounds,
+        size)``; the silo answers with the weighted quantile summaries of its release,
+        one per feature, pruned to ``size`` entries
+        (:func:`~dpxgb_dask.boosting.summaries.histogram_summaries`).
     """
 
     purpose: str
@@ -91,6 +97,7 @@ class SiloRelease:
     fields: tuple = ()
     n_shares: int = 0
     label: int = -1
+    summary: tuple = None
 
 
 def field_noise(mechanism, field=None):
@@ -140,8 +147,8 @@ def release_at_silo(answer, release, source, masks=None):
 
     Returns
     -------
-    ndarray or tuple
-        Local noise: ``answer``'s shape, a histogram's fields all float64 (a released count
+    ndarray, tuple or list
+        Local noise: ``answer``'s shape (with ``release.summary``: its summaries), a histogram's fields all float64 (a released count
         is no integer), released parts only. Secure aggregation: ``(shape, field names or
         None, [masked part, ...])``, each part uint64: its integer grid values plus the
         silo's noise share, masked (:func:`~dpxgb_dask.privacy.secure_sum.mask_values`).
@@ -163,7 +170,10 @@ def release_at_silo(answer, release, source, masks=None):
                                     release.label * MAX_FIELDS + index))
     if release.n_shares:
         return answer.shape, (list(names) if names else None), released
-    return _assemble(answer.shape, names, release.fields, released)
+    out = _assemble(answer.shape, names, release.fields, released)
+    if release.summary is not None:  # (post-processing of the silo's release)
+        return histogram_summaries(out, *release.summary)
+    return out
 
 
 def _assemble(shape, names, fields, parts):
@@ -192,12 +202,14 @@ def combine_silo_answers(answers, release):
 
     Returns
     -------
-    ndarray
-        Local noise: the sum of the releases. Secure aggregation: the unmasked sum of the
+    ndarray or list
+        Local noise: the sum of the releases (the merged summaries of a sketch). Secure aggregation: the unmasked sum of the
         silos' integer parts (the masks cancel), on each mechanism's grid: the sum of the
         rounded silo sums plus the summed noise shares, a distributed discrete Gaussian
         release; each field float64.
     """
+    if release.summary is not None:
+        return merged_summaries(answers, release.summary[1])
     if not release.n_shares:
         return add_results(answers)
     if len(answers) != release.n_shares:

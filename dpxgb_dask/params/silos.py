@@ -14,7 +14,7 @@ CROSS_SILO_MODES = (None, "local", "secure")
 CROSS_SILO_PARAMS = {
     "split_method": ("random",),
     "leaf_method": ("gaussian",),
-    "split_candidates": ("uniform", "iterative_hessian"),
+    "split_candidates": ("uniform", "iterative_hessian", "dp_sketch"),
     "init_score": ("zero", "dp_mean"),
     "filter_rounds": (0,),
     "private_eval_sets": (0,),
@@ -22,7 +22,8 @@ CROSS_SILO_PARAMS = {
 #: What ``cross_silo="secure"`` allows beyond that: Gaussian releases only (the sum of the
 #: silos' discrete Gaussian shares is a known mechanism; the sum of Laplace shares is not),
 #: and the accountant that describes it (its guarantee is concentrated DP).
-SECURE_PARAMS = {"init_score": ("zero",), "accountant": ("rdp",)}
+SECURE_PARAMS = {"init_score": ("zero",), "accountant": ("rdp",),
+                 "split_candidates": ("uniform", "iterative_hessian")}
 
 
 def cross_silo_defaults(given):
@@ -40,7 +41,8 @@ def cross_silo_defaults(given):
     """
     if given.get("cross_silo") != "secure":
         return {}
-    return {name: allowed[0] for name, allowed in SECURE_PARAMS.items() if name not in given}
+    return {name: SECURE_PARAMS[name][0] for name in ("init_score", "accountant")
+            if name not in given}
 
 
 def check_cross_silo(p):

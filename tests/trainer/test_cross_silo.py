@@ -44,7 +44,8 @@ def test_a_local_noise_fit_learns_and_costs_what_the_central_fit_costs(
 @pytest.mark.parametrize("override, name", [
     ({"split_method": "exponential"}, "split_method"),
     ({"leaf_method": "laplace"}, "leaf_method"),
-    ({"split_candidates": "dp_sketch"}, "split_candidates"),
+    ({"split_candidates": "dp_sketch_per_tree"}, "split_candidates"),
+    ({"split_candidates": "dp_sketch", "cross_silo": "secure"}, "split_candidates"),
     ({"feature_bounds": None, "bounds_epsilon": 0.1}, "feature_bounds"),
     ({"cross_silo": "everyone"}, "cross_silo"),
 ])
@@ -172,3 +173,37 @@ def test_a_secure_fit_learns_as_the_central_one_and_only_rdp_accounts_it(
                        init_score="dp_mean", feature_bounds=[[0.0, 1.0]])
     with pytest.raises(ValueError, match="at least 2 silos"):
         train_in_process(_params(cross_silo="secure", **params), X, y, 1)
+
+
+@pytest.mark.parametrize("n_silos", [2, 8])
+def test_a_local_sketch_merges_the_silos_summaries(monkeypatch, n_silos):
+    """``split_candidates="dp_sketch"`` across silos (DP-XGBoost §4.1, distributed): each
+    silo answers with the summaries of its own noisy histogram, pruned; the coordinator
+    merges and prunes them and queries the cuts, which follow the data's quantiles."""
+    from dpxgb_dask.boosting import summaries
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40000, 4))
+    y = (X[:, 0] + rng.logistic(size=40000) > 0).astype(float)
+    merged = []
+    original = summaries.merge_and_prune
+
+    def spy(per_feature, size):
+        out = original(per_feature, size)
+        merged.append((len(per_feature), size, out))
+        return out
+
+    monkeypatch.setattr(summaries, "merge_and_prune", spy)
+    params = dict(split_candidates="dp_sketch", epsilon=4.0, n_estimators=2, max_bin=64,
+                  feature_bounds=np.tile([-4.0, 4.0], (4, 1)))
+    booster, fit = train_in_process(_params(cross_silo="local", **params), X, y, n_silos)
+    assert len(merged) == X.shape[1]
+    assert all(n == n_silos and len(out) <= size for n, size, out in merged)
+    sketch = [e for e in fit.ledger.events if e.purpose == "sketch"]
+    assert len(sketch) == 1 and "silos" in sketch[0].parallel_over
+    # Equal-width cuts put half of them within [-2, 2], where 95% of the rows are; the
+    # central sketch 0.93 of them; the silos' merged sketches (n times the noise) measured
+    # 0.88 at 2 silos and 0.71 at 8 (4 runs each, sd 0.005)
+    inside = np.mean([np.mean(np.abs(c) < 2) for c in booster.cuts])
+    assert inside > 0.65
+    assert all(np.all(np.diff(c) > 0) and 32 <= len(c) <= 63 for c in booster.cuts)
