@@ -1,7 +1,8 @@
 """dpxgb_dask: differentially private gradient-boosted trees on dask.distributed.
 
 Public API: :class:`DPXGBClassifier`, :class:`DPXGBRegressor` (scikit-learn estimators),
-:func:`train` (``train(params, X, y, client=None) -> Booster``), :class:`Booster`,
+:func:`train` (``train(params, X, y, client=None) -> Booster``), :class:`SiloTable` (the
+rows of a fit as its silos hold them), :class:`Booster`,
 :func:`load_model`, :func:`plot_importance`, the privacy budgets across fits
 (:func:`create_budget`, :func:`budget_status`, :func:`list_budgets`), and the typed
 warnings and errors of :mod:`dpxgb_dask.privacy`.
@@ -25,6 +26,7 @@ _EXPORTS = {
     "plot_importance": ".model.plotting",
     "DPXGBClassifier": ".sklearn",
     "DPXGBRegressor": ".sklearn",
+    "SiloTable": ".silo_table",
     "train": ".training",
     "budget_status": ".budgets",
     "create_budget": ".budgets",
@@ -40,6 +42,7 @@ __all__ = [
     "LargeEpsilonWarning",
     "NoBudgetWarning",
     "PrivacyLeakWarning",
+    "SiloTable",
     "budget_status",
     "create_budget",
     "list_budgets",

@@ -2,7 +2,8 @@
 
 =================  ==================================================================
 ``dpxgb demo``     trains on generated data with public bounds, prints accuracy and ε
-``dpxgb train``    trains on a CSV or Parquet file and writes the model as JSON
+``dpxgb train``    trains on a CSV or Parquet file (or on each silo's own, ``--silo``)
+                   and writes the model as JSON
 ``dpxgb predict``  scores a CSV or Parquet file with a saved model (no cluster needed)
 ``dpxgb report``   prints a saved model's privacy ledger as a table and its totals
 ``dpxgb budget``   creates a privacy budget across fits on the scheduler, or shows what
@@ -23,7 +24,9 @@ import numpy as np
 # estimators or the accountants only when it needs them (``dpxgb predict`` needs neither).
 import dpxgb_dask
 from dpxgb_dask.params.defaults import SELECTION_FAMILIES as FAMILIES
+from dpxgb_dask.params.silos import CROSS_SILO_MODES
 from dpxgb_dask.privacy.validation import BudgetError
+from dpxgb_dask.silo_table import SILO_FORMATS
 from dpxgb_dask.service.cli import add_commands as add_service_commands
 
 
@@ -208,7 +211,8 @@ def _train_params(args):
               "reproducible_noise": args.reproducible_noise or None,
               "budget": args.budget}
     for name in ("n_estimators", "max_depth", "learning_rate", "subsample", "bounds_epsilon",
-                 "num_class", "accountant", "filter_rounds", "filter_spending"):
+                 "num_class", "accountant", "filter_rounds", "filter_spending",
+                 "cross_silo"):
         value = getattr(args, name, None)
         if value is not None:
             params[name] = value
@@ -246,16 +250,10 @@ def cmd_demo(args):
 
 
 def cmd_train(args):
-    """``dpxgb train``: fit on a CSV or Parquet table and write the model file (signed
-    with ``--key-file``)."""
-    table = _read_table(args.data)
-    if len(table) == 0:
-        raise UsageError(f"DATA {args.data} has no rows")
-    if args.label not in table.columns:
-        raise UsageError(f"--label {args.label!r} is not a column of {args.data} (its "
-                         f"columns: {list(table.columns)})")
-    y = table[args.label]
-    X = table.drop(columns=[args.label])
+    """``dpxgb train``: fit on a CSV or Parquet table, or on each silo's own file
+    (``--silo``), and write the model file (signed with ``--key-file``)."""
+    X, y, data = _training_data(args)
+    columns = list(X.features) if y is None else [str(c) for c in X.columns]
     params = _train_params(args)
     categorical = []
     if args.categories:
@@ -263,20 +261,21 @@ def cmd_train(args):
         if not isinstance(params["categories"], dict):
             raise UsageError("--categories must hold a JSON object {column: [values]}")
         categorical = [str(c) for c in params["categories"]]
-        _check_named_columns(categorical, [str(c) for c in X.columns],
-                             f"--categories {args.categories}", args.data)
-    text = _text_columns(X, [c for c in X.columns if str(c) not in categorical])
+        _check_named_columns(categorical, columns, f"--categories {args.categories}", data)
+    # (a silo table's columns are checked by each silo, on its own file)
+    text = [] if y is None else _text_columns(X, [c for c in X.columns
+                                                  if str(c) not in categorical])
     if text:
         raise UsageError(f"DATA {args.data}: columns {text} are not numeric: give their "
                          "public category lists in --categories FILE, or encode them as "
                          "numbers")
     if args.bounds:
         # a categorical column's bounds are its codes' (set by train)
-        numerical = [str(c) for c in X.columns if str(c) not in categorical]
-        given = _read_bounds(args.bounds, numerical, args.data)
+        numerical = [c for c in columns if c not in categorical]
+        given = _read_bounds(args.bounds, numerical, data)
         rows = iter(given)
-        params["feature_bounds"] = np.array([(0.0, 0.0) if str(c) in categorical
-                                             else next(rows) for c in X.columns])
+        params["feature_bounds"] = np.array([(0.0, 0.0) if c in categorical else next(rows)
+                                             for c in columns])
     elif args.bounds_epsilon is None and args.xgb_model is None:
         raise UsageError("give --bounds FILE (public feature bounds) or --bounds-epsilon")
     if args.label_bounds:
@@ -304,6 +303,69 @@ def cmd_train(args):
               f"(held-out {chosen['metric']} {chosen['score']:.4g}, DP); each run had "
               f"epsilon {chosen['candidate_epsilon']:.4g}")
     return 0
+
+
+def _training_data(args):
+    """X, y and their name in messages for ``dpxgb train``: the DATA table's features and
+    label, or (``--silo``) a :class:`~dpxgb_dask.silo_table.SiloTable` of each silo's own
+    file, read by the silos and not here (y is then None)."""
+    if args.silo:
+        if args.data is not None:
+            raise UsageError("give DATA or --silo NAME=PATH, not both")
+        return _silo_table(args), None, "the silo table"
+    if args.data is None:
+        raise UsageError("give DATA (a CSV or Parquet file), or --silo NAME=PATH for each "
+                         "silo with --features")
+    if args.features is not None or args.format is not None:
+        raise UsageError("--features and --format describe the --silo files; DATA's "
+                         "features are its columns but --label")
+    table = _read_table(args.data)
+    if len(table) == 0:
+        raise UsageError(f"DATA {args.data} has no rows")
+    if args.label not in table.columns:
+        raise UsageError(f"--label {args.label!r} is not a column of {args.data} (its "
+                         f"columns: {list(table.columns)})")
+    return table.drop(columns=[args.label]), table[args.label], args.data
+
+
+def _silo_table(args):
+    """The :class:`~dpxgb_dask.silo_table.SiloTable` of ``--silo NAME=PATH`` (repeated),
+    ``--features``, ``--label`` and ``--format`` (default: csv when every path ends with
+    .csv, else parquet)."""
+    sources = {}
+    for spec in args.silo:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            raise UsageError(f"--silo must be NAME=PATH (a worker's name and a file on its "
+                             f"own storage), got {spec!r}")
+        if name in sources:
+            raise UsageError(f"--silo names silo {name!r} twice")
+        sources[name] = path
+    if not args.features:
+        raise UsageError("--silo needs --features COLUMN,COLUMN,... (the public feature "
+                         "columns of every silo's file)")
+    features = [f.strip() for f in args.features.split(",") if f.strip()]
+    csv = all(path.lower().endswith(".csv") for path in sources.values())
+    try:
+        return dpxgb_dask.SiloTable(sources, features, args.label,
+                                    args.format or ("csv" if csv else "parquet"))
+    except ValueError as exc:
+        raise UsageError(f"--silo: {exc}") from None
+
+
+def _add_silo_arguments(tr):
+    """``dpxgb train``'s arguments of a fit on silos' own files (a silo table)."""
+    tr.add_argument("--silo", action="append", metavar="NAME=PATH",
+                    help="instead of DATA, repeated: a silo (a Dask worker's name or "
+                         "address) and the path of its rows on its own storage, read there")
+    tr.add_argument("--features", metavar="COLUMN,...",
+                    help="with --silo: the public feature columns, comma-separated")
+    tr.add_argument("--format", choices=list(SILO_FORMATS),
+                    help="with --silo: of the silos' files (default: csv when every path "
+                         "ends with .csv, else parquet)")
+    tr.add_argument("--cross-silo", choices=[m for m in CROSS_SILO_MODES if m],
+                    help="each silo adds the noise to its own sums (local), or a share of it "
+                         "to masked sums (secure); default: the coordinator adds it")
 
 
 def cmd_predict(args):
@@ -427,8 +489,9 @@ def build_parser():
     demo.add_argument("--data-seed", type=int, default=0)
     demo.set_defaults(func=cmd_demo)
 
-    tr = sub.add_parser("train", help="train on a CSV or Parquet file")
-    tr.add_argument("data")
+    tr = sub.add_parser("train", help="train on a CSV or Parquet file, or on silos' own files")
+    tr.add_argument("data", nargs="?", help="a CSV or Parquet table (or --silo instead)")
+    _add_silo_arguments(tr)
     tr.add_argument("--label", required=True)
     tr.add_argument("--objective", default="binary:logistic",
                     choices=["binary:logistic", "reg:squarederror", "multi:softprob"])

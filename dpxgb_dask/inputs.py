@@ -1,7 +1,8 @@
 """What the user's X and y must be: checks of their metadata (shapes where they are known,
 dtypes, column names), for every input type: NumPy, pandas (NumPy, nullable and pyarrow
-dtypes), scipy sparse matrices, dask arrays and dataframes; their values as float rows;
-labels as class indices; bounds given by column name.
+dtypes), scipy sparse matrices, dask arrays and dataframes, silo tables; their values as
+float rows; labels as class indices; bounds given by column name; a silo's own rows, read
+from its file on its worker (:func:`~dpxgb_dask.inputs.read_silo_rows`).
 
 The checks read no value. The conversions (:func:`float_values`, :func:`weight_shares`,
 :func:`target_columns`, the label encodings) run where the values are: in the user's process
@@ -12,7 +13,9 @@ the argument.
 """
 import numpy as np
 
+from .categories import encode as encode_categories
 from .categories import is_frame
+from .silo_table import SiloTable
 
 
 def is_dask_collection(obj):
@@ -80,6 +83,19 @@ def check_numeric_dtypes(dtypes, names):
         raise ValueError(f"X has complex columns {complex_}; features must be real numbers")
 
 
+def feature_names_of(X):
+    """The feature names of X from its metadata: a pandas or dask DataFrame's columns (as
+    strings), a :class:`~dpxgb_dask.silo_table.SiloTable`'s features; None for arrays.
+
+    Returns
+    -------
+    list of str or None
+    """
+    if isinstance(X, SiloTable):
+        return list(X.features)
+    return [str(c) for c in X.columns] if is_frame(X) else None
+
+
 def describe_features(X):
     """Feature names and count of ``X`` from its metadata (no values are read).
 
@@ -96,9 +112,11 @@ def describe_features(X):
         If X is sparse, or not array-like.
     """
     if is_frame(X):
-        names = [str(c) for c in X.columns]
+        names = feature_names_of(X)
         check_numeric_dtypes(list(X.dtypes), names)
         return names, len(names)
+    if isinstance(X, SiloTable):  # (its columns' dtypes are checked on the silos)
+        return feature_names_of(X), len(X.features)
     if is_dask_collection(X):
         if X.ndim != 2:
             raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
@@ -140,6 +158,90 @@ def label_array(y):
             raise ValueError(f"y must be one column, got {len(y.columns)}")
         y = y[y.columns[0]]
     return y
+
+
+def read_silo_rows(path, file_format, features, label, classes=None, categories=None):
+    """A silo's own rows, read on its worker from its own storage
+    (:class:`~dpxgb_dask.silo_table.SiloTable`): the feature and label columns of a
+    Parquet file or directory, or of a CSV file; only those columns are read.
+
+    Parameters
+    ----------
+    path : str
+    file_format : {"parquet", "csv"}
+    features : list of str
+    label : str
+    classes : list, optional
+        The public label set: the labels become their index in it (:func:`encode_labels`;
+        a missing label stays NaN).
+    categories : list of (list or None), optional
+        The fit's public category lists, one entry per feature: those features become
+        their codes (:func:`~dpxgb_dask.categories.encode`).
+
+    Returns
+    -------
+    X : pandas.DataFrame, shape (n_rows, n_features)
+        The features, in the order of ``features``.
+    y : pandas.Series or ndarray of float64, shape (n_rows,)
+
+    Raises
+    ------
+    ValueError
+        Naming ``path`` and the columns it lacks, or its non-numeric feature columns.
+    OSError
+        Naming ``path``, which cannot be read.
+    """
+    columns = list(features) + [label]
+    present = set(_read_source(path, file_format, columns=False))
+    missing = [c for c in columns if c not in present]
+    if missing:
+        raise ValueError(f"{path} has no column {missing[0]!r} (the silo table's features "
+                         f"and label must be columns of every silo's file; missing: "
+                         f"{missing})")
+    frame = _read_source(path, file_format, columns)
+    X, y = frame[list(features)], frame[label]
+    if categories is not None:
+        X = encode_categories(X, categories)
+    numerical = [c for c, values in zip(features, categories or [None] * len(features))
+                 if values is None]
+    check_numeric_dtypes([X[c].dtype for c in numerical], [f"{c} (in {path})"
+                                                             for c in numerical])
+    if classes is not None:
+        present = y.notna().to_numpy()
+        encoded = np.full(len(y), np.nan)
+        encoded[present] = encode_labels(y.to_numpy()[present],
+                                         np.asarray(classes, dtype=object))
+        y = encoded
+    return X, y
+
+
+def _read_source(path, file_format, columns):
+    """The ``columns`` of a silo's file as a pandas DataFrame, or (``columns=False``) the
+    names of its columns, read from its schema or header line only.
+
+    Raises
+    ------
+    OSError
+        Naming ``path``: missing, unreadable, or not a file of ``file_format``.
+    """
+    import pandas as pd
+
+    try:
+        if file_format == "parquet":
+            if columns is False:
+                import pyarrow.dataset
+
+                # (a directory's partition columns too, as read_parquet reads them)
+                return pyarrow.dataset.dataset(path, format="parquet",
+                                               partitioning="hive").schema.names
+            return pd.read_parquet(path, columns=columns)
+        if columns is False:
+            return list(pd.read_csv(path, nrows=0).columns)
+        return pd.read_csv(path, usecols=columns)
+    except (OSError, ValueError) as exc:  # (pandas' and pyarrow's parse errors included)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise OSError(f"{path} cannot be read as {file_format}: {type(exc).__name__} "
+                      f"{first}".rstrip()) from None
 
 
 def _known_length(obj):

@@ -26,13 +26,14 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import categories
 from .inputs import (bounds_by_name, check_numeric_dtypes, encode_labels,
-                     encode_labels_lazily, label_array)
+                     encode_labels_lazily, feature_names_of, label_array)
 from .evaluation import RoundScores, check_eval_set, check_public
-from .model.dask_predict import gathered
+from .model.dask_predict import as_dask_array, binary_proba, gathered
 from .objective import softmax
 from .params import TRAIN_PARAMETERS
 from .params.names import XGBOOST_ALIASES, KeywordParameters, merge_keywords
 from .privacy.validation import PrivacyLeakWarning
+from .silo_table import SiloTable
 from .training import train
 
 
@@ -187,21 +188,20 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         if given is None and xgb_model is not None:
             model = xgb_model.booster_ if isinstance(xgb_model, BaseEstimator) else xgb_model
             given = getattr(model, "categories", None)
-        frame = categories.is_frame(X)
-        names = [str(c) for c in X.columns] if frame else None
-        shape = getattr(X, "shape", None) if frame or hasattr(X, "shape") \
+        names = feature_names_of(X)
+        shape = getattr(X, "shape", None) if names is not None or hasattr(X, "shape") \
             else np.asarray(X).shape  # (no NumPy array function: array-likes refuse them)
-        n_features = len(X.columns) if frame else (shape[1] if len(shape) == 2 else 0)
+        n_features = len(names) if names is not None else (shape[1] if len(shape) == 2 else 0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             return categories.resolve(given, X, names, n_features)
 
     def _validate_fit_input(self, X, y, y_numeric, xgb_model=None):
-        """In-memory X and y checked and converted (float64, NaN kept); dask collections
-        pass as they are (their rows stay on the cluster). Categorical features are
-        checked on their codes, and handed on as their values (``train`` encodes them)."""
-        if _is_dask(X) or _is_dask(y):
-            return X, label_array(y)  # a one-column dask frame: its series
+        """In-memory X and y checked and converted (float64, NaN kept); dask collections and
+        silo tables pass as they are (their rows stay on the cluster). Categorical features
+        are checked on their codes, and handed on as their values (``train`` encodes them)."""
+        if isinstance(X, SiloTable) or (y is not None and (_is_dask(X) or _is_dask(y))):
+            return X, label_array(y)  # a one-column dask frame: its series (y: train's)
         resolved = self._categories_of(X, xgb_model)
         if categories.is_frame(X):
             # (names the columns that need categories=, where float conversion would not)
@@ -231,7 +231,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
     def _checked_weights(self, sample_weight, X):
         """In-memory weights as float64 of X's length (scikit-learn's check, which takes
         negative ones: they count 0); dask weights pass as they are."""
-        if sample_weight is None or _is_dask(sample_weight) or _is_dask(X):
+        if sample_weight is None or _is_dask(sample_weight) or _is_dask(X) \
+                or isinstance(X, SiloTable):  # (train refuses weights of a silo table)
             return sample_weight
         return _check_sample_weight(sample_weight, X, dtype=np.float64,
                                     ensure_non_negative=False)
@@ -239,7 +240,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
     def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None, evals=(),
              base_margin=None):
         """Train ``booster_``; return the DP scores of ``evals`` (private sets) or None."""
-        names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+        names = feature_names_of(X)
         if isinstance(xgb_model, BaseEstimator):
             check_is_fitted(xgb_model, "booster_")  # names xgb_model's estimator class
             xgb_model = xgb_model.booster_
@@ -254,9 +255,10 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
-        if _is_dask(X):  # (validate_data set these for in-memory X)
+        if _is_dask(X) or isinstance(X, SiloTable):  # (validate_data set these in memory)
             self.n_features_in_ = booster.n_features
-            if hasattr(X, "columns") and all(isinstance(c, str) for c in X.columns):
+            if isinstance(X, SiloTable) or (hasattr(X, "columns")
+                                            and all(isinstance(c, str) for c in X.columns)):
                 self.feature_names_in_ = np.asarray(booster.feature_names, dtype=object)
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
@@ -417,13 +419,15 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                              f"{self.classes!r}")
         return classes
 
-    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False,
+    def fit(self, X, y=None, xgb_model=None, eval_set=None, eval_set_public=False,
             sample_weight=None, base_margin=None, base_margin_eval_set=None):
-        """Fit on X (n_rows, n_features) and labels y (n_rows,).
+        """Fit on X (n_rows, n_features) and labels y (n_rows,), or on a
+        :class:`~dpxgb_dask.silo_table.SiloTable` X with ``y=None`` (``train``'s).
 
         Labels are encoded as their index in ``classes_`` (binary: 0 and 1); see
-        ``classes`` for where ``classes_`` comes from. ``xgb_model`` (a Booster, a model
-        file or a fitted estimator) is continued: ``n_estimators`` more rounds for
+        ``classes`` for where ``classes_`` comes from (a silo table's: ``classes``, else
+        its own, else 0 and 1; its silos encode their labels). ``xgb_model`` (a Booster, a
+        model file or a fitted estimator) is continued: ``n_estimators`` more rounds for
         ``epsilon`` more (``train(xgb_model=)``). ``eval_set``, a list of ``(X, y)``, is
         scored after every round (``evals_result_``, ``early_stopping_rounds``): declared
         public with ``eval_set_public=True``, in your process, spending nothing; else
@@ -439,14 +443,17 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         X, y = self._validate_fit_input(X, y, y_numeric=False, xgb_model=xgb_model)
         sample_weight = self._checked_weights(sample_weight, X)
         # (classes_ is set only with the new booster_: a failed refit keeps the old pair)
-        if _is_dask(y):
+        if isinstance(X, SiloTable):  # (its silos encode their labels as they read them)
+            X = X.with_classes(self.classes)
+            classes = np.array([0, 1]) if X.classes is None else np.asarray(X.classes)
+        elif _is_dask(y):
             classes = np.array([0, 1]) if self.classes is None else self._public_classes()
         else:
             classes = self._classes_of(np.asarray(y).reshape(-1))
         eval_sets = [(Xe, self._encoded(ye, classes), me) for Xe, ye, me in eval_sets]
         scores = self._fit(X, self._encoded(y, classes), classes, xgb_model, sample_weight,
                            () if eval_set_public else eval_sets, base_margin)
-        if self.classes is None and not _is_dask(y):
+        if self.classes is None and not _is_dask(y) and y is not None:
             read_classes = {"purpose": "classes", "parameter": "classes=None",
                             "reveals": "the set of labels present in y (read in the user's "
                                        "process)"}
@@ -458,6 +465,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
 
     def _encoded(self, y, classes):
         """Labels as class indices (lazily for dask; see the class's ``classes``)."""
+        if y is None:  # (a silo table's: its silos encode them)
+            return None
         if not _is_dask(y):
             return encode_labels(np.asarray(y).reshape(-1), classes)
         if self.classes is None:
@@ -498,18 +507,18 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         """Raw margins: log-odds of ``classes_[1]``, shape (n_rows,), or one margin per
         class, shape (n_rows, K) (lazy for dask)."""
         margin = self._margin(X)
-        return _as_dask_array(margin) if _is_dask(margin) else margin
+        return as_dask_array(margin) if _is_dask(margin) else margin
 
     def predict_proba(self, X, iteration_range=None, base_margin=None):
         """Probabilities, shape ``(n_rows, n_classes_)`` (a lazy dask array for dask inputs),
         of the rounds of ``iteration_range`` (XGBoost's (begin, end); None: all), from
         ``base_margin`` (XGBoost's: each row's starting margins) when given."""
         margin = self._margin(X, iteration_range, base_margin)
-        to_proba = _binary_proba if margin.ndim == 1 else softmax
+        to_proba = binary_proba if margin.ndim == 1 else softmax
         if _is_dask(margin):
-            margin = _as_dask_array(margin)
+            margin = as_dask_array(margin)
             if margin.ndim == 1:
-                return margin.map_blocks(_binary_proba, new_axis=1,
+                return margin.map_blocks(binary_proba, new_axis=1,
                                          chunks=(margin.chunks[0], (2,)), dtype=np.float64)
             return margin.map_blocks(softmax, dtype=np.float64)
         return to_proba(margin)
@@ -520,11 +529,11 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         ``iteration_range`` (XGBoost's (begin, end); None: all), from ``base_margin``."""
         margin = self._margin(X, iteration_range, base_margin)
         if output_margin:
-            return _as_dask_array(margin) if _is_dask(margin) else margin
+            return as_dask_array(margin) if _is_dask(margin) else margin
         if _is_dask(margin):
             import dask.array as da
 
-            margin = _as_dask_array(margin)
+            margin = as_dask_array(margin)
             if margin.ndim == 2:
                 classes = self.classes_  # (the tasks carry the labels, not the estimator)
                 return margin.argmax(axis=1).map_blocks(lambda i: classes[i],
@@ -539,16 +548,6 @@ def _dask_where(condition, a, b):
     import dask.array as da
 
     return da.where(condition, a, b)
-
-
-def _binary_proba(margin):
-    """(P(classes_[0]), P(classes_[1])) of margins, shape (n_rows, 2)."""
-    p1 = 1.0 / (1.0 + np.exp(-margin))
-    return np.stack([1.0 - p1, p1], axis=1)
-
-
-def _as_dask_array(margin):
-    return margin.to_dask_array() if hasattr(margin, "to_dask_array") else margin
 
 
 @_with_shared_parameters
@@ -570,10 +569,11 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def fit(self, X, y, xgb_model=None, eval_set=None, eval_set_public=False,
+    def fit(self, X, y=None, xgb_model=None, eval_set=None, eval_set_public=False,
             sample_weight=None, base_margin=None, base_margin_eval_set=None):
-        """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds;
-        the other arguments as in :meth:`DPXGBClassifier.fit`."""
+        """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds,
+        or on a :class:`~dpxgb_dask.silo_table.SiloTable` X with ``y=None``; the other
+        arguments as in :meth:`DPXGBClassifier.fit`."""
         eval_sets = check_eval_set(eval_set, base_margin_eval_set)
         if eval_set_public:
             check_public(eval_sets)
@@ -592,4 +592,4 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         end) of the rounds to use (None: all); ``base_margin``: each row's start."""
         prediction = self._predict_booster(self._validate_predict_input(X), output_margin,
                                            iteration_range, base_margin)
-        return _as_dask_array(prediction) if _is_dask(prediction) else prediction
+        return as_dask_array(prediction) if _is_dask(prediction) else prediction

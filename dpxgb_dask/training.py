@@ -27,8 +27,9 @@ from .boosting.plan import make_plan
 from .boosting.protocol import LocalBackend
 from .boosting.selection import Selection, SelectionPlan, resolve_selection
 from .cluster.client import client_or_embedded, run_fit
-from .inputs import (base_margin_rows, describe_features, float_values, is_dask_collection,
-                     label_array, target_columns, weight_shares)
+from .inputs import (base_margin_rows, describe_features, feature_names_of,
+                     float_values, is_dask_collection, label_array, target_columns,
+                     weight_shares)
 from .model.booster import Booster
 from .model.certificate import check_privacy_claims
 from .objective import Objective, metric_names
@@ -36,6 +37,7 @@ from .params import (TrainParams, check_feature_bounds, check_label_bounds, reso
                      with_overrides)
 from .privacy.validation import (WARNING_CATEGORIES, NoBudgetWarning, PrivacyLeakWarning,
                                  warn_if_large_epsilon)
+from .silo_table import SiloTable
 
 
 def check_bounds_policy(params, n_features):
@@ -95,14 +97,17 @@ def with_categories(params, X):
     -------
     (TrainParams, X)
     """
-    if categories.is_frame(X):
-        names, n_features = [str(c) for c in X.columns], len(X.columns)
+    names = feature_names_of(X)
+    if names is not None:
+        n_features = len(names)
     else:
         shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
-        names, n_features = None, (int(shape[1]) if len(shape) == 2 else 0)
+        n_features = int(shape[1]) if len(shape) == 2 else 0
     resolved = categories.resolve(params.categories, X, names, n_features)
     params = replace(params, categories=resolved)  # None: no categorical feature
-    return params, (X if resolved is None else categories.encode(X, resolved))
+    if resolved is None or isinstance(X, SiloTable):  # (a silo table's: on its silos)
+        return params, X
+    return params, categories.encode(X, resolved)
 
 
 def continuation_params(params, model, feature_names, n_features):
@@ -381,9 +386,10 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         ``num_class``), optional ``preset`` and any field of
         :class:`~dpxgb_dask.params.TrainParams` (e.g. ``epsilon``, ``feature_bounds``,
         ``n_estimators``).
-    X : ndarray, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame
-        Shape (n_rows, n_features), numeric; NaN marks missing values.
-    y : array-like or dask collection, shape (n_rows,)
+    X : ndarray, pandas.DataFrame, dask.array.Array, dask.dataframe.DataFrame or SiloTable
+        Shape (n_rows, n_features), numeric; NaN marks missing values. A
+        :class:`~dpxgb_dask.silo_table.SiloTable` (``y=None``): each silo reads its own rows.
+    y : array-like or dask collection, shape (n_rows,); None with a SiloTable
         Labels: 0/1, real values within ``label_bounds``, or class indices 0..K-1.
     client : distributed.Client or str, optional
         A client, or the address of a scheduler to connect to for this call. Default: the
@@ -431,9 +437,8 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         (and a dict of timings when ``return_timings``)
     """
     p, X, init_model, not_dp = _fit_params(params, X, xgb_model)
-    feature_names, n_features = describe_features(X)
-    if init_model is not None:
-        p = continuation_params(p, init_model, feature_names, n_features)
+    p, feature_names, n_features = _described(X, y, p, init_model, sample_weight=sample_weight,
+                                              base_margin=base_margin, evals=evals)
     p, eval_sets = with_evaluations(check_bounds_policy(p, n_features), evals, feature_names,
                                     n_features)
     p, y = fit_targets(p, y, sample_weight, base_margin)
@@ -449,6 +454,24 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     if p.epsilon is None:  # dp_epsilon_per_tree: the total is known only now
         warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)
     return (booster, result["timings"]) if return_timings else booster
+
+
+def _described(X, y, p, init_model, **fit_args):
+    """X's feature names and count (:func:`~dpxgb_dask.inputs.describe_features`: a silo
+    table's are its own, nothing is read), and the parameters, of a fit that continues
+    ``init_model`` too (:func:`continuation_params`); a silo table's fit refuses ``y`` and
+    the arguments ``fit_args`` (:meth:`~dpxgb_dask.silo_table.SiloTable.check_fit`).
+
+    Returns
+    -------
+    (TrainParams, list of str or None, int)
+    """
+    feature_names, n_features = describe_features(X)
+    if init_model is not None:
+        p = continuation_params(p, init_model, feature_names, n_features)
+    if isinstance(X, SiloTable):
+        X.check_fit(y, p.objective, p.num_class, weight_bound=p.weight_bound, **fit_args)
+    return p, feature_names, n_features
 
 
 def _selection(select, params, p, n_features, init_model, base_margin=None):

@@ -19,7 +19,7 @@ LAYERS = (
     ("kernels", ("dpxgb_dask._core", "dpxgb_dask._lazy")),
     ("privacy", ("dpxgb_dask.privacy",)),
     ("vocabulary", ("dpxgb_dask.objective", "dpxgb_dask.categories", "dpxgb_dask.inputs",
-                    "dpxgb_dask.progress")),
+                    "dpxgb_dask.progress", "dpxgb_dask.silo_table")),
     ("parameters", ("dpxgb_dask.params",)),
     ("model", ("dpxgb_dask.model",)),
     ("algorithm", ("dpxgb_dask.boosting",)),

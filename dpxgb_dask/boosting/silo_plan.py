@@ -28,7 +28,7 @@ class SiloPlan:
         The workers holding the fit's partitions (public).
     secure : bool
         Secure aggregation: each silo adds a share of the Gaussian noise and masks its
-        answer (:attr:`~dpxgb_dask.boosting.silos.SiloRelease.n_shares`).
+        answer (the releases' ``n_shares``).
     initial_score : InitialScore
     candidates : CandidateReleases
     leaf_method : GaussianLeaves

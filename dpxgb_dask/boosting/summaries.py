@@ -34,7 +34,7 @@ def histogram_summaries(noisy_weights, feature_bounds, size=None):
 
 def merged_summaries(per_silo, size):
     """The coordinator's merge of the silos' summaries, feature by feature
-    (:func:`~dpxgb_dask._core.sketch.merge_and_prune`: error ``<= Σ_i ε_i W_i / W +
+    (``_core.sketch.merge_and_prune``: error ``<= Σ_i ε_i W_i / W +
     ceil(log2 n_silos) / (size - 1)``).
 
     Parameters

@@ -9,6 +9,11 @@ dataframes keep their row partitions: one task per block loads the block into th
 state on the worker that runs it (where the block already is; only the labels may travel
 to the block of X) and returns just that worker's address. Either way the result is the
 fit's placement, worker address -> partition indices; partitions never move after that.
+
+A :class:`~dpxgb_dask.silo_table.SiloTable` is loaded by its silos: each silo's worker gets
+one call naming its file and the columns, reads the file itself and keeps the rows
+(:mod:`~dpxgb_dask.cluster.silo_loading`): no row passes through this process or the
+scheduler, and a silo's partition has no copy elsewhere (a lost silo ends the fit).
 """
 import asyncio
 from concurrent.futures import TimeoutError as FuturesTimeout
@@ -24,10 +29,12 @@ from distributed.protocol import to_serialize
 
 from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
 from ..progress import ProgressDisplay
+from ..silo_table import SiloTable
 from . import dashboard_plot
 from .codec import encode
 from .fit_request import fit_request
 from .scheduler import DPXGBSchedulerPlugin
+from .silo_loading import load_silos, lost_silos_named
 from .wire import (KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, SchedulerLostError,
                    capability_digest, unpack_reply)
 from .worker import DPXGBWorkerPlugin, load_task_delayed
@@ -143,7 +150,7 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     try:
         placement, sources, evaluations, reloads = _load_fit(
             client, [(fit_id, X, y)] + [(e, *xy) for e, xy in zip(eval_ids, evals)],
-            objective, capability, n_partitions, params.n_threads)
+            objective, capability, n_partitions, params.n_threads, params.categories)
         while True:  # keep the loaded partitions alive while the plan is calibrated
             try:
                 plan = planning.result(timeout=KEEPALIVE_SECONDS)
@@ -166,20 +173,23 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
                     f"the connection to the scheduler {client.scheduler.address} was lost "
                     f"during the fit ({type(exc).__name__}); the fit ended, and its "
                     f"workers drop its state within {LEASE_SECONDS:g} s") from exc
-            return unpack_reply(answer)
+            with lost_silos_named(client, X, placement):
+                return unpack_reply(answer)
     finally:
         if not coordinated:
             for dropped in [fit_id] + eval_ids:
                 _drop_fit(client, dropped)
 
 
-def _load_fit(client, inputs, objective, capability, n_partitions, n_threads):
+def _load_fit(client, inputs, objective, capability, n_partitions, n_threads, categories):
     """Load the rows of a fit and of its private evaluation sets (:func:`load_partitions`).
 
     Parameters
     ----------
     inputs : list of (fit id, X, y)
         The fit's own first.
+    categories : list of (list or None) or None
+        The fit's public category lists (a silo table's silos encode their features).
 
     Returns
     -------
@@ -193,7 +203,8 @@ def _load_fit(client, inputs, objective, capability, n_partitions, n_threads):
     loaded, reloads = [], {}
     for load_id, X, y in inputs:
         *where, reloads[load_id] = load_partitions(client, X, y, objective, load_id,
-                                                   capability, n_partitions, n_threads)
+                                                   capability, n_partitions, n_threads,
+                                                   categories)
         loaded.append([load_id, *where])
     return loaded[0][1], loaded[0][2], loaded[1:], reloads
 
@@ -325,15 +336,18 @@ def _row_chunks(n_rows, n_chunks):
 
 
 def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=None,
-                    n_threads=1):
+                    n_threads=1, categories=None):
     """Load validated row partitions of (X, y) into the fit's states on the workers.
 
     Parameters
     ----------
     client : distributed.Client
-    X : ndarray, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame
-        Shape (n_rows, n_features), numeric; NaN marks missing values.
-    y : ndarray, pandas.Series, dask array or dask series, shape (n_rows,)
+    X : ndarray, pandas.DataFrame, dask.array.Array, dask.dataframe.DataFrame or SiloTable
+        Shape (n_rows, n_features), numeric; NaN marks missing values. A
+        :class:`~dpxgb_dask.silo_table.SiloTable` is loaded by its silos
+        (:func:`~dpxgb_dask.cluster.silo_loading.load_silos`).
+    y : ndarray, pandas.Series, dask array or dask series, shape (n_rows,); None with a
+        silo table
     objective : Objective
     fit_id : str
     capability : bytes
@@ -341,6 +355,8 @@ def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=No
     n_partitions : int, optional
         For NumPy / pandas inputs: number of row chunks (default: one per worker).
     n_threads : int
+    categories : list of (list or None), optional
+        A silo table's: the fit's public category lists.
 
     Returns
     -------
@@ -360,6 +376,9 @@ def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=No
         From the checks of :func:`~dpxgb_dask.boosting.partition.make_part` on any
         partition.
     """
+    if isinstance(X, SiloTable):
+        _workers(client)  # (waits for a first worker)
+        return load_silos(client, X, y, objective, fit_id, capability, n_threads, categories)
     y = label_array(y)
     check_lengths(X, y)
     if is_dask_collection(X) or is_dask_collection(y):

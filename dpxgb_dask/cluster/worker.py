@@ -3,26 +3,29 @@
 :class:`DPXGBWorkerPlugin` registers one handler, ``dpxgb_call``, on every worker. The
 coordinator (in the scheduler process) calls it over the scheduler's RPC connection pool
 for every message of a fit; the client calls it through the scheduler's ``broadcast``
-only to load NumPy and pandas rows. A call names the fit, proves it belongs to it with the
-fit's capability (a 256-bit secret of the fitting client and its coordinator; the worker
-keeps only its SHA-256), and names an action:
+only to load NumPy and pandas rows, or to have each silo read its own. A call names the
+fit, proves it belongs to it with the fit's capability (a 256-bit secret of the fitting
+client and its coordinator; the worker keeps only its SHA-256), and names an action:
 
-=============  =====================================================================
-``load``       validate rows and labels sent with the call and keep them as a partition
-               (or as the replica of a partition held by another worker)
-``restore``    rebuild a lost partition here, from its replica (or from a block a load
-               task just put here) and the log of the fit's messages so far
-``aggregate``  exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
-``prepare``    bin the rows and set the initial margins
-``round``      one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition,
-               its sum added to the children's along the reduction tree
-               (:mod:`~dpxgb_dask.cluster.reduction`)
-``partial``    a child's partial sum of a round, for the reduction tree
-``silo_key``   a cross-silo fit with secure aggregation: this silo's fresh public key
-``silo_peers`` every silo's public key: derive this silo's pairwise masks
-``touch``      keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
-``drop``       forget the fit
-=============  =====================================================================
+==============  =====================================================================
+``load``        validate rows and labels sent with the call and keep them as a partition
+                (or as the replica of a partition held by another worker)
+``load_silo``   as a silo of a :class:`~dpxgb_dask.silo_table.SiloTable`: read this
+                worker's own file (the call names its path and columns) and keep its rows
+                as a partition (:func:`~dpxgb_dask.inputs.read_silo_rows`); reply nothing
+``restore``     rebuild a lost partition here, from its replica (or from a block a load
+                task just put here) and the log of the fit's messages so far
+``aggregate``   exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
+``prepare``     bin the rows and set the initial margins
+``round``       one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition,
+                its sum added to the children's along the reduction tree
+                (:mod:`~dpxgb_dask.cluster.reduction`)
+``partial``     a child's partial sum of a round, for the reduction tree
+``silo_key``    a cross-silo fit with secure aggregation: this silo's fresh public key
+``silo_peers``  every silo's public key: derive this silo's pairwise masks
+``touch``       keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
+``drop``        forget the fit
+==============  =====================================================================
 
 The plugin is registered once per cluster by the first fit and stays, like an installed
 library: it holds no data between fits. This module imports only what a partition needs
@@ -49,6 +52,7 @@ from ..boosting.aggregates import aggregate
 from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
 from ..boosting.silos import release_at_silo
+from ..inputs import read_silo_rows
 from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
 from .codec import ARRAY_KINDS, decode
@@ -252,6 +256,11 @@ def execute(worker_address, fit_id, capability, action, args):
                 fit.replicas[int(index)] = state
         else:
             add_partition(worker_address, fit_id, digest, index, state)
+        return None
+    if action == "load_silo":  # (the rows come from this worker's own storage)
+        index, source, objective, n_threads = args
+        add_partition(worker_address, fit_id, digest, index,
+                      load_partition(*read_silo_rows(**source), objective, index, n_threads))
         return None
     fit = _fit(worker_address, fit_id, digest)
     if action == "touch":

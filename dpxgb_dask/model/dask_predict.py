@@ -93,3 +93,24 @@ def gathered(*collections):
 
     return [None if v is None else np.asarray(v)
             for v in dask.compute(*(flat(c) for c in collections))]
+
+
+def binary_proba(margin):
+    """The probabilities of both classes from binary margins (log-odds of the second).
+
+    Parameters
+    ----------
+    margin : ndarray of float64, shape (n_rows,)
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rows, 2)
+        (P(classes_[0]), P(classes_[1])) per row.
+    """
+    p1 = 1.0 / (1.0 + np.exp(-margin))
+    return np.stack([1.0 - p1, p1], axis=1)
+
+
+def as_dask_array(margin):
+    """A dask series or frame of predictions as a dask array; anything else as it is."""
+    return margin.to_dask_array() if hasattr(margin, "to_dask_array") else margin
