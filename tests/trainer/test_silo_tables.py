@@ -2,7 +2,7 @@
 has each silo (a worker of the session's cluster, named 0 and 1) read its own file; the
 rows never pass through the user's process or the scheduler, and a silo lost during the
 fit ends it with an error naming the silo. From the Python API, the estimators and the
-command line, with ``cross_silo=None`` and ``"local"``."""
+command line, with ``cross_silo=None``, ``"local"`` and ``"secure"``."""
 import json
 import os
 import pickle
@@ -129,15 +129,20 @@ def _fits(client):
             if f}
 
 
-@pytest.mark.parametrize("cross_silo", [None, "local"])
+def _mode_of(events, cross_silo):
+    """Whether every ledger event says how the fit's noise was added."""
+    return all(("silos" in e.parallel_over) == (cross_silo == "local")
+               and e.noise_shares == (2 if cross_silo == "secure" else None) for e in events)
+
+
+@pytest.mark.parametrize("cross_silo", [None, "local", "secure"])
 def test_a_fit_on_a_silo_table_learns(client, silo_files, silo_rows, cross_silo):
     _, X_test, y_test = silo_rows
     table = SiloTable(silo_files(), FEATURES, "target")
     booster = train(dict(PARAMS, cross_silo=cross_silo), table, None, client=client)
     assert booster.feature_names == FEATURES and booster.n_features == 6
     assert roc_auc_score(y_test, booster.predict(X_test)) > MIN_AUC
-    events = Ledger.from_dict(booster.ledger["events"]).events
-    assert all(("silos" in e.parallel_over) == (cross_silo == "local") for e in events)
+    assert _mode_of(Ledger.from_dict(booster.ledger["events"]).events, cross_silo)
 
 
 def test_the_estimators_fit_on_silo_tables(client, silo_files, silo_rows):
@@ -158,6 +163,10 @@ def test_the_estimators_fit_on_silo_tables(client, silo_files, silo_rows):
                                **PARAMS).fit(SiloTable(silo_files(), FEATURES, "target"))
     prediction = regressor.predict(test)
     assert prediction.shape == (1000,) and np.all((prediction >= 0) & (prediction <= 1))
+    secure = DPXGBClassifier(client=client, cross_silo="secure", **PARAMS).fit(
+        SiloTable(silo_files(), FEATURES, "target"))
+    assert roc_auc_score(y_test, secure.predict_proba(test)[:, 1]) > MIN_AUC
+    assert secure.privacy_report()["accountant"] == "rdp"
     with pytest.raises(ValueError, match="differ from the silo table's own classes"):
         DPXGBClassifier(classes=[0, 1], client=client, **PARAMS).fit(
             SiloTable(silo_files(), FEATURES, "answer", classes=["no", "yes"]))
@@ -176,7 +185,8 @@ def test_the_silos_encode_their_categorical_features(client, tmp_path, silo_rows
     assert booster.categories == [None] * 5 + [["down", "up"]]
 
 
-def test_the_command_line_trains_on_silos(client, silo_files, silo_rows, tmp_path):
+@pytest.mark.parametrize("cross_silo", ["local", "secure"])
+def test_the_command_line_trains_on_silos(client, silo_files, silo_rows, tmp_path, cross_silo):
     _, X_test, y_test = silo_rows
     paths = silo_files()
     bounds = tmp_path / "bounds.json"
@@ -184,7 +194,7 @@ def test_the_command_line_trains_on_silos(client, silo_files, silo_rows, tmp_pat
     model = tmp_path / "model.json"
     command = [sys.executable, "-m", "dpxgb_dask.cli", "train", "--silo", f"0={paths['0']}",
                "--silo", f"1={paths['1']}", "--features", ",".join(FEATURES),
-               "--label", "target", "--bounds", str(bounds), "--cross-silo", "local",
+               "--label", "target", "--bounds", str(bounds), "--cross-silo", cross_silo,
                "--epsilon", "2", "--n-estimators", "20", "--max-depth", "3",
                "--scheduler", client.scheduler.address, "--quiet", "--out", str(model)]
     # (from outside the checkout: the installed package)
@@ -192,8 +202,7 @@ def test_the_command_line_trains_on_silos(client, silo_files, silo_rows, tmp_pat
     assert done.returncode == 0, done.stderr
     booster = load_model(model)
     assert booster.feature_names == FEATURES
-    assert all("silos" in e.parallel_over
-               for e in Ledger.from_dict(booster.ledger["events"]).events)
+    assert _mode_of(Ledger.from_dict(booster.ledger["events"]).events, cross_silo)
     assert roc_auc_score(y_test, booster.predict(X_test)) > MIN_AUC
     wrong = list(command)
     wrong[wrong.index(f"1={paths['1']}")] = f"nobody={paths['1']}"
@@ -320,7 +329,7 @@ def _wait_for(predicate, timeout):
     return False
 
 
-@pytest.mark.parametrize("cross_silo", ["local", None])
+@pytest.mark.parametrize("cross_silo", ["local", "secure", None])
 def test_a_silo_lost_during_the_fit_ends_it_naming_the_silo(client, silo_files, cross_silo):
     """Its rows are never loaded elsewhere: the fit fails at once with an error naming the
     silo. The worker's nanny starts it again under its name, and the next fit on the same
