@@ -148,6 +148,9 @@ def resolve_selection(select, params, n_features, resolve=None, forced=None):
         raise ValueError("select's configurations must be a list of dicts of parameters")
     if params.private_eval_sets:
         raise ValueError(_NO_EVALS)
+    if params.cross_silo is not None:
+        raise ValueError(f"select cannot run with cross_silo={params.cross_silo!r}: give "
+                         "cross_silo=None, or no select")
     fixed = sorted({k for o in overrides for k in o} & set(SHARED_PARAMS))
     if fixed:
         raise ValueError(f"select's configurations may not set {fixed}: every configuration "
@@ -182,6 +185,11 @@ def check_configurations(configurations):
         raise ValueError(f"a selection needs 2 to {MAX_CONFIGURATIONS} configurations, got "
                          f"{len(configurations)}")
     first = configurations[0]
+    if any(c.cross_silo is not None for c in configurations):
+        # (each run's score reads exact held-out loss sums, and a run's silos draw their
+        # noise keys once per fit)
+        raise ValueError("select cannot run with cross_silo: every configuration must have "
+                         "cross_silo=None")
     if not first.delta > 0:
         raise ValueError("a selection is accounted by RDP alone, which needs delta > 0")
     for i, c in enumerate(configurations):

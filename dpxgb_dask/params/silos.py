@@ -18,6 +18,10 @@ CROSS_SILO_PARAMS = {
     "init_score": ("zero", "dp_mean"),
     "filter_rounds": (0,),
     "private_eval_sets": (0,),
+    # the rows of a tree's sample are keyed by the coordinator's streams: against the
+    # coordinator the sample is no secret, so no amplification may be claimed
+    "subsample": (1.0,),
+    "ensemble_size": (None,),
 }
 #: What ``cross_silo="secure"`` allows beyond that: Gaussian releases only (the sum of the
 #: silos' discrete Gaussian shares is a known mechanism; the sum of Laplace shares is not),
@@ -27,8 +31,9 @@ SECURE_PARAMS = {"init_score": ("zero",), "accountant": ("rdp",),
 
 
 def cross_silo_defaults(given):
-    """The defaults a secure-aggregation fit changes: ``init_score="zero"`` and
-    ``accountant="rdp"`` unless given (:data:`SECURE_PARAMS`).
+    """The defaults a cross-silo fit changes unless given: ``subsample=1.0`` (the
+    coordinator keys the samples), and with secure aggregation ``init_score="zero"`` and
+    ``accountant="rdp"`` (:data:`SECURE_PARAMS`).
 
     Parameters
     ----------
@@ -39,10 +44,12 @@ def cross_silo_defaults(given):
     -------
     dict
     """
-    if given.get("cross_silo") != "secure":
+    if given.get("cross_silo") is None:
         return {}
-    return {name: SECURE_PARAMS[name][0] for name in ("init_score", "accountant")
-            if name not in given}
+    names = ("subsample", "init_score", "accountant") if given["cross_silo"] == "secure" \
+        else ("subsample",)
+    allowed = dict(CROSS_SILO_PARAMS, **SECURE_PARAMS)
+    return {name: allowed[name][0] for name in names if name not in given}
 
 
 def check_cross_silo(p):
@@ -62,7 +69,8 @@ def check_cross_silo(p):
                          f"{p.cross_silo!r}")
     if p.cross_silo is None:
         return
-    reasons = [(CROSS_SILO_PARAMS, "a silo releases only noisy sums of its own rows")]
+    reasons = [(CROSS_SILO_PARAMS, "a silo releases only noisy sums of its own rows, with "
+                                   "no secret the coordinator holds")]
     if p.cross_silo == "secure":
         reasons.append((SECURE_PARAMS, "the silos' noise shares add up to a Gaussian, which "
                                        "the RDP accountant describes"))

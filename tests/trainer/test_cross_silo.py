@@ -48,6 +48,8 @@ def test_a_local_noise_fit_learns_and_costs_what_the_central_fit_costs(
     ({"split_candidates": "dp_sketch", "cross_silo": "secure"}, "split_candidates"),
     ({"feature_bounds": None, "bounds_epsilon": 0.1}, "feature_bounds"),
     ({"cross_silo": "everyone"}, "cross_silo"),
+    ({"subsample": 0.5}, "subsample"),
+    ({"ensemble_size": 5}, "ensemble_size"),
 ])
 def test_what_a_silo_cannot_release_is_refused_by_name(override, name):
     params = dict(objective="binary:logistic", epsilon=1.0, cross_silo="local",
@@ -207,3 +209,15 @@ def test_a_local_sketch_merges_the_silos_summaries(monkeypatch, n_silos):
     inside = np.mean([np.mean(np.abs(c) < 2) for c in booster.cuts])
     assert inside > 0.65
     assert all(np.all(np.diff(c) > 0) and 32 <= len(c) <= 63 for c in booster.cuts)
+
+
+def test_a_selection_refuses_cross_silo(classification_data):
+    """Each run's score reads exact held-out loss sums: no selection across silos, by the
+    fit's own parameters or by a configuration's."""
+    from dpxgb_dask.training import select_in_process
+
+    X, y, _ = classification_data
+    with pytest.raises(ValueError, match="cross_silo"):
+        select_in_process(_params(cross_silo="local"), X, y, "shapes")
+    with pytest.raises(ValueError, match="cross_silo"):
+        select_in_process(_params(), X, y, {"configurations": [{}, {"cross_silo": "local"}]})
