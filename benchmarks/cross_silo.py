@@ -11,8 +11,8 @@ Usage::
 1. **Utility**, in process (``train_in_process``: each of its ``n_partitions`` partitions
    is a silo). Every mode fits ONE parameter set per dataset and ε: the defaults as
    resolved for a cross-silo fit (``resolve_params(objective, epsilon=ε,
-   feature_bounds=<public>, init_score="zero", accountant="rdp", cross_silo=mode)``, which
-   only ``cross_silo`` tells apart), with the public bounds of ``benchmarks/datasets.py``.
+   feature_bounds=<public>, init_score="zero", accountant="rdp", subsample=1.0,
+   cross_silo=mode)``, which only ``cross_silo`` tells apart), with the public bounds of ``benchmarks/datasets.py``.
    The datasets, their splits and metrics are reproduce.py's: Adult adult.data /
    adult.test (error % and AUC), Abalone 5-fold CV per seed (RMSE in rings, mean over the
    folds), Bank a stratified 70/30 split per seed (error % and AUC). The training rows are
@@ -38,6 +38,7 @@ Usage::
 """
 import argparse
 import datetime
+import math
 import os
 import sys
 import time
@@ -77,6 +78,9 @@ def silo_params(data, epsilon, mode, noise_seed):
               # secure aggregation's defaults, given to every mode so that all fit the
               # same parameters (params/silos.py: SECURE_PARAMS)
               "init_score": "zero", "accountant": "rdp",
+              # a cross-silo fit samples no rows (params/silos.py: cross_silo_defaults);
+              # central fits the same, where its default at small epsilon would subsample
+              "subsample": 1.0,
               "random_state": noise_seed, "reproducible_noise": True}
     if data.label_bounds is not None:
         params["label_bounds"] = data.label_bounds
@@ -150,8 +154,12 @@ def spread_rows(data, scores, epsilons, silos):
     misses : list of str
         The cells where secure aggregation's mean is farther from central's than central's
         standard deviation over seeds.
+    z : list of float
+        Per cell, (secure mean − central mean) / its standard error
+        √((s²_central + s²_secure) / seeds), sample variances: about N(0, 1) when both
+        modes draw from the same distribution.
     """
-    rows, misses = [], []
+    rows, misses, z = [], [], []
     for metric in data.spec.metrics:
         values, d = scores[metric.key], metric.decimals + 1
         for e, eps in enumerate(epsilons):
@@ -160,16 +168,18 @@ def spread_rows(data, scores, epsilons, silos):
                 local, secure = values[1 + i, e], values[1 + len(silos) + i, e]
                 gap = secure.mean() - central.mean()
                 within = abs(gap) <= central.std()
+                z.append(gap / np.sqrt((central.var(ddof=1) + secure.var(ddof=1))
+                                       / central.size))
                 rows.append([metric.label, f"{eps:g}", str(k),
                              f"{central.mean():.{d}f} ± {central.std():.{d}f}",
                              f"{local.mean() - central.mean():+.{d}f}",
                              f"{gap:+.{d}f}", f"{abs(gap) / central.std():.1f}",
-                             "yes" if within else "**no**"])
+                             "yes" if within else "**no**", f"{z[-1]:+.1f}"])
                 if not within:
                     misses.append(f"{data.spec.name} {metric.label} ε = {eps:g}, {k} silos: "
                                   f"secure − central {gap:+.{d}f}, central sd "
                                   f"{central.std():.{d}f}, secure sd {secure.std():.{d}f}")
-    return rows, misses
+    return rows, misses, z
 
 
 def markdown_table(header, rows):
@@ -187,7 +197,7 @@ def section_utility(args, report):
                "noise to exact sums; local noise: each silo adds the full noise to its own "
                "sums; secure aggregation: each silo adds a share of a distributed discrete "
                "Gaussian and masks its answer (the same total noise as central).", "")
-    comparison, misses, checks = [], [], []
+    comparison, misses, checks, z = [], [], [], []
     labels = [c[0] for c in configurations(args.silos)]
     for name in args.datasets:
         data = load_dataset(name, quick=False)
@@ -200,22 +210,31 @@ def section_utility(args, report):
             report.say(f"{metric.label}{unit}:", "",
                        *epsilon_table(labels, args.epsilons, scores[metric.key],
                                       metric.decimals + 1), "")
-        rows, missed = spread_rows(data, scores, args.epsilons, args.silos)
+        rows, missed, z_cells = spread_rows(data, scores, args.epsilons, args.silos)
         comparison += [[data.spec.name] + row for row in rows]
         misses += missed
+        z += z_cells
     report.say("### Against central, per silo count", "",
                *markdown_table(["dataset", "metric", "ε", "silos", "central",
                                 "local − central", "secure − central",
                                 "\\|secure − central\\| / central sd",
-                                "secure within central's sd"], comparison), "",
+                                "secure within central's sd", "z"], comparison), "",
                "Local − central is the local-noise mode's cost (its sum carries the silo "
                "count times the central noise variance). Within central's sd: |secure mean "
-               "− central mean| ≤ central's standard deviation over seeds. With 5 seeds "
-               "the difference of two means of the same distribution exceeds one sd about "
-               "one time in nine.", "",
+               "− central mean| ≤ central's standard deviation over seeds (population sd). "
+               f"With {args.seeds} seeds the difference of two means of the same "
+               "distribution exceeds one sd with probability "
+               f"{math.erfc(math.sqrt(args.seeds) / 2):.2f}, and central's sd over so few "
+               "seeds is itself uncertain. z: (secure mean − central mean) / √((s²_central "
+               "+ s²_secure) / seeds), sample variances; about N(0, 1) when the two modes "
+               "draw from the same distribution.", "",
                f"Secure aggregation outside central's sd in {len(misses)} of "
                f"{len(comparison)} cells" + (":" if misses else "."), "",
                *([f"- {miss}" for miss in misses] + [""] if misses else []),
+               f"z over the {len(z)} cells: mean {np.mean(z):+.2f}, sd {np.std(z):.2f}; "
+               f"|z| > 2 in {sum(abs(v) > 2 for v in z)} (about 5% of cells under the same "
+               "distribution; the cells of one dataset and ε share central's fits, so they "
+               "are not independent).", "",
                f"Central's partitioning: identical predictions at every silo count's "
                f"partitioning in {sum(checks)} of {len(checks)} checks (first seed and fold, "
                "each dataset and ε).", "")

@@ -6,7 +6,8 @@ file on that worker's own storage, and the public columns to train on. A fit on 
 sends each silo's worker one call naming its path and the columns; the worker reads its own
 file and keeps the rows (:func:`~dpxgb_dask.inputs.read_silo_rows`). The rows never pass
 through the user's process or the scheduler, and never move to another worker: a silo lost
-during the fit ends it.
+during the fit ends it. The fit is a cross-silo fit (``cross_silo="local"`` or
+``"secure"``): a silo's worker answers only its own releases.
 
 This module holds the description only (plain, public values): the client API checks it,
 the cluster loads it, the workers read what it names.
@@ -125,7 +126,7 @@ class SiloTable:
                              f"classes {list(self.classes)!r}: give one of them")
         return SiloTable(self.sources, self.features, self.label, self.format, given)
 
-    def check_fit(self, y, objective, num_class=None, **unsupported):
+    def check_fit(self, y, objective, num_class, cross_silo, **unsupported):
         """Refuse what a fit on this table cannot take.
 
         Parameters
@@ -133,8 +134,11 @@ class SiloTable:
         y : None
             The labels are the table's ``label`` column, read on the silos.
         objective : str
-        num_class : int, optional
-            Of ``multi:softprob``: the number of classes ``classes`` must have.
+        num_class : int or None
+            Of ``multi:softprob``: the number of classes ``classes`` must have (None otherwise).
+        cross_silo : {"local", "secure"}
+            A silo's worker answers only its own releases, so a fit on silos is a
+            cross-silo fit (:mod:`~dpxgb_dask.params.silos`).
         **unsupported
             Arguments of the fit that need rows in the user's process (weights, base
             margins, evaluation sets): each must be None or empty.
@@ -147,6 +151,10 @@ class SiloTable:
         if y is not None:
             raise ValueError("y must be None when X is a SiloTable: the labels are its "
                              f"label column {self.label!r}, read on each silo")
+        if cross_silo not in ("local", "secure"):
+            raise ValueError("cross_silo must be 'local' or 'secure' when X is a SiloTable "
+                             "(each silo releases only noisy sums of its own rows), got "
+                             f"{cross_silo!r}")
         given = [name for name, value in unsupported.items() if value is not None
                  and not (isinstance(value, (list, tuple, dict)) and not value)]
         if given:

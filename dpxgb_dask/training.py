@@ -388,7 +388,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
         ``n_estimators``).
     X : ndarray, pandas.DataFrame, dask.array.Array, dask.dataframe.DataFrame or SiloTable
         Shape (n_rows, n_features), numeric; NaN marks missing values. A
-        :class:`~dpxgb_dask.silo_table.SiloTable` (``y=None``): each silo reads its own rows.
+        :class:`~dpxgb_dask.silo_table.SiloTable` (``y=None``, cross_silo): silos read theirs.
     y : array-like or dask collection, shape (n_rows,); None with a SiloTable
         Labels: 0/1, real values within ``label_bounds``, or class indices 0..K-1.
     client : distributed.Client or str, optional
@@ -470,7 +470,8 @@ def _described(X, y, p, init_model, **fit_args):
     if init_model is not None:
         p = continuation_params(p, init_model, feature_names, n_features)
     if isinstance(X, SiloTable):
-        X.check_fit(y, p.objective, p.num_class, weight_bound=p.weight_bound, **fit_args)
+        X.check_fit(y, p.objective, p.num_class, p.cross_silo, weight_bound=p.weight_bound,
+                    **fit_args)
     return p, feature_names, n_features
 
 

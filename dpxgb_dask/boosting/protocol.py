@@ -168,6 +168,14 @@ class Round:
     fine_histogram: tuple = None
     silo_release: object = None
 
+    @property
+    def returns_sums(self):
+        """bool: whether the round answers sums of the rows (histograms, leaf sums or a
+        fine histogram: :meth:`~dpxgb_dask.boosting.partition.PartitionState.run`), not
+        None."""
+        return any(answer is not None for answer in
+                   (self.histogram_nodes, self.leaf_nodes, self.fine_histogram))
+
 
 class PartitionBackend(Protocol):
     """The per-partition work of a fit, as the coordinator sees it."""

@@ -1,6 +1,7 @@
 """The coordinator's side of a cross-silo fit (:mod:`~dpxgb_dask.boosting.silos`): what
 each silo releases with each request, built once per fit, and the fit's ledger, in which
 every release is parallel over the disjoint silos."""
+import dataclasses
 import itertools
 
 import numpy as np
@@ -95,11 +96,8 @@ class SiloPlan:
 
 
 class SiloFitLedger(FitLedger):
-    """The ledger of a cross-silo fit. With local noise every release is made at each silo
-    on its own rows, so it is recorded parallel over the disjoint silos (axis ``"silos"``:
-    by parallel composition it costs what the central release costs). With secure
-    aggregation a release is the sum's, its noise the sum of ``n_silos`` shares
-    (``noise_shares``: the RDP accountant's distributed discrete Gaussian).
+    """The ledger of a cross-silo fit, each release recorded as :func:`silo_event_fields`
+    describes it.
 
     Parameters
     ----------
@@ -113,12 +111,53 @@ class SiloFitLedger(FitLedger):
         self.n_silos, self.secure = int(n_silos), bool(secure)
 
     def record(self, fields):
-        """:meth:`~dpxgb_dask.boosting.plan.FitLedger.record` with the ``"silos"`` axis, or
-        the noise shares."""
-        fields = dict(fields)
-        if self.secure:
-            super().record(dict(fields, noise_shares=self.n_silos))
-            return
-        fields["parallel_over"] = tuple(fields.get("parallel_over", ())) + ("silos",)
-        fields["n_parallel"] = fields.get("n_parallel", 1) * self.n_silos
-        super().record(fields)
+        """:meth:`~dpxgb_dask.boosting.plan.FitLedger.record` of the release as the silos
+        make it."""
+        super().record(dict(fields, **silo_event_fields(fields, self.n_silos, self.secure)))
+
+
+def silo_event_fields(fields, n_silos, secure):
+    """How a cross-silo fit's silos change a release's ledger fields.
+
+    With local noise every release is made at each silo on its own rows: it is parallel
+    over the disjoint silos (axis ``"silos"``: by parallel composition it costs what the
+    central release costs). With secure aggregation a release is the sum's, its noise
+    the sum of ``n_silos`` shares (``noise_shares``: the RDP accountant's distributed
+    discrete Gaussian; the other accountants certify no finite ε for it).
+
+    Parameters
+    ----------
+    fields : mapping
+        A release's ``Ledger.record`` keyword arguments, or a
+        :class:`~dpxgb_dask.privacy.ledger.PrivacyEvent`'s fields.
+    n_silos : int
+    secure : bool
+
+    Returns
+    -------
+    dict
+        The changed fields.
+    """
+    if secure:
+        return {"noise_shares": int(n_silos)}
+    return {"parallel_over": tuple(fields.get("parallel_over", ())) + ("silos",),
+            "n_parallel": fields.get("n_parallel", 1) * int(n_silos)}
+
+
+def planned_silo_events(events, n_silos, secure):
+    """A cross-silo fit's planned releases (``ReleasePlan.ledger().events``, which a budget
+    reserves) as its silos make them (:func:`silo_event_fields`).
+
+    Parameters
+    ----------
+    events : sequence of PrivacyEvent
+    n_silos : int
+    secure : bool
+
+    Returns
+    -------
+    list of PrivacyEvent
+    """
+    return [dataclasses.replace(event, **silo_event_fields(
+        {"parallel_over": event.parallel_over, "n_parallel": event.n_parallel}, n_silos,
+        secure)) for event in events]

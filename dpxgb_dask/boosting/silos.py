@@ -145,6 +145,13 @@ def release_at_silo(answer, release, source, masks=None):
     masks : PairwiseMasks, optional
         Secure aggregation (``release.n_shares``): the silo's pairwise masks.
 
+    Raises
+    ------
+    ValueError
+        ``answer`` is no array, or ``release.fields`` names a part twice (which would
+        release it twice with independent noise: the whole answer, None, overlaps every
+        part) or holds more than ``MAX_FIELDS``.
+
     Returns
     -------
     ndarray, tuple or list
@@ -153,6 +160,13 @@ def release_at_silo(answer, release, source, masks=None):
         None, [masked part, ...])``, each part uint64: its integer grid values plus the
         silo's noise share, masked (:func:`~dpxgb_dask.privacy.secure_sum.mask_values`).
     """
+    if not isinstance(answer, np.ndarray):
+        raise ValueError(f"a silo releases an array of its sums, got {type(answer).__name__}")
+    fields = [part.field for part in release.fields]
+    if len(set(fields)) < len(fields) or (None in fields and len(fields) > 1) \
+            or len(fields) > MAX_FIELDS:
+        raise ValueError(f"release.fields must name distinct parts (the whole answer, None, "
+                         f"alone), at most {MAX_FIELDS}: each part is released once")
     names = answer.dtype.names
     released = []
     for index, part in enumerate(release.fields):

@@ -152,7 +152,7 @@ class DaskBackend:
                              f"{self._placement[address]} of the fit (it restarted, or the "
                              "cluster was restarted)", address) from None
         self.bytes_gathered += len(reply["payload"])
-        self.worker_seconds += reply["seconds"]
+        self.worker_seconds += reply.get("seconds", 0.0)  # (a silo sends none)
         return result
 
     async def _all(self, action, args, reduced=False):

@@ -21,6 +21,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ..boosting.coordinator import Coordinator
 from ..boosting.plan import make_plan
 from ..boosting.selection import Selection, SelectionPlan
+from ..boosting.silo_plan import planned_silo_events
 from ..privacy.budget import BudgetStore, budget_record
 from ..privacy.ledger import PrivacyEvent
 from ..privacy.validation import BudgetError
@@ -236,7 +237,11 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         backend = backends[0]
         try:
             if params.budget is not None:
-                await self.run_budget("reserve", params.budget, fit_id, plan.ledger().events)
+                planned = plan.ledger().events
+                if backend.n_silos:  # (a secure fit's noise is accounted by RDP alone)
+                    planned = planned_silo_events(planned, backend.n_silos,
+                                                  params.cross_silo == "secure")
+                await self.run_budget("reserve", params.budget, fit_id, planned)
             elif budget_required():
                 raise BudgetError(BUDGET_REQUIRED)
         except BaseException:
@@ -269,7 +274,8 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             result["scores"] = coordinator.scores
         if with_timings:
             result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
-                                     worker_seconds=backend.worker_seconds,
+                                     worker_seconds=None if backend.silos
+                                     else backend.worker_seconds,
                                      recoveries=backend.recoveries)
         return result
 

@@ -27,6 +27,12 @@ client and its coordinator; the worker keeps only its SHA-256), and names an act
 ``drop``        forget the fit
 ==============  =====================================================================
 
+A fit whose rows a silo read itself (``load_silo``) is the silo's: from then on its worker
+answers only silo releases (:func:`~dpxgb_dask.boosting.silos.release_at_silo`) and
+refuses rows from elsewhere, aggregates per partition or without a release, and rounds
+whose step names no release, whoever holds the capability; its replies carry no compute
+time.
+
 The plugin is registered once per cluster by the first fit and stays, like an installed
 library: it holds no data between fits. This module imports only what a partition needs
 (the partition state and the kernels), not the estimators or the accountants.
@@ -116,6 +122,8 @@ class _FitOnWorker:
         self.lock = threading.Lock()
         self._silo_noise = None
         self.key_pair = self.silo_masks = None
+        # set by a silo's own load: from then on the worker answers only silo releases
+        self.silo = False
 
     def silo_noise(self):
         """This worker's secret noise source for the fit, as a silo of a cross-silo fit
@@ -134,8 +142,33 @@ class _FitOnWorker:
         """Derive this silo's pairwise masks
         (:meth:`~dpxgb_dask.privacy.secure_sum.SiloKeyPair.masks`) from every silo's
         public key, in the order of ``addresses``."""
-        self.silo_masks = self.key_pair.masks(list(addresses).index(worker_address),
+        addresses = list(addresses)
+        if worker_address not in addresses:
+            raise ValueError(f"addresses must list this silo's worker {worker_address}, "
+                             f"got {len(addresses)} other addresses")
+        if self.key_pair is None:
+            raise ValueError("silo_peers needs this silo's key: call silo_key first")
+        self.silo_masks = self.key_pair.masks(addresses.index(worker_address),
                                               list(public_keys), context)
+
+    def check_silo_call(self, action, args):
+        """Refuse, on a silo's own rows, every call that could answer more than a silo
+        release (:func:`~dpxgb_dask.boosting.silos.release_at_silo`): rows from elsewhere
+        (``load``, ``restore``), aggregates asked per partition or without a release, and
+        rounds that answer sums without one (checked before the round runs)."""
+        if not self.silo:
+            return
+        if action in ("load", "restore"):
+            raise PermissionError(f"action {action!r} is refused on a silo's own rows: a "
+                                  "silo's partitions are loaded by the silo and never copied")
+        if action == "aggregate":
+            _, per_partition, _, *release = args
+            if per_partition or not release:
+                raise PermissionError("an aggregate of a silo's rows must be a silo release "
+                                      "of their sum (not per partition, not exact)")
+        if action == "round" and args[0].returns_sums and args[0].silo_release is None:
+            raise PermissionError("a round's sums of a silo's rows must be a silo release "
+                                  "(the step names none)")
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -164,8 +197,9 @@ def _fit(worker_address, fit_id, digest, create=False):
     return fit
 
 
-def add_partition(worker_address, fit_id, digest, index, state):
-    """Keep ``state`` as partition ``index`` of the fit on this worker.
+def add_partition(worker_address, fit_id, digest, index, state, replica=False):
+    """Keep ``state`` as partition ``index`` of the fit on this worker (``replica``: as the
+    copy of a partition another worker holds).
 
     Parameters
     ----------
@@ -173,10 +207,16 @@ def add_partition(worker_address, fit_id, digest, index, state):
         :func:`~dpxgb_dask.cluster.wire.capability_digest` of the fit's capability (loads
         may come from a task, whose arguments the scheduler keeps: they carry the digest,
         never the secret).
+
+    Raises
+    ------
+    PermissionError
+        The fit holds a silo's own rows (``_FitOnWorker.check_silo_call``).
     """
     fit = _fit(worker_address, fit_id, digest, create=True)
+    fit.check_silo_call("load", None)
     with fit.lock:
-        fit.states[int(index)] = state
+        (fit.replicas if replica else fit.states)[int(index)] = state
 
 
 def load_task(X, y, fit_id, digest, index, objective, n_threads):
@@ -249,20 +289,23 @@ def execute(worker_address, fit_id, capability, action, args):
     digest = capability_digest(capability)
     if action == "load":
         index, X, y, objective, n_threads, replica = args
-        state = load_partition(X, y, objective, index, n_threads)
-        if replica:
-            fit = _fit(worker_address, fit_id, digest, create=True)
-            with fit.lock:
-                fit.replicas[int(index)] = state
-        else:
-            add_partition(worker_address, fit_id, digest, index, state)
+        _fit(worker_address, fit_id, digest, create=True).check_silo_call(action, args)
+        add_partition(worker_address, fit_id, digest, index,
+                      load_partition(X, y, objective, index, n_threads), replica)
         return None
     if action == "load_silo":  # (the rows come from this worker's own storage)
         index, source, objective, n_threads = args
-        add_partition(worker_address, fit_id, digest, index,
-                      load_partition(*read_silo_rows(**source), objective, index, n_threads))
+        fit = _fit(worker_address, fit_id, digest, create=True)
+        if fit.silo or fit.states or fit.replicas:
+            raise PermissionError("a silo loads its rows into a fit of its own, once: this "
+                                  "fit already holds partitions here")
+        fit.silo = True  # (before the rows are read, and for the fit's life)
+        state = load_partition(*read_silo_rows(**source), objective, index, n_threads)
+        with fit.lock:
+            fit.states[int(index)] = state
         return None
     fit = _fit(worker_address, fit_id, digest)
+    fit.check_silo_call(action, args)
     if action == "touch":
         return None
     if action == "partial":
@@ -334,8 +377,8 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
     -------
     dict
         :func:`~dpxgb_dask.cluster.wire.reply` of the result with ``seconds``, its compute
-        time (which stays with the coordinator, in the cluster), or
-        :func:`~dpxgb_dask.cluster.wire.error_reply`.
+        time (which stays with the coordinator, in the cluster; a silo does not send it),
+        or :func:`~dpxgb_dask.cluster.wire.error_reply`.
     """
     address = worker.address
     if action == "drop":
@@ -354,6 +397,9 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
         if action == "round" and args[1] is not None:
             result = await reduce_along_tree(worker, fit, capability, args[1], result,
                                              add_results)
+        held = _fits_of(address).get(fit)
+        if held is not None and held.silo:  # (a silo's compute time grows with its rows)
+            return reply(result)
         return reply(result, seconds=seconds)
     except Exception as exc:  # returned, not raised: the comm would lose its type
         return error_reply(exc)

@@ -204,7 +204,7 @@ class TrainParams:
         sets it; :class:`~dpxgb_dask.boosting.scores.EvaluationScores`), under the budget
         share "eval". 0: none.
     cross_silo : {None, "local", "secure"}
-        Who adds the noise: the coordinator; each silo (to its own sums); or each silo a share.
+        Who adds the noise: the coordinator (not on a SiloTable); each silo; each silo a share.
     eval_metric : tuple of str, optional
         The metrics of the private evaluation sets (XGBoost's names, among
         :data:`~dpxgb_dask.objective.PRIVATE_METRICS`; default the objective's first).

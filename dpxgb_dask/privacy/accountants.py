@@ -486,29 +486,10 @@ class PLDAccountant(Accountant):
             out.append(self._compose(plds))
         return out
 
-    def privacy_loss_distribution(self, ledger, delta):
-        """The composed ``PrivacyLossDistribution`` of the ledger.
-
-        Parameters
-        ----------
-        ledger : Ledger
-        delta : float
-            δ at which the valid descriptions of pure-ε subsamples (amplified or not, for the
-            whole ledger at once) are compared; the one with the smaller ε is returned.
-
-        Returns
-        -------
-        dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
-        """
-        delta = check_delta(delta)
-        options = self._options(ledger)
-        if len(options) == 1:
-            return options[0]
-        return min(options, key=lambda p: p.get_epsilon_for_delta(delta))
-
     def get_epsilon(self, ledger, delta):
         """ε at δ of the composed privacy loss distribution (the better valid description);
-        ∞ for a ledger with a private selection (see the module docstring)."""
+        ∞ for a ledger with a private selection or distributed noise (see the module
+        docstring)."""
         delta = check_delta(delta)
         if rdp_only(ledger):
             return math.inf
@@ -516,7 +497,7 @@ class PLDAccountant(Accountant):
 
     def get_delta(self, ledger, epsilon):
         """δ at ε of the composed privacy loss distribution (the better valid description);
-        1 for a ledger with a private selection."""
+        1 for a ledger with a private selection or distributed noise."""
         epsilon = check_epsilon(epsilon)
         if rdp_only(ledger):
             return 1.0

@@ -95,13 +95,19 @@ def check_within(events, epsilon, delta, accountant):
     events = list(events)
     spent = float(accountant.get_epsilon(Ledger(events), delta)) if events else 0.0
     if spent > epsilon:
-        hint = ("; a private selection or distributed noise is accounted by RDP alone: use "
-                "a budget with accountant 'rdp' or 'best'") \
-            if math.isinf(spent) and rdp_only(events) else ""
+        hint = _rdp_only_hint(events, spent)
         raise BudgetError(f"{len(events)} releases would bring the privacy loss to "
                           f"epsilon={spent:.6g} at delta={delta:g} ({accountant!r}), above "
-                          f"the budget epsilon={epsilon:g}{hint}")
+                          f"the budget epsilon={epsilon:g}{'; ' + hint if hint else ''}")
     return spent
+
+
+def _rdp_only_hint(events, spent):
+    """Why ``events`` spend ε = ∞ when RDP alone accounts them (else "")."""
+    if math.isinf(spent) and rdp_only(events):
+        return ("a private selection or distributed noise is accounted by RDP alone: use a "
+                "budget with accountant 'rdp' or 'best'")
+    return ""
 
 
 def fit_events(events, fit_id):
@@ -235,12 +241,13 @@ class PrivacyBudget:
         except BudgetError:
             total = self._epsilon_of(self._events() + planned)
             spent_before = self.spent()
+            advice = _rdp_only_hint(planned, total) \
+                or "Lower epsilon or n_estimators, or use another budget"
             raise BudgetError(
                 f"budget {self.name!r} refuses this fit: its releases would bring the total "
                 f"to epsilon = {total:.6g} (at delta = {self.delta:g}, {self.accountant} "
                 f"accountant) above the budget's {self.epsilon:g}; {spent_before:.6g} is "
-                f"spent by {len(self.fits)} fits. Nothing was spent. Lower epsilon or "
-                "n_estimators, or use another budget.") from None
+                f"spent by {len(self.fits)} fits. Nothing was spent. {advice}.") from None
         return total
 
     def settle(self, fit_id, events, state):

@@ -30,7 +30,8 @@ module implements the pairwise masks of Bonawitz et al. [1]_ without their dropo
 4. Each pair's mask is added by one end and subtracted by the other, so the masks cancel in
    ``sum_i y_i`` and the coordinator recovers ``sum_i x_i`` mod 2**64 (:func:`unmask_sum`),
    which is the exact sum read as two's complement int64 whenever ``|sum_i x_i| < 2**63``
-   (:func:`check_sum_range` checks a public bound for it).
+   (the caller bounds its values publicly: a cross-silo fit's silos clip theirs to
+   2**62 / n_silos grid steps, and the noise shares stay far below the rest).
 
 There is no dropout recovery and no unmasking of a lost silo's masks: if any silo's vector
 is missing, the masks do not cancel, the round fails and is not retried with the same label.
@@ -79,14 +80,13 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from .randomness import chacha20_keystream
 
-__all__ = ["PairwiseMasks", "SiloKeyPair", "check_sum_range", "mask_values", "unmask_sum"]
+__all__ = ["PairwiseMasks", "SiloKeyPair", "mask_values", "unmask_sum"]
 
 _KEY_DOMAIN = b"dpxgb_dask.secure-sum.v1"
 _PUBLIC_KEY_BYTES = 32
 _MAX_LABEL = (1 << 64) - 1
 #: One ChaCha20 nonce gives 2**32 blocks of 64 bytes, i.e. 2**35 uint64 words.
 _MAX_SIZE = 1 << 35
-_WRAP = 1 << 63
 
 
 def _check_int(value, name, low, high):
@@ -380,8 +380,7 @@ def unmask_sum(masked):
         ``sum_i masked[i]`` mod 2**64, read as two's complement. It equals the true sum of
         the silos' values when that sum lies in [-2**63, 2**63); otherwise it is the true
         sum wrapped modulo 2**64 and no error can be raised, since the coordinator sees
-        only the wrapped value. Check a public bound with :func:`check_sum_range` before
-        the fit.
+        only the wrapped value: bound the values publicly before they are masked.
 
     Raises
     ------
@@ -404,42 +403,3 @@ def unmask_sum(masked):
         else:
             np.add(total, vector, out=total)
     return total.view(np.int64)
-
-
-def check_sum_range(bound_per_silo, n_silos):
-    """Check that ``n_silos`` vectors bounded by ``bound_per_silo`` sum without wrapping.
-
-    Parameters
-    ----------
-    bound_per_silo : int
-        A public bound on the absolute value of every word of every silo's vector (values
-        and noise share together), >= 0.
-    n_silos : int
-        The number of silos, >= 1.
-
-    Returns
-    -------
-    int
-        ``n_silos * bound_per_silo``, a bound on the absolute value of every word of the sum.
-
-    Raises
-    ------
-    ValueError
-        If an argument is not an int in its range, or if ``n_silos * bound_per_silo >=
-        2**63``: the sum could then leave [-2**63, 2**63) and :func:`unmask_sum` would
-        return it wrapped modulo 2**64.
-
-    Notes
-    -----
-    The check is on public quantities: the bound must not be read off the data. Noise shares
-    are unbounded in principle (discrete Gaussian); the caller bounds them by clipping or by
-    a tail bound of negligible probability and includes that in ``bound_per_silo``.
-    """
-    bound_per_silo = _check_int(bound_per_silo, "bound_per_silo", 0, _WRAP - 1)
-    n_silos = _check_int(n_silos, "n_silos", 1, _WRAP - 1)
-    total = n_silos * bound_per_silo
-    if total >= _WRAP:
-        raise ValueError(f"n_silos * bound_per_silo must be < 2**63 so that the masked sum does "
-                         f"not wrap, got {n_silos} * {bound_per_silo} = {total} >= 2**63; lower "
-                         "the fixed-point scale or the clipping bound")
-    return total

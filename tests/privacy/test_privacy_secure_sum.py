@@ -10,7 +10,6 @@ import pytest
 from dpxgb_dask.privacy.secure_sum import (
     PairwiseMasks,
     SiloKeyPair,
-    check_sum_range,
     mask_values,
     unmask_sum,
 )
@@ -265,17 +264,3 @@ def test_pairwise_masks_constructor_checks_its_keys():
         PairwiseMasks(0, 1, {})
 
 
-def test_check_sum_range():
-    assert check_sum_range(2**62 - 1, 2) == 2**63 - 2
-    assert check_sum_range((2**63 - 1) // 8, 8) == 8 * ((2**63 - 1) // 8)
-    assert check_sum_range(0, 100) == 0
-    with pytest.raises(ValueError, match=r"n_silos \* bound_per_silo must be < 2\*\*63"):
-        check_sum_range(2**62, 2)
-    with pytest.raises(ValueError, match=r"n_silos \* bound_per_silo must be < 2\*\*63"):
-        check_sum_range(2**60, 8)
-    with pytest.raises(ValueError, match=r"bound_per_silo must be an int in \[0, "):
-        check_sum_range(-1, 2)
-    with pytest.raises(ValueError, match=r"bound_per_silo must be an int"):
-        check_sum_range(1.5, 2)
-    with pytest.raises(ValueError, match=r"n_silos must be an int in \[1, "):
-        check_sum_range(10, 0)
