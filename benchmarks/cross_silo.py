@@ -19,11 +19,11 @@ Usage::
    shuffled (per seed and fold) and cut into equal contiguous chunks, so each silo holds
    a random share of the rows; the central fit gets the same shuffled rows in as many
    partitions as the most silos (its sums are exact, so its partitioning does not matter:
-   the script checks it on the first seed). Repetition ``s`` keys the random trees (and
-   the central noise) with ``SEED_BASE + 1000·s + fold`` as reproduce.py does; the silos'
-   noise is each silo's own secret, so the silo modes' cells are not bit-reproducible.
-   The same seed gives the same random trees in every mode: the modes differ only in
-   their noise.
+   the script checks it, with seeded noise, on the first seed). Repetition ``s`` keys
+   the random trees with ``SEED_BASE + 1000·s + fold`` as reproduce.py does; the noise
+   is fresh in every mode (each silo's own secret, or the coordinator's, unseeded), so
+   each run draws every mode's noise again and no cell is bit-reproducible. The same
+   seed gives the same random trees in every mode: the modes differ only in their noise.
 2. **Time and bytes per tree round** on a LocalCluster of k worker processes x 1 thread,
    one silo per worker, for each silo count k, on a synthetic table (``--rows`` x 50
    float32, ``bench_execution.classification``, public bounds ±8): Adult's 30k rows are
@@ -57,7 +57,7 @@ MODE_LABELS = {None: "central", "local": "local noise", "secure": "secure aggreg
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "cross_silo.md"
 
 
-def silo_params(data, epsilon, mode, noise_seed):
+def silo_params(data, epsilon, mode, tree_seed, seeded_noise=False):
     """One fit's parameters: the defaults as resolved for a cross-silo fit, in ``mode``.
 
     Parameters
@@ -65,8 +65,10 @@ def silo_params(data, epsilon, mode, noise_seed):
     data : reproduce.LoadedData
     epsilon : float
     mode : {None, "local", "secure"}
-    noise_seed : int
-        Keys the random trees (and, centrally, the noise).
+    tree_seed : int
+        Keys the random trees.
+    seeded_noise : bool
+        Central: key the noise by ``tree_seed`` too (reproducible).
 
     Returns
     -------
@@ -81,7 +83,7 @@ def silo_params(data, epsilon, mode, noise_seed):
               # a cross-silo fit samples no rows (params/silos.py: cross_silo_defaults);
               # central fits the same, where its default at small epsilon would subsample
               "subsample": 1.0,
-              "random_state": noise_seed, "reproducible_noise": True}
+              "random_state": tree_seed, "reproducible_noise": seeded_noise}
     if data.label_bounds is not None:
         params["label_bounds"] = data.label_bounds
     return params
@@ -130,12 +132,14 @@ def run_grid(data, epsilons, n_seeds, silos):
             folds = {key: [[] for _ in configs] for key in keys}
             for fold, X, y, X_test, y_test in shuffled_splits(data, s):
                 for c, (_, mode, k) in enumerate(configs):
-                    params = silo_params(data, eps, mode, SEED_BASE + 1000 * s + fold)
-                    prediction, _ = fit_predict(params, X, y, X_test, None, n_partitions=k)
+                    seed = SEED_BASE + 1000 * s + fold
+                    prediction, _ = fit_predict(silo_params(data, eps, mode, seed), X, y,
+                                                X_test, None, n_partitions=k)
                     if mode is None and s == 0 and fold == 0:
-                        central_same.append(all(np.array_equal(prediction, fit_predict(
-                            params, X, y, X_test, None, n_partitions=other)[0])
-                            for other in silos if other != k))
+                        seeded = silo_params(data, eps, mode, seed, seeded_noise=True)
+                        central_same.append(len({fit_predict(
+                            seeded, X, y, X_test, None, n_partitions=n)[0].tobytes()
+                            for n in silos}) == 1)
                     for key, value in score(data.spec, y_test, prediction).items():
                         folds[key][c].append(value)
             for key in keys:
@@ -156,8 +160,9 @@ def spread_rows(data, scores, epsilons, silos):
         standard deviation over seeds.
     z : list of float
         Per cell, (secure mean − central mean) / its standard error
-        √((s²_central + s²_secure) / seeds), sample variances: about N(0, 1) when both
-        modes draw from the same distribution.
+        √((s²_central + s²_secure) / seeds), sample variances, signed so that z > 0 when
+        secure aggregation does better: about N(0, 1) when both modes draw from the same
+        distribution.
     """
     rows, misses, z = [], [], []
     for metric in data.spec.metrics:
@@ -168,8 +173,9 @@ def spread_rows(data, scores, epsilons, silos):
                 local, secure = values[1 + i, e], values[1 + len(silos) + i, e]
                 gap = secure.mean() - central.mean()
                 within = abs(gap) <= central.std()
-                z.append(gap / np.sqrt((central.var(ddof=1) + secure.var(ddof=1))
-                                       / central.size))
+                better = -1.0 if metric.lower_is_better else 1.0
+                z.append(better * gap / np.sqrt((central.var(ddof=1) + secure.var(ddof=1))
+                                                / central.size))
                 rows.append([metric.label, f"{eps:g}", str(k),
                              f"{central.mean():.{d}f} ± {central.std():.{d}f}",
                              f"{local.mean() - central.mean():+.{d}f}",
@@ -218,7 +224,8 @@ def section_utility(args, report):
                *markdown_table(["dataset", "metric", "ε", "silos", "central",
                                 "local − central", "secure − central",
                                 "\\|secure − central\\| / central sd",
-                                "secure within central's sd", "z"], comparison), "",
+                                "secure within central's sd", "z (> 0: secure better)"],
+                              comparison), "",
                "Local − central is the local-noise mode's cost (its sum carries the silo "
                "count times the central noise variance). Within central's sd: |secure mean "
                "− central mean| ≤ central's standard deviation over seeds (population sd). "
@@ -226,18 +233,20 @@ def section_utility(args, report):
                "distribution exceeds one sd with probability "
                f"{math.erfc(math.sqrt(args.seeds) / 2):.2f}, and central's sd over so few "
                "seeds is itself uncertain. z: (secure mean − central mean) / √((s²_central "
-               "+ s²_secure) / seeds), sample variances; about N(0, 1) when the two modes "
-               "draw from the same distribution.", "",
+               "+ s²_secure) / seeds), sample variances, signed to be positive when secure "
+               "aggregation does better; about N(0, 1) when the two modes draw from the "
+               "same distribution.", "",
                f"Secure aggregation outside central's sd in {len(misses)} of "
                f"{len(comparison)} cells" + (":" if misses else "."), "",
                *([f"- {miss}" for miss in misses] + [""] if misses else []),
                f"z over the {len(z)} cells: mean {np.mean(z):+.2f}, sd {np.std(z):.2f}; "
-               f"|z| > 2 in {sum(abs(v) > 2 for v in z)} (about 5% of cells under the same "
-               "distribution; the cells of one dataset and ε share central's fits, so they "
-               "are not independent).", "",
-               f"Central's partitioning: identical predictions at every silo count's "
-               f"partitioning in {sum(checks)} of {len(checks)} checks (first seed and fold, "
-               "each dataset and ε).", "")
+               f"secure better (z > 0) in {sum(v > 0 for v in z)}; z > 2 in "
+               f"{sum(v > 2 for v in z)} and z < −2 in {sum(v < -2 for v in z)} (about 2.5% "
+               "of cells each under the same distribution; the cells of one dataset and ε "
+               "share central's fits, so they are not independent).", "",
+               f"Central's partitioning: with seeded noise, identical predictions at every "
+               f"silo count's partitioning in {sum(checks)} of {len(checks)} checks (first "
+               "seed and fold, each dataset and ε).", "")
 
 
 def _resolved(data, epsilons):

@@ -365,7 +365,8 @@ def _add_silo_arguments(tr):
                          "ends with .csv, else parquet)")
     tr.add_argument("--cross-silo", choices=[m for m in CROSS_SILO_MODES if m],
                     help="each silo adds the noise to its own sums (local), or a share of it "
-                         "to masked sums (secure); default: the coordinator adds it")
+                         "to masked sums (secure); default: the coordinator adds it "
+                         "(refused with --silo)")
 
 
 def cmd_predict(args):

@@ -62,10 +62,10 @@ class SiloTable:
     columns), reads its file, checks the columns (a missing one is an error naming it and
     the path) and keeps the rows as one partition; it answers nothing about them. The
     silos' partitions have no copy elsewhere and are never moved: a silo lost during the
-    fit ends it with an error naming the silo. With ``cross_silo=None`` the rows stay on
-    the silos but the coordinator, in the scheduler, sees the silos' exact sums (central
-    DP); with ``cross_silo="local"`` each silo adds its own noise
-    (:mod:`~dpxgb_dask.boosting.silos`). A fit on a silo table takes no ``sample_weight``,
+    fit ends it with an error naming the silo. A silo's worker answers only its own
+    releases, so the fit names ``cross_silo="local"`` (each silo adds its own noise) or
+    ``"secure"`` (each a share, masked) (:mod:`~dpxgb_dask.boosting.silos`); a fit on a
+    silo table with ``cross_silo=None`` is refused. A fit on a silo table takes no ``sample_weight``,
     ``base_margin``, ``weight_bound`` or private evaluation sets (``evals``: their rows
     would be placed on the silos' workers).
 

@@ -40,9 +40,8 @@ class SiloPlan:
     def __init__(self, n_silos, secure, initial_score, candidates, leaf_method,
                  hessian_denominators):
         self.n_silos, self.secure = int(n_silos), bool(secure)
-        if self.secure and self.n_silos < 2:
-            raise ValueError(f"secure aggregation needs at least 2 silos, the fit has "
-                             f"{self.n_silos}: load its rows on 2 or more workers")
+        if self.secure:
+            check_secure_silos(self.n_silos)
         self._labels = itertools.count()
         denominator = 1 if hessian_denominators else 2
         self._init = self._refresh = None
@@ -116,6 +115,13 @@ class SiloFitLedger(FitLedger):
         super().record(dict(fields, **silo_event_fields(fields, self.n_silos, self.secure)))
 
 
+def check_secure_silos(n_silos):
+    """Refuse secure aggregation over fewer than 2 silos (the masks need a peer)."""
+    if n_silos < 2:
+        raise ValueError(f"secure aggregation needs at least 2 silos, the fit has "
+                         f"{n_silos}: load its rows on 2 or more workers")
+
+
 def silo_event_fields(fields, n_silos, secure):
     """How a cross-silo fit's silos change a release's ledger fields.
 
@@ -158,6 +164,8 @@ def planned_silo_events(events, n_silos, secure):
     -------
     list of PrivacyEvent
     """
+    if secure:
+        check_secure_silos(n_silos)
     return [dataclasses.replace(event, **silo_event_fields(
         {"parallel_over": event.parallel_over, "n_parallel": event.n_parallel}, n_silos,
         secure)) for event in events]

@@ -27,6 +27,7 @@ import numpy as np
 from distributed import Client, LocalCluster, default_client
 from distributed.protocol import to_serialize
 
+from ..boosting.silo_plan import planned_silo_events
 from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
 from ..progress import ProgressDisplay
 from ..silo_table import SiloTable
@@ -100,6 +101,21 @@ def ask_budgets(client, **message):
         return unpack_reply(c.sync(c.scheduler.dpxgb_budget, **message))
 
 
+def _planned_events(params, planning, X):
+    """The releases a budget admits the fit for (plain dicts), or None without a budget;
+    a cross-silo fit's as its silos make them
+    (:func:`~dpxgb_dask.boosting.silo_plan.planned_silo_events`)."""
+    if params.budget is None:
+        return None
+    events = planning.result().ledger().events
+    if params.cross_silo is not None:
+        # (the silos' count is known once they loaded, and any count gives the same
+        # epsilon: parallel over the silos, or noise_shares >= 2)
+        events = planned_silo_events(events, len(X.silos) if isinstance(X, SiloTable)
+                                     else 2, params.cross_silo == "secure")
+    return [e.to_dict() for e in events]
+
+
 def run_fit(client, params, planning, X, y, objective, n_features, feature_names, verbose,
             n_partitions, with_timings, init_model, callbacks=(), evals=(), selection=None):
     """Fit on ``client``'s cluster: register dpxgb's plugins, have the scheduler admit the
@@ -141,10 +157,8 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
     capability = os.urandom(32)
     # Before any row is read: a fit the budget refuses loads nothing. (The coordinator
     # checks again, and reserves atomically, before its first release.)
-    events = None if params.budget is None else [
-        e.to_dict() for e in planning.result().ledger().events]
     unpack_reply(client.sync(client.scheduler.dpxgb_budget, action="admit", name=params.budget,
-                             fit_id=fit_id, events=events))
+                             fit_id=fit_id, events=_planned_events(params, planning, X)))
     coordinated = False
     eval_ids = [f"{fit_id}-eval{i}" for i in range(len(evals))]
     try:

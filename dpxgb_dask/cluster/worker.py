@@ -28,10 +28,11 @@ client and its coordinator; the worker keeps only its SHA-256), and names an act
 ==============  =====================================================================
 
 A fit whose rows a silo read itself (``load_silo``) is the silo's: from then on its worker
-answers only silo releases (:func:`~dpxgb_dask.boosting.silos.release_at_silo`) and
-refuses rows from elsewhere, aggregates per partition or without a release, and rounds
-whose step names no release, whoever holds the capability; its replies carry no compute
-time.
+answers only silo releases (:func:`~dpxgb_dask.boosting.silos.release_at_silo`, at the
+noise scales the request names: the silo trusts its caller for those) and refuses rows
+from elsewhere, aggregates per partition or without a release, rounds whose step names
+no release, a round number run before, and a second key agreement, whoever holds the
+capability; its replies carry no compute time.
 
 The plugin is registered once per cluster by the first fit and stays, like an installed
 library: it holds no data between fits. This module imports only what a partition needs
@@ -124,6 +125,7 @@ class _FitOnWorker:
         self.key_pair = self.silo_masks = None
         # set by a silo's own load: from then on the worker answers only silo releases
         self.silo = False
+        self.last_round = -1  # (a silo's: a round number is never run twice)
 
     def silo_noise(self):
         """This worker's secret noise source for the fit, as a silo of a cross-silo fit
@@ -134,7 +136,9 @@ class _FitOnWorker:
 
     def silo_key(self):
         """This silo's public key for the fit's secure aggregation (its key pair, fresh
-        per fit, never leaves the worker)."""
+        per fit and made once, never leaves the worker)."""
+        if self.key_pair is not None:
+            raise PermissionError("silo_key is made once per fit: this silo has its key")
         self.key_pair = SiloKeyPair()
         return self.key_pair.public_bytes
 
@@ -148,14 +152,19 @@ class _FitOnWorker:
                              f"got {len(addresses)} other addresses")
         if self.key_pair is None:
             raise ValueError("silo_peers needs this silo's key: call silo_key first")
+        if self.silo_masks is not None:  # (new masks would use their labels again)
+            raise PermissionError("silo_peers is agreed once per fit: this silo has its "
+                                  "masks")
         self.silo_masks = self.key_pair.masks(addresses.index(worker_address),
                                               list(public_keys), context)
 
     def check_silo_call(self, action, args):
         """Refuse, on a silo's own rows, every call that could answer more than a silo
         release (:func:`~dpxgb_dask.boosting.silos.release_at_silo`): rows from elsewhere
-        (``load``, ``restore``), aggregates asked per partition or without a release, and
-        rounds that answer sums without one (checked before the round runs)."""
+        (``load``, ``restore``), aggregates asked per partition or without a release,
+        rounds that answer sums without one, and a round number run before (a partition
+        answers it again from its last result: ``PartitionState.run``). Call it under
+        ``lock``, before the call runs."""
         if not self.silo:
             return
         if action in ("load", "restore"):
@@ -166,9 +175,16 @@ class _FitOnWorker:
             if per_partition or not release:
                 raise PermissionError("an aggregate of a silo's rows must be a silo release "
                                       "of their sum (not per partition, not exact)")
-        if action == "round" and args[0].returns_sums and args[0].silo_release is None:
-            raise PermissionError("a round's sums of a silo's rows must be a silo release "
-                                  "(the step names none)")
+        if action == "round":
+            step = args[0]
+            if step.returns_sums and step.silo_release is None:
+                raise PermissionError("a round's sums of a silo's rows must be a silo "
+                                      "release (the step names none)")
+            if step.seq <= self.last_round:
+                raise PermissionError(f"round {step.seq} is refused on a silo's own rows: "
+                                      f"round {self.last_round} ran, and a silo never "
+                                      "runs a round again")
+            self.last_round = step.seq
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -214,8 +230,8 @@ def add_partition(worker_address, fit_id, digest, index, state, replica=False):
         The fit holds a silo's own rows (``_FitOnWorker.check_silo_call``).
     """
     fit = _fit(worker_address, fit_id, digest, create=True)
-    fit.check_silo_call("load", None)
     with fit.lock:
+        fit.check_silo_call("load", None)
         (fit.replicas if replica else fit.states)[int(index)] = state
 
 
@@ -289,35 +305,38 @@ def execute(worker_address, fit_id, capability, action, args):
     digest = capability_digest(capability)
     if action == "load":
         index, X, y, objective, n_threads, replica = args
-        _fit(worker_address, fit_id, digest, create=True).check_silo_call(action, args)
+        fit = _fit(worker_address, fit_id, digest, create=True)
+        with fit.lock:
+            fit.check_silo_call(action, args)
         add_partition(worker_address, fit_id, digest, index,
                       load_partition(X, y, objective, index, n_threads), replica)
         return None
     if action == "load_silo":  # (the rows come from this worker's own storage)
         index, source, objective, n_threads = args
         fit = _fit(worker_address, fit_id, digest, create=True)
-        if fit.silo or fit.states or fit.replicas:
-            raise PermissionError("a silo loads its rows into a fit of its own, once: this "
-                                  "fit already holds partitions here")
-        fit.silo = True  # (before the rows are read, and for the fit's life)
+        with fit.lock:
+            if fit.silo or fit.states or fit.replicas:
+                raise PermissionError("a silo loads its rows into a fit of its own, once: "
+                                      "this fit already holds partitions here")
+            fit.silo = True  # (before the rows are read, and for the fit's life)
         state = load_partition(*read_silo_rows(**source), objective, index, n_threads)
         with fit.lock:
             fit.states[int(index)] = state
         return None
     fit = _fit(worker_address, fit_id, digest)
-    fit.check_silo_call(action, args)
     if action == "touch":
         return None
     if action == "partial":
         tag, result = args
         MAILBOXES.put(worker_address, fit_id, tag, result)
         return None
-    if action == "silo_key":
-        return fit.silo_key()
-    if action == "silo_peers":
-        return fit.silo_peers(worker_address, *args)
     try:
         with fit.lock:
+            if action == "silo_key":
+                return fit.silo_key()
+            if action == "silo_peers":
+                return fit.silo_peers(worker_address, *args)
+            fit.check_silo_call(action, args)
             return _execute(fit, action, args)
     finally:
         fit.touched = time.monotonic()  # a long computation must not expire its own fit

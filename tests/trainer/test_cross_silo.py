@@ -9,8 +9,10 @@ from sklearn.metrics import roc_auc_score
 
 from dpxgb_dask import train
 from dpxgb_dask.boosting import silos
+from dpxgb_dask.boosting.silo_plan import planned_silo_events
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.privacy.accountants import PLDAccountant
+from dpxgb_dask.privacy.accountants import PLDAccountant, RDPAccountant
+from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.privacy.secure_sum import SiloKeyPair
 from dpxgb_dask.privacy.randomness import NoiseSource
 from dpxgb_dask.training import train_in_process
@@ -175,6 +177,39 @@ def test_a_secure_fit_learns_as_the_central_one_and_only_rdp_accounts_it(
                        init_score="dp_mean", feature_bounds=[[0.0, 1.0]])
     with pytest.raises(ValueError, match="at least 2 silos"):
         train_in_process(_params(cross_silo="secure", **params), X, y, 1)
+
+
+@pytest.mark.parametrize("cross_silo, extra", [
+    ("local", {"init_score": "dp_mean"}),
+    ("local", {"split_candidates": "dp_sketch"}),
+    ("local", {"objective": "multi:softprob", "num_class": 3}),
+    ("secure", {"split_candidates": "iterative_hessian"}),
+    ("secure", {"objective": "multi:softprob", "num_class": 3}),
+])
+def test_a_budget_reserves_what_a_silo_fit_records(classification_data, cross_silo, extra):
+    """The events a budget reserves for a cross-silo fit (its plan's, as the silos make
+    them) are the events the fit records, one for one, in all the accountants read: the
+    ``profile`` (sensitivity cancels out), the parallel axes and the noise shares (a tree
+    may have fewer leaves than planned: its parallel count is then smaller)."""
+    X, y, _ = classification_data
+    if extra.get("objective") == "multi:softprob":
+        y = (np.nan_to_num(X[:, 0]) > 0) + (np.nan_to_num(X[:, 1]) > 0).astype(np.int64)
+    given = dict(dict(epsilon=2.0, n_estimators=6, max_depth=3, cross_silo=cross_silo,
+                      feature_bounds=np.tile([-4.0, 4.0], (6, 1))), **extra)
+    _, fit = train_in_process(resolve_params(given.pop("objective", "binary:logistic"),
+                                             **given), X, y, 3)
+    planned = planned_silo_events(fit.plan.ledger().events, 3, cross_silo == "secure")
+
+    def plain(events):
+        return sorted(repr((e.purpose, e.tree, e.depth, e.profile, e.sampling_rate,
+                            e.parallel_over, e.noise_shares)) for e in events)
+
+    assert plain(planned) == plain(fit.ledger.events) and len(planned) > 6
+    for accountant in (RDPAccountant(), PLDAccountant()):
+        assert accountant.get_epsilon(Ledger(planned), 1e-6) == pytest.approx(
+            accountant.get_epsilon(fit.ledger, 1e-6), rel=1e-9)
+    with pytest.raises(ValueError, match="secure aggregation needs at least 2 silos"):
+        planned_silo_events(fit.plan.ledger().events, 1, True)
 
 
 @pytest.mark.parametrize("n_silos", [2, 8])

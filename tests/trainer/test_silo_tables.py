@@ -4,6 +4,7 @@ rows never pass through the user's process or the scheduler, and a silo lost dur
 fit ends it with an error naming the silo. From the Python API, the estimators and the
 command line, with ``cross_silo="local"`` and ``"secure"``; a silo's worker answers only
 its releases, whoever calls it."""
+import asyncio
 import json
 from dataclasses import replace
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import dask
 import numpy as np
@@ -23,7 +25,7 @@ from sklearn.metrics import roc_auc_score
 from dpxgb_dask import (BudgetError, DPXGBClassifier, DPXGBRegressor, SiloTable, budget_status,
                         create_budget, load_model, train)
 from dpxgb_dask.cluster.backend import WorkerLost
-from dpxgb_dask.cluster.codec import decode
+from dpxgb_dask.cluster.codec import decode, encode
 from dpxgb_dask.cluster.scheduler import DPXGBSchedulerPlugin
 from dpxgb_dask.cluster.wire import PLUGIN_NAME, capability_digest
 from dpxgb_dask.boosting import protocol
@@ -32,6 +34,7 @@ from dpxgb_dask.cluster import worker
 from dpxgb_dask.cluster.worker import DPXGBWorkerPlugin, fits_on
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.privacy.ledger import Ledger
+from dpxgb_dask.privacy.secure_sum import SiloKeyPair
 
 FEATURES = [f"c{i}" for i in range(6)]
 BOUNDS = np.tile([-4.0, 4.0], (6, 1))
@@ -363,8 +366,28 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
                                                          1),))
         histogram = call("round", replace(step, silo_release=leaf), None)
         assert histogram["sum_gradients"].any() and not histogram["count"].any()
+        for replay in (protocol.Round(seq=1), replace(step, silo_release=replace(
+                leaf, purpose="again"))):  # (a partition answers its last round again)
+            with pytest.raises(PermissionError, match="never runs a round again"):
+                call("round", replay, None)
+        key = worker.execute(address, fit, capability, "silo_key", None)
+        with pytest.raises(PermissionError, match="made once per fit"):
+            worker.execute(address, fit, capability, "silo_key", None)
+        peers = ([address, "tcp://peer:1"], [key, SiloKeyPair().public_bytes], b"c" * 16)
+        call("silo_peers", *peers)
+        with pytest.raises(PermissionError, match="agreed once per fit"):
+            call("silo_peers", *peers)
+        answer = asyncio.run(worker.handle_call(
+            SimpleNamespace(address=address), fit=fit, capability=capability,
+            action="aggregate", payload=encode(("class_counts", False, (2,), replace(
+                counts, purpose="counted")))))
+        assert "payload" in answer and "seconds" not in answer  # (its time: the rows')
         other = "e" * 32
         call("load", 0, np.zeros((3, 6)), np.zeros(3), objective, 1, False, fit_id=other)
+        answer = asyncio.run(worker.handle_call(
+            SimpleNamespace(address=address), fit=other, capability=capability,
+            action="aggregate", payload=encode(("class_counts", False, (2,)))))
+        assert "seconds" in answer and decode(answer["payload"]).tolist() == [3, 0]
         with pytest.raises(PermissionError, match="a fit of its own"):
             call("load_silo", 1, source, objective, 1, fit_id=other)
     finally:
