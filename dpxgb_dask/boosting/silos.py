@@ -148,7 +148,8 @@ def release_at_silo(answer, release, source, masks=None):
     Raises
     ------
     ValueError
-        ``answer`` is no array, or ``release.fields`` names a part twice (which would
+        ``answer`` is no array, ``release.n_shares`` is not the number of silos of
+        ``masks``, or ``release.fields`` names a part twice (which would
         release it twice with independent noise: the whole answer, None, overlaps every
         part) or holds more than ``MAX_FIELDS``.
 
@@ -167,6 +168,10 @@ def release_at_silo(answer, release, source, masks=None):
             or len(fields) > MAX_FIELDS:
         raise ValueError(f"release.fields must name distinct parts (the whole answer, None, "
                          f"alone), at most {MAX_FIELDS}: each part is released once")
+    if release.n_shares and (masks is None or masks.n_silos != release.n_shares):
+        raise ValueError(f"release.n_shares must be the number of silos this silo agreed "
+                         f"masks with ({'none' if masks is None else masks.n_silos}), got "
+                         f"{release.n_shares}: each silo adds its share of the noise")
     names = answer.dtype.names
     released = []
     for index, part in enumerate(release.fields):

@@ -32,7 +32,8 @@ answers only silo releases (:func:`~dpxgb_dask.boosting.silos.release_at_silo`, 
 noise scales the request names: the silo trusts its caller for those) and refuses rows
 from elsewhere, aggregates per partition or without a release, rounds whose step names
 no release, a round number run before, and a second key agreement, whoever holds the
-capability; its replies carry no compute time.
+capability; its replies carry no compute time. Its operator may cap what it releases in
+one fit (:func:`silo_budget`, Dask config ``dpxgb.silo.max-epsilon``).
 
 The plugin is registered once per cluster by the first fit and stays, like an installed
 library: it holds no data between fits. This module imports only what a partition needs
@@ -62,6 +63,7 @@ from ..boosting.silos import release_at_silo
 from ..inputs import read_silo_rows
 from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
+from ..privacy.silo_budget import SiloBudget
 from .codec import ARRAY_KINDS, decode
 from .reduction import MAILBOXES, reduce_along_tree
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
@@ -112,6 +114,10 @@ class DPXGBWorkerPlugin(WorkerPlugin):
         forget_worker(address)
 
 
+#: Dask's config keys of a silo's cap on one fit's releases (:func:`silo_budget`).
+SILO_MAX_EPSILON, SILO_DELTA = "dpxgb.silo.max-epsilon", "dpxgb.silo.delta"
+
+
 class _FitOnWorker:
     """The partitions of one fit on one worker."""
 
@@ -126,6 +132,7 @@ class _FitOnWorker:
         # set by a silo's own load: from then on the worker answers only silo releases
         self.silo = False
         self.last_round = -1  # (a silo's: a round number is never run twice)
+        self.silo_budget = None  # (a silo's operator's cap: silo_budget())
 
     def silo_noise(self):
         """This worker's secret noise source for the fit, as a silo of a cross-silo fit
@@ -158,6 +165,14 @@ class _FitOnWorker:
         self.silo_masks = self.key_pair.masks(addresses.index(worker_address),
                                               list(public_keys), context)
 
+    def release(self, total, release):
+        """This worker's release of its sums ``total`` as a silo
+        (:func:`~dpxgb_dask.boosting.silos.release_at_silo`), counted first against the
+        silo operator's cap, if any (:class:`~dpxgb_dask.privacy.silo_budget.SiloBudget`)."""
+        if self.silo_budget is not None:
+            self.silo_budget.charge(part.build() for part in release.fields)
+        return release_at_silo(total, release, self.silo_noise(), self.silo_masks)
+
     def check_silo_call(self, action, args):
         """Refuse, on a silo's own rows, every call that could answer more than a silo
         release (:func:`~dpxgb_dask.boosting.silos.release_at_silo`): rows from elsewhere
@@ -185,6 +200,22 @@ class _FitOnWorker:
                                       f"round {self.last_round} ran, and a silo never "
                                       "runs a round again")
             self.last_round = step.seq
+
+
+def silo_budget():
+    """The cap this worker's operator sets on what a silo releases in one fit, from Dask's
+    config on the worker: ``dpxgb.silo.max-epsilon`` (environment
+    ``DASK_DPXGB__SILO__MAX_EPSILON``; unset: no cap) at ``dpxgb.silo.delta`` (default
+    1e-6).
+
+    Returns
+    -------
+    SiloBudget or None
+    """
+    epsilon = dask.config.get(SILO_MAX_EPSILON, None)
+    if epsilon is None:
+        return None
+    return SiloBudget(epsilon, dask.config.get(SILO_DELTA, 1e-6))
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -319,6 +350,7 @@ def execute(worker_address, fit_id, capability, action, args):
                 raise PermissionError("a silo loads its rows into a fit of its own, once: "
                                       "this fit already holds partitions here")
             fit.silo = True  # (before the rows are read, and for the fit's life)
+            fit.silo_budget = silo_budget()
         state = load_partition(*read_silo_rows(**source), objective, index, n_threads)
         with fit.lock:
             fit.states[int(index)] = state
@@ -350,8 +382,7 @@ def _execute(fit, action, args):
         if per_partition:
             return results
         total = add_results(list(results.values()))
-        return release_at_silo(total, release[0], fit.silo_noise(), fit.silo_masks) \
-            if release else total
+        return fit.release(total, release[0]) if release else total
     if action == "prepare":
         for s in states:
             s.prepare(args)
@@ -361,7 +392,7 @@ def _execute(fit, action, args):
         total = add_results([s.run(step) for s in states])
         if step.silo_release is None or total is None:
             return total
-        return release_at_silo(total, step.silo_release, fit.silo_noise(), fit.silo_masks)
+        return fit.release(total, step.silo_release)
     if action == "restore":
         index, prepare, rounds = args
         state = fit.states.get(index) or fit.replicas.pop(index)

@@ -394,6 +394,35 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
         worker.forget_worker(address)
 
 
+def test_a_silos_operator_caps_what_it_releases_in_a_fit(silo_files):
+    """``dpxgb.silo.max-epsilon`` on a silo's worker: it counts each release's zCDP ρ and
+    refuses the one that would pass its cap, whatever noise the caller names; without
+    the key, no cap."""
+    address, fit, capability = "tcp://capped-silo:1", "c" * 32, os.urandom(32)
+    source = SiloTable(silo_files(), FEATURES, "target").source("0")
+    objective = Objective("binary:logistic")
+    counts = SiloRelease("init", fields=(FieldNoise(None, "gaussian", 1.0, 10.0, 1),))
+
+    def call(action, *args, fit_id=fit):
+        return worker.execute(address, fit_id, capability, action, args)
+
+    try:
+        with dask.config.set({"dpxgb.silo.max-epsilon": 1.0}):  # (ρ 0.0176 at δ 1e-6)
+            call("load_silo", 0, source, objective, 1)
+        for i in range(3):  # (ρ 0.005 each)
+            call("aggregate", "class_counts", False, (2,), replace(counts, purpose=f"c{i}"))
+        with pytest.raises(PermissionError, match="caps a fit's releases at epsilon=1"):
+            call("aggregate", "class_counts", False, (2,), replace(counts, purpose="c3"))
+        tiny = SiloRelease("tiny", fields=(FieldNoise(None, "gaussian", 1.0, 1e-6, 1),))
+        with pytest.raises(PermissionError, match="dpxgb.silo.max-epsilon"):
+            call("aggregate", "class_counts", False, (2,), tiny)
+        call("load_silo", 0, source, objective, 1, fit_id="u" * 32)
+        assert call("aggregate", "class_counts", False, (2,), tiny,
+                    fit_id="u" * 32).shape == (2,)
+    finally:
+        worker.forget_worker(address)
+
+
 @pytest.mark.parametrize("arguments, name", [
     ({"sources": {}}, "sources"),
     ({"sources": {"0": "a", 0: "b"}}, "twice"),
