@@ -65,9 +65,9 @@ class SiloTable:
     fit ends it with an error naming the silo. A silo's worker answers only its own
     releases, so the fit names ``cross_silo="local"`` (each silo adds its own noise) or
     ``"secure"`` (each a share, masked) (:mod:`~dpxgb_dask.boosting.silos`); a fit on a
-    silo table with ``cross_silo=None`` is refused. A fit on a silo table takes no ``sample_weight``,
-    ``base_margin``, ``weight_bound`` or private evaluation sets (``evals``: their rows
-    would be placed on the silos' workers).
+    silo table with ``cross_silo=None`` is refused. A fit on a silo table takes no
+    ``sample_weight``, ``base_margin``, ``weight_bound`` or private evaluation sets
+    (``evals``: their rows would be placed on the silos' workers).
 
     Examples
     --------
@@ -135,7 +135,7 @@ class SiloTable:
             The labels are the table's ``label`` column, read on the silos.
         objective : str
         num_class : int or None
-            Of ``multi:softprob``: the number of classes ``classes`` must have (None otherwise).
+            Of ``multi:softprob``: the number of classes ``classes`` must have (else None).
         cross_silo : {"local", "secure"}
             A silo's worker answers only its own releases, so a fit on silos is a
             cross-silo fit (:mod:`~dpxgb_dask.params.silos`).

@@ -13,7 +13,8 @@ numbers are those of its introduction):
   (:class:`~dpxgb_dask.privacy.mechanisms.GaussianMechanism`);
 * an ε-DP release (Laplace) is ρ = ε²/2-zCDP (Prop. 1.4);
 * ρ adds up over releases (Lemma 1.7), and ρ-zCDP is (ρ + 2√(ρ ln(1/δ)), δ)-DP
-  (Prop. 1.3), so a cap of ε at δ allows ρ_max = (√(ln(1/δ) + ε) − √(ln(1/δ)))² in all.
+  (Prop. 1.3), so a cap of ε at δ allows, in all,
+  ρ_max = (√(ln(1/δ) + ε) − √(ln(1/δ)))².
 
 A cross-silo fit samples no rows, so no amplification is lost by this account. With
 secure aggregation the release's σ is the sum of every silo's share: the silo counts
