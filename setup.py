@@ -68,7 +68,10 @@ def _extensions():
             "the kernels are built single-threaded and their n_threads argument is ignored.",
             stacklevel=1,
         )
-    compile_args = ["-O3"]
+    # -ffp-contract=off: no fused multiply-add where the source has a multiply and an add
+    # (GCC fuses them by default wherever the target has FMA, as on every ARM64), so the
+    # kernels round the same way on every CPU and a model file's bytes do not depend on it.
+    compile_args = ["-O3", "-ffp-contract=off"]
     link_args = []
     if use_openmp:
         compile_args.append("-fopenmp")

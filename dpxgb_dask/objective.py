@@ -17,6 +17,8 @@ Three objectives, as XGBoost names them:
 """
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
 OBJECTIVES = ("reg:squarederror", "binary:logistic", "multi:softprob")
@@ -207,13 +209,15 @@ class Objective:
         float, or ndarray of float64 of shape (K,) (log-frequencies, centred)
         """
         if self.is_multiclass:
+            # math.log, not np.log: NumPy's SIMD log differs between CPUs in the last bit,
+            # and the initial margin is written in the model file
             prob = np.clip(np.asarray(mean, dtype=np.float64), 0.01, 0.99)
-            log_prob = np.log(prob / prob.sum())
+            log_prob = np.array([math.log(q) for q in prob / prob.sum()])
             return log_prob - log_prob.mean()
         if self.is_regression:
             return float(np.clip(mean, -1.0, 1.0))
         prob = float(np.clip(mean, 0.01, 0.99))
-        return float(np.log(prob / (1.0 - prob)))
+        return math.log(prob / (1.0 - prob))
 
     @property
     def root_hessian(self):

@@ -23,7 +23,7 @@ import numpy as np
 from . import categories
 from .boosting.coordinator import Coordinator
 from .boosting.partition import load_partition
-from .boosting.plan import make_plan
+from .boosting.calibration import make_plan
 from .boosting.protocol import LocalBackend
 from .boosting.selection import Selection, SelectionPlan, resolve_selection
 from .cluster.client import client_or_embedded, run_fit

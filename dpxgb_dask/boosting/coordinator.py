@@ -68,7 +68,7 @@ class Coordinator:
     ----------
     params : TrainParams
     plan : ReleasePlan
-        The calibrated release plan of the fit (:func:`~dpxgb_dask.boosting.plan.make_plan`).
+        The calibrated release plan of the fit (:func:`~dpxgb_dask.boosting.calibration.make_plan`).
     backend : PartitionBackend
     n_features : int
     feature_names : list of str or None
@@ -476,11 +476,12 @@ class Coordinator:
         """
         tree, open_nodes, ranges = self._root(cuts, n_cuts)
         closed_nodes, levels = [], []
-        for d in range(self.params.max_depth):
+        rng = self.streams.tree_structure_stream(t)
+        for _ in range(self.params.max_depth):
             if open_nodes.size == 0:
                 break
             t_level = time.perf_counter()
-            splits = self.splitter.draw(t, d, open_nodes, ranges, n_cuts)
+            splits = self.splitter.draw(t, open_nodes, ranges, n_cuts, rng=rng)
             levels.append(splits.as_heap_arrays())
             self._add_splits(tree, open_nodes, splits)
             ranges = child_ranges(ranges, splits)

@@ -1,8 +1,9 @@
 """The release plan: every DP release of a fit, its budget share, sensitivity, noise and
 ledger event, computed once per fit from public parameters only.
 
-:func:`make_plan` calibrates the plan's budget scale to the fit's total (ε, δ) under its
-accountant (or takes DP-XGBoost's ε per tree) and returns a :class:`ReleasePlan`; the
+:func:`~dpxgb_dask.boosting.calibration.make_plan` calibrates the plan's budget scale to the
+fit's total (ε, δ) under its accountant (or takes DP-XGBoost's ε per tree) and returns a
+:class:`ReleasePlan`; the
 coordinator reads every release's noise parameters and ledger fields from it. Nothing here
 reads data or knows about Dask, so the client computes the plan before (and while) the
 data is loaded, and calibrations of identical public parameters are cached.
@@ -18,15 +19,11 @@ Vocabulary (the same in the ledger, the report, the coordinator and the tests):
 * **noise scale**: the Laplace scale b = Δ/ε or the Gaussian σ = z·Δ of a release
   (:attr:`~dpxgb_dask.privacy.ledger.PrivacyEvent.noise_scale`); z is the **noise multiplier**.
 * **budget scale** s: the one number the whole plan is a function of, calibrated so that
-  the fit spends its ε (:func:`calibrate_budget_scale`).
+  the fit spends its ε (:func:`~dpxgb_dask.boosting.calibration.calibrate_budget_scale`).
 """
 from dataclasses import dataclass
-import functools
-import json
 import math
 
-from ..params import TrainParams
-from ..privacy.accountants import PLDAccountant, get_accountant
 from ..privacy.filter import RowFilter, choose_filter, filter_term, tree_divergences
 from ..privacy.ledger import Ledger
 from ..privacy.mechanisms import GaussianMechanism, histogram_mechanism
@@ -34,7 +31,6 @@ from ..privacy.sensitivity import (dpboost_gain_sensitivity, dpxgboost_gain_sens
                                   gradient_histogram_l1_sensitivity,
                                   gradient_histogram_l2_sensitivity, leaf_balanced_sigmas,
                                   row_contribution_bounds)
-from ..privacy.validation import BudgetError
 
 #: The ledger name of a fit's individual Rényi filter (``filter_rounds``).
 FILTER_NAME = "rows"
@@ -123,13 +119,14 @@ class Release:
 class ReleasePlan:
     """Every release of a fit and its noise, as a function of one budget scale ``s``.
 
-    Built once per fit from public parameters (:func:`make_plan`) and read by the
+    Built once per fit from public parameters
+    (:func:`~dpxgb_dask.boosting.calibration.make_plan`) and read by the
     coordinator for each release's noise and ledger event.
 
     Pure-ε releases with share ``w`` occurring ``m`` times per tree get ε = s·w/m (so s is
     DP-XGBoost's ε per tree when the shares sum to one, §4.4); Gaussian releases get the
     noise multiplier z = sqrt(m/w)/s (zCDP ρ = s²w/(2m)). Everything is monotone in s,
-    which :func:`calibrate_budget_scale` finds by bisection on the accountant's ε of
+    which :func:`~dpxgb_dask.boosting.calibration.calibrate_budget_scale` finds by bisection on the accountant's ε of
     :meth:`ledger`, the exact ledger the fit will record.
 
     Multiclass (``multi:softprob``, K classes): a round grows K trees at the same margins.
@@ -457,144 +454,3 @@ def bounds_event(p, n_features):
                 sensitivity=gradient_histogram_l1_sensitivity(1.0, n_features),
                 epsilon=p.bounds_epsilon, parallel_over=("bins",),
                 n_parallel=2 * BOUNDS_N_EXPONENTS + 1)
-
-
-def calibrate_budget_scale(params, n_features, rtol=1e-3):
-    """The budget scale s whose plan spends ``params.epsilon`` under ``params.accountant``.
-
-    ε(s) is increasing and close to a power law in s, so a safeguarded secant search
-    (Illinois) on (log s, log ε) converges in a few accountant calls. For PLD the search
-    uses a coarser discretisation (pessimistic, so its ε is an upper bound of the fine
-    one), and the result is then checked, and if needed shrunk, with the reporting
-    accountant: the returned s never spends more than the target.
-
-    With ``dp_epsilon_per_tree`` (pure-ε methods only) s is that value and nothing is
-    calibrated.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    BudgetError
-        The target cannot be met (e.g. the bounds estimate alone spends it).
-    """
-    p = params
-    if p.dp_epsilon_per_tree is not None:
-        return float(p.dp_epsilon_per_tree)
-    target = p.epsilon
-    gaussian = sorted(r.purpose for r in ReleasePlan(p, n_features, 1.0).releases.values()
-                      if r.mechanism == "gaussian")
-    if p.delta == 0.0 and gaussian:
-        raise BudgetError(f"delta=0 cannot be met: this method's {', '.join(gaussian)} "
-                          "releases use the Gaussian mechanism, whose epsilon at delta=0 is "
-                          "infinite. Give delta > 0 (e.g. 1e-6), or a method with pure-epsilon "
-                          "releases only (preset='dp-xgboost' or 'dpboost').")
-    if p.bounds_epsilon is not None and p.feature_bounds is None and p.bounds_epsilon >= target:
-        raise BudgetError(f"bounds_epsilon={p.bounds_epsilon} leaves nothing of epsilon={target}")
-    final = get_accountant(p.accountant)
-    search = PLDAccountant(value_discretization_interval=1e-3) if p.accountant == "pld" else final
-
-    def log_excess(s, accountant):
-        eps = accountant.get_epsilon(ReleasePlan(p, n_features, s).ledger(), p.delta)
-        return math.log(eps / target) if eps > 0 else -math.inf
-
-    s = _solve_log(lambda s: log_excess(s, search), rtol)
-    if search is not final:
-        # Refine with the reporting accountant in a narrow bracket around the coarse answer.
-        s = _solve_log(lambda s: log_excess(s, final), rtol, start=s, step=1.05)
-    excess = log_excess(s, final)
-    if excess > 0.0:
-        raise BudgetError(f"could not calibrate the noise to epsilon={target}")
-    if excess < math.log1p(-10 * rtol):
-        # ε(s) jumps over the target: the plan would silently spend far less than asked.
-        raise BudgetError(f"could not calibrate the noise to epsilon={target} within "
-                          f"rtol={rtol}: the {p.accountant} accountant's epsilon jumps over "
-                          f"the target (it reaches only {target * math.exp(excess):.4g})")
-    return s
-
-
-def _solve_log(f, rtol, start=1.0, step=8.0):
-    """Largest s with f(s) <= 0 (f increasing in s), to relative precision ``rtol``; the
-    bracket grows from ``start`` by factors of ``step``."""
-    lo, hi = start, start
-    f_lo = f_hi = f(start)
-    while f_lo > 0:
-        hi, f_hi = lo, f_lo
-        lo /= step
-        if lo < 1e-12:
-            raise BudgetError("epsilon is too small for the fixed releases of this plan "
-                              "(e.g. bounds_epsilon)")
-        f_lo = f(lo)
-    while f_hi <= 0:
-        lo, f_lo = hi, f_hi
-        hi *= step
-        if hi > 1e12:
-            raise BudgetError("epsilon cannot be reached by this plan")
-        f_hi = f(hi)
-    x_lo, x_hi = math.log(lo), math.log(hi)
-    side = 0
-    for _ in range(100):
-        if x_hi - x_lo < rtol:
-            break
-        if math.isfinite(f_lo) and math.isfinite(f_hi) and f_hi != f_lo:
-            x = x_hi - f_hi * (x_hi - x_lo) / (f_hi - f_lo)
-            x = min(max(x, x_lo + 0.1 * rtol), x_hi - 0.1 * rtol)
-        else:
-            x = 0.5 * (x_lo + x_hi)
-        fx = f(math.exp(x))
-        if fx <= 0:
-            x_lo, f_lo = x, fx
-            if side == -1:
-                f_hi /= 2.0  # Illinois: halve the stale end so the bracket shrinks from both
-            side = -1
-        else:
-            x_hi, f_hi = x, fx
-            if side == 1:
-                f_lo /= 2.0
-            side = 1
-        if abs(fx) < 0.25 * rtol and fx <= 0:
-            return math.exp(x)
-    return math.exp(x_lo)
-
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_budget_scale(params_json, n_features):
-    fields = json.loads(params_json)
-    fields.pop("seeded")
-    for name in ("label_bounds", "eval_metric"):
-        if isinstance(fields.get(name), list):
-            fields[name] = tuple(fields[name])
-    return calibrate_budget_scale(TrainParams(**fields), n_features)
-
-
-def make_plan(params, n_features, scored_rounds=None):
-    """The calibrated :class:`ReleasePlan` of a fit (public parameters only).
-
-    The budget scale depends only on public parameters, so identical calibrations in one process
-    (repeated fits, cross-validation) are computed once.
-
-    Parameters
-    ----------
-    params : TrainParams
-    n_features : int
-    scored_rounds : int, optional
-        Of :class:`ReleasePlan`.
-
-    Returns
-    -------
-    ReleasePlan
-
-    Raises
-    ------
-    BudgetError
-        The target ε cannot be met by this plan.
-    """
-    public = params.to_dict()
-    if public["feature_bounds"] is not None:
-        public["feature_bounds"] = "public"  # only their presence shapes the plan
-    key = json.dumps(public, sort_keys=True, default=str)
-    return ReleasePlan(params, n_features, _cached_budget_scale(key, int(n_features)),
-                       scored_rounds)

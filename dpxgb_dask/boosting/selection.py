@@ -43,7 +43,7 @@ from ..privacy.ledger import Ledger
 from ..privacy.selection import SelectionCount
 from ..privacy.validation import BudgetError
 from .coordinator import Coordinator
-from .plan import make_plan
+from .calibration import make_plan
 from .streams import FitStreams
 
 #: The name of a fit's selection in its ledger (a budget prefixes it with the fit's id).

@@ -176,21 +176,23 @@ class RandomSplits(SplitMethod):
             return (boosting_round // 2) % n_features
         return None
 
-    def draw(self, tree, depth, nodes, ranges, n_cuts):
+    def draw(self, tree, nodes, ranges, n_cuts, *, rng):
         """The random splits of one level of tree ``tree``.
 
         Parameters
         ----------
-        tree, depth : int
+        tree : int
         nodes : ndarray of int64, shape (n_nodes,)
         ranges : ndarray of int, shape (n_nodes, n_features, 2)
         n_cuts : ndarray of int, shape (n_features,)
+        rng : RandomStream
+            The tree's structure stream (``FitStreams.tree_structure_stream``), read by
+            the levels in order.
 
         Returns
         -------
         LevelSplits
         """
-        rng = self.streams.structure_stream(tree, depth)
         n_nodes, n_features = ranges.shape[:2]
         categorical = self.categorical
         start_all, width_all = threshold_ranges(ranges, n_cuts, categorical)

@@ -69,6 +69,12 @@ class FitStreams:
         """The stream of the data-independent choices of tree ``tree`` at ``depth``."""
         return self.structure.stream(purpose="split", tree=tree, depth=depth)
 
+    def tree_structure_stream(self, tree):
+        """The one stream of a totally random tree's whole structure (every level's draws,
+        in order, from one cipher context:
+        :class:`~dpxgb_dask.privacy.randomness.SequentialStream`)."""
+        return self.structure.stream(purpose="random_tree", tree=tree, sequential=True)
+
     def key128(self, purpose, tree=None):
         """A secret 128-bit key (row subsamples).
 

@@ -90,6 +90,10 @@ class DaskBackend:
         self._rounds = []
         self._pending_round = False
         self.bytes_gathered = 0
+        #: calls to workers and the bytes of their payloads (counted, never timed: the
+        #: tests guard the messages per tree and per level with them)
+        self.worker_calls = 0
+        self.bytes_sent = 0
         self.worker_seconds = 0.0
         self.recoveries = 0
         self._reduction_tag = 0   # one per attempt of a round (reduction.py)
@@ -105,6 +109,25 @@ class DaskBackend:
         return len(self._placement) if self.silos else 0
 
     @property
+    def n_rounds(self):
+        """Rounds sent since the partitions were prepared (one message to each worker)."""
+        return len(self._rounds)
+
+    def counts(self):
+        """What the fit's messages came to: rounds, calls to workers, bytes sent and
+        gathered, the workers' compute seconds (None for silos, which send none), and the
+        recoveries from lost workers.
+
+        Returns
+        -------
+        dict
+        """
+        return dict(rounds=self.n_rounds, worker_calls=self.worker_calls,
+                    bytes_sent=self.bytes_sent, bytes_gathered=self.bytes_gathered,
+                    worker_seconds=None if self.silos else self.worker_seconds,
+                    recoveries=self.recoveries)
+
+    @property
     def workers(self):
         return sorted(self._placement)
 
@@ -115,6 +138,8 @@ class DaskBackend:
             raise WorkerLost(f"worker {address} holding partitions "
                              f"{self._placement[address]} of the fit left the cluster",
                              address)
+        self.worker_calls += 1
+        self.bytes_sent += len(payload)
         call = asyncio.ensure_future(self._scheduler.rpc(address).dpxgb_call(
             fit=self._fit_id, capability=self._capability, action=action,
             payload=payload))

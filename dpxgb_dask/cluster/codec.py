@@ -83,9 +83,18 @@ def encode(obj):
     """
     try:
         return msgpack.packb(obj, default=_default, strict_types=True, use_bin_type=True)
-    except OverflowError:  # (msgpack's integers have 64 bits; it does not ask _default)
-        return msgpack.packb(_big_ints(obj), default=_default, strict_types=True,
+    except OverflowError:
+        # msgpack's integers have 64 bits, and it raises on a larger one without asking
+        # _default: only then is the message walked for them (a seed of more than 64
+        # bits, say), so that the messages of the rounds pack without a walk in Python
+        return msgpack.packb(_big_ints(obj), default=_default_big_ints, strict_types=True,
                              use_bin_type=True)
+
+
+def _default_big_ints(obj):
+    """:func:`_default`, with the integers beyond 64 bits of what it returns as
+    extensions."""
+    return _big_ints(_default(obj))
 
 
 def _big_ints(obj):
@@ -128,12 +137,12 @@ def decode(data):
 def _tag(kind, *payload):
     # A map of one reserved key, packed in line with the rest of the message (an array's
     # bytes are copied once, straight into the message, unlike an extension's).
-    # (msgpack raises on an integer beyond 64 bits without asking _default: the payload's
-    # are extensions already)
-    return {_TAG: _big_ints([kind, *payload])}
+    return {_TAG: [kind, *payload]}
 
 
 def _default(obj):
+    if type(obj) is np.ndarray:  # (the most frequent, first)
+        return _array(obj)
     if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
         return _tag("tuple", list(obj))
     if isinstance(obj, (bool, np.bool_)):
@@ -147,10 +156,7 @@ def _default(obj):
     if isinstance(obj, str):
         return str(obj)
     if isinstance(obj, np.ndarray):
-        array = np.ascontiguousarray(obj)
-        # (a view of the array's memory, not a copy, unless it has no elements)
-        raw = memoryview(array).cast("B") if array.ndim and array.size else array.tobytes()
-        return _tag("array", _dtype_fields(array.dtype), list(array.shape), raw)
+        return _array(obj)
     sparse = sys.modules.get("scipy.sparse")  # (sparse rows exist only if it is loaded)
     if sparse is not None and sparse.issparse(obj):
         csr = sparse.csr_matrix(obj)
@@ -164,6 +170,13 @@ def _default(obj):
         return _tag("dataclass", name,
                     {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
     raise TypeError(f"cannot send a {type(obj).__module__}.{name} in a dpxgb message")
+
+
+def _array(obj):
+    array = np.ascontiguousarray(obj)
+    # (a view of the array's memory, not a copy, unless it has no elements)
+    raw = memoryview(array).cast("B") if array.ndim and array.size else array.tobytes()
+    return _tag("array", _dtype_fields(array.dtype), list(array.shape), raw)
 
 
 def _dtype_fields(dtype):

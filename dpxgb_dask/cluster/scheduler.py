@@ -19,7 +19,7 @@ import dask.config
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..boosting.coordinator import Coordinator
-from ..boosting.plan import make_plan
+from ..boosting.calibration import make_plan
 from ..boosting.selection import Selection, SelectionPlan
 from ..boosting.silo_plan import planned_silo_events
 from ..privacy.budget import BudgetStore, budget_record
@@ -273,10 +273,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         if coordinator.scores:
             result["scores"] = coordinator.scores
         if with_timings:
-            result["timings"] = dict(coordinator.timings, bytes_gathered=backend.bytes_gathered,
-                                     worker_seconds=None if backend.silos
-                                     else backend.worker_seconds,
-                                     recoveries=backend.recoveries)
+            result["timings"] = dict(coordinator.timings, **backend.counts())
         return result
 
     def _backend(self, client_id, reload_topic, capability, fit_id, placement, sources,

@@ -7,8 +7,6 @@ sums, gains, counts or raw data values; :meth:`Booster.save_model` writes exactl
 fields, so the file can be shared wherever the model can.
 """
 import copy
-import hashlib
-import hmac
 import json
 import os
 
@@ -21,6 +19,7 @@ from ..inputs import base_margin_rows, float_values
 from ..objective import OBJECTIVES, softmax
 from . import explain
 from .dask_predict import explain_dask, predict_dask
+from .signature import check_signature, signature
 from .xgboost_json import to_xgboost_json
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
@@ -103,7 +102,9 @@ class Booster:
         self.label_bounds = tuple(label_bounds) if label_bounds is not None else None
         self.categories = [list(c) if c is not None else None for c in categories] \
             if categories is not None else None
-        self._nodes = {name: np.zeros(0, dtype=dtype) for name, dtype in NODE_FIELDS.items()}
+        self._node_arrays = {name: np.zeros(0, dtype=dtype)
+                             for name, dtype in NODE_FIELDS.items()}
+        self._appended = []  # trees appended since the nodes were last joined
         self._tree_roots = np.zeros(0, dtype=np.int32)
         self._tree_class = np.zeros(0, dtype=np.int32)
 
@@ -124,13 +125,23 @@ class Booster:
         if (output_class is None) != (self.n_classes is None):
             raise ValueError("output_class is given for a multi:softprob forest, and only then")
         arrays = tree.to_arrays()
-        offset = self._nodes["feature"].shape[0]
+        offset = self._node_arrays["feature"].shape[0] + sum(
+            a["feature"].shape[0] for a in self._appended)
         for name in ("left", "right"):
             arrays[name] = np.where(arrays[name] >= 0, arrays[name] + offset, -1).astype(np.int32)
-        for name in NODE_FIELDS:
-            self._nodes[name] = np.concatenate([self._nodes[name], arrays[name]])
+        self._appended.append(arrays)  # (joined when next read: not once per tree)
         self._tree_roots = np.append(self._tree_roots, np.int32(offset)).astype(np.int32)
         self._tree_class = np.append(self._tree_class, np.int32(output_class or 0))
+
+    @property
+    def _nodes(self):
+        """dict of field -> ndarray: every node of the forest, trees one after another."""
+        if self._appended:
+            self._node_arrays = {name: np.concatenate(
+                [self._node_arrays[name]] + [a[name] for a in self._appended])
+                for name in NODE_FIELDS}
+            self._appended = []
+        return self._node_arrays
 
     def append_forest(self, other):
         """Append the trees of ``other`` (a Booster over the same features, its leaf values
@@ -435,8 +446,9 @@ class Booster:
         )
         n_nodes = len(data["nodes"]["feature"])
         # (files without categorical splits may leave "categorical" and "category_set" out)
-        booster._nodes = {name: np.asarray(data["nodes"].get(name, [0] * n_nodes), dtype=dtype)
-                          for name, dtype in NODE_FIELDS.items() if name != "category_set"}
+        booster._node_arrays = {
+            name: np.asarray(data["nodes"].get(name, [0] * n_nodes), dtype=dtype)
+            for name, dtype in NODE_FIELDS.items() if name != "category_set"}
         words = np.zeros(n_nodes, dtype=CATEGORY_SET)
         if "category_set" in data["nodes"]:
             words[...] = np.asarray(data["nodes"]["category_set"], dtype=np.uint64).reshape(
@@ -451,7 +463,7 @@ class Booster:
         if "cover" not in data["nodes"]:  # (before version 3) every leaf alike: public
             booster._nodes["cover"] = explain.node_covers(booster._nodes["left"], booster._nodes["right"],
                                                   np.ones(n_nodes))
-        booster._nodes = {name: booster._nodes[name] for name in NODE_FIELDS}  # field order
+        booster._node_arrays = {name: booster._nodes[name] for name in NODE_FIELDS}  # field order
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         booster._tree_class = np.asarray(data.get("tree_class", [0] * len(data["tree_roots"])),
                                          dtype=np.int32)
@@ -482,7 +494,7 @@ class Booster:
                              "has no place for a signature")
         data = to_xgboost_json(self) if format == "xgboost" else self.to_dict()
         if key is not None:
-            data["signature"] = _signature(data, key)
+            data["signature"] = signature(data, key)
         with open(os.fspath(path), "w") as f:
             json.dump(data, f)
 
@@ -503,14 +515,9 @@ class Booster:
         if not isinstance(data, dict):
             raise ValueError(f"{os.fspath(path)} is not a dpxgb_dask model file (its JSON is "
                              f"a {type(data).__name__}, not an object)")
-        signature = data.pop("signature", None)
+        stated = data.pop("signature", None)
         if key is not None:
-            if signature is None:
-                raise ValueError(f"{os.fspath(path)} is not signed, and key= asks for a "
-                                 "signed model")
-            if not hmac.compare_digest(str(signature).encode(), _signature(data, key).encode()):
-                raise ValueError(f"the signature of {os.fspath(path)} does not verify under "
-                                 "this key: the file was changed or signed with another key")
+            check_signature(data, stated, key, os.fspath(path))
         # deferred: workers unpickle Boosters (a continued fit's start) and never load files,
         # so the accountants the check needs stay out of their processes
         from .certificate import check_privacy_claims
@@ -587,12 +594,3 @@ def load_model(path, key=None):
     checked; with ``key``, the signature too)."""
     return Booster.load_model(path, key=key)
 
-
-def _signature(data, key):
-    """HMAC-SHA256 (hex) of a model dict's canonical JSON under ``key``."""
-    if isinstance(key, str):
-        key = key.encode()
-    if not isinstance(key, bytes) or not key:
-        raise ValueError("key must be a non-empty bytes or str secret")
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    return hmac.new(key, canonical.encode(), hashlib.sha256).hexdigest()

@@ -6,6 +6,7 @@ noise and sampling rates), so a certificate can be shared wherever the model can
 file whose stated totals disagree with its ledger is refused (:func:`check_privacy_claims`).
 """
 from dataclasses import replace
+from decimal import ROUND_CEILING, Context, Decimal
 import math
 
 from ..privacy.accountants import get_accountant, privacy_report
@@ -56,7 +57,7 @@ def privacy_summary(ledger, params, budget_scale):
     params : TrainParams
     budget_scale : float
         The plan's calibrated budget scale
-        (:func:`~dpxgb_dask.boosting.plan.calibrate_budget_scale`).
+        (:func:`~dpxgb_dask.boosting.calibration.calibrate_budget_scale`).
 
     Returns
     -------
@@ -74,8 +75,9 @@ def privacy_summary(ledger, params, budget_scale):
         "events": ledger.to_dict(),
         "delta": params.delta,
         "accountant": params.accountant,
-        "epsilon": epsilon,
-        "epsilon_by_accountant": {k: _finite_or_text(v) for k, v in report.items()},
+        "epsilon": stated_total(epsilon),
+        "epsilon_by_accountant": {k: _finite_or_text(stated_total(v))
+                                  for k, v in report.items()},
         "budget_scale": budget_scale,
         "neighbouring_relation": NEIGHBOURING_RELATION,
         "not_dp": not_dp_choices(params),
@@ -159,6 +161,41 @@ def model_privacy_report(summary, params=None):
     report["budget"] = summary.get("budget")
     report["events"] = ledger.table()
     return report
+
+
+#: Significant digits of an ε total stated in a model file (:func:`stated_total`).
+STATED_DIGITS = 5
+
+
+def stated_total(value):
+    """An accountant's ε total as a model file states it: rounded up to
+    :data:`STATED_DIGITS` significant digits.
+
+    dp-accounting's PLD and RDP totals differ between CPUs in their last 7-9 digits (NumPy's
+    SIMD ``exp`` and ``log`` and the PLD's discretisation of them), so the unrounded total
+    would make a model file's bytes depend on the machine. Rounded up, the stated total is
+    still an upper bound of what the ledger spends (``check_privacy_claims`` compares it
+    within :data:`CLAIM_RTOL`), and it is the same on every machine unless the total lies
+    within ~1e-9 of a rounding step (a chance of about 1e-5 per total).
+
+    Parameters
+    ----------
+    value : float
+        An ε (``inf`` and ``0`` are returned unchanged).
+
+    Returns
+    -------
+    float
+        The float of the smallest decimal of :data:`STATED_DIGITS` significant digits whose
+        float is ``>= value`` (so a stated total states itself again).
+    """
+    value = float(value)
+    if not math.isfinite(value) or value <= 0.0:
+        return value
+    nearest = Decimal(f"{value:.{STATED_DIGITS - 1}e}")  # (exact: Python's float formatting)
+    if float(nearest) >= value:
+        return float(nearest)
+    return float(nearest.next_plus(Context(prec=STATED_DIGITS, rounding=ROUND_CEILING)))
 
 
 def _finite_or_text(value):

@@ -352,7 +352,9 @@ class PrivacyEvent:
 
     def to_dict(self):
         """dict of JSON-compatible fields (tuple ``parallel_over`` becomes a list)."""
-        out = dataclasses.asdict(self)
+        # (a shallow copy: every field is a number, a string, None or a tuple of strings;
+        # dataclasses.asdict deep-copies each, which the coordinator paid per release)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["parallel_over"] = list(self.parallel_over)
         for name in ("individual_filter", "rdp_order", "rdp_budget", "selection",
                      "selection_part", "selection_mean", "selection_shape", "noise_shares"):

@@ -231,7 +231,8 @@ class NoiseSource:
     def __repr__(self):
         return f"NoiseSource(seeded={self._seeded})"
 
-    def stream(self, *, purpose, tree=None, depth=None, index=0, replay=False):
+    def stream(self, *, purpose, tree=None, depth=None, index=0, replay=False,
+               sequential=False):
         """Return the random stream of one release.
 
         Parameters
@@ -249,6 +250,9 @@ class NoiseSource:
             Set to True to obtain again the stream of a key this source has already issued,
             i.e. to replay the same release with the same noise. Without it, a second
             request for the same key raises ``ValueError``.
+        sequential : bool, default False
+            A :class:`SequentialStream` (one cipher context for many small draws) instead
+            of a :class:`RandomStream`.
 
         Returns
         -------
@@ -277,7 +281,7 @@ class NoiseSource:
                 "replay=True if it deliberately recomputes the same release"
             )
         self._issued.add(key)
-        return RandomStream(key)
+        return SequentialStream(key) if sequential else RandomStream(key)
 
 
 class RandomStream:
@@ -466,6 +470,66 @@ class RandomStream:
             return np.zeros(0, dtype=bool)
         bits = np.unpackbits(np.frombuffer(self.random_bytes((size + 7) // 8), dtype=np.uint8))
         return bits[:size].astype(bool)
+
+
+class SequentialStream(RandomStream):
+    """A :class:`RandomStream` whose lanes are read, in the order they are asked for, from
+    ONE ChaCha20 keystream (request 0, lane 0 of the key): one cipher context for many
+    small draws, such as the structure of a random tree (a few draws per level).
+
+    Every lane a draw reads is a run of keystream bytes no other lane reads, so the lanes
+    are independent and uniform, as in :class:`RandomStream`; a longer read of a lane of
+    the current request (a sampler's lane that ran out of words) starts with the same
+    words and continues with the next unread bytes. The values are a pure function of the
+    key and the sequence of calls and their sizes, as for :class:`RandomStream`, but not
+    the same values.
+
+    Parameters
+    ----------
+    key : bytes
+        32-byte stream key.
+    """
+
+    __slots__ = ("_encryptor", "_lanes")
+
+    def __init__(self, key):
+        super().__init__(key)
+        self._encryptor = _lane_encryptor(key, 0, 0)
+        self._lanes = {}  # lane -> words read so far, for the current request
+
+    def take_request(self):
+        """:meth:`RandomStream.take_request`; the lanes of the previous request are
+        forgotten (a sampler re-reads only the lanes of its own request)."""
+        self._lanes.clear()
+        return super().take_request()
+
+    def _next_words(self, n_words):
+        words = np.empty(n_words, dtype=np.uint64)
+        self._encryptor.update_into(_zero_bytes(8 * n_words), memoryview(words).cast("B"))
+        if sys.byteorder != "little":
+            words.byteswap(inplace=True)
+        return words
+
+    def fill_lane(self, request, lane, out):
+        """:meth:`RandomStream.fill_lane`, from the one keystream (see the class notes)."""
+        if request != self._counter - 1:
+            raise ValueError("a sequential stream reads the lanes of its latest request only")
+        if not 0 <= lane <= _MAX_LANE:
+            raise ValueError(f"lane must be in [0, 2**32), got {lane}")
+        read = self._lanes.get(lane)
+        if read is None or read.size < out.size:
+            more = self._next_words(out.size - (0 if read is None else read.size))
+            read = more if read is None else np.concatenate([read, more])
+            self._lanes[lane] = read
+        out[:] = read[:out.size]
+
+    def random_bytes(self, n_bytes):
+        """Return the next ``n_bytes`` bytes of the keystream."""
+        n_bytes = int(n_bytes)
+        if n_bytes < 0:
+            raise ValueError(f"n_bytes must be >= 0, got {n_bytes}")
+        self.take_request()
+        return self._encryptor.update(_zero_bytes(n_bytes))
 
 
 def as_stream(rng):

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import logging
 import warnings
 
-from ..boosting.plan import make_plan
+from ..boosting.calibration import make_plan
 from ..privacy.validation import NoBudgetWarning
 from ..training import train
 from .schemas import DatasetSchema, JobParams, train_params

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.boosting.plan import make_plan
+from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.accountants import BasicAccountant
 from dpxgb_dask.privacy.budget import BudgetStore, PrivacyBudget, check_within, fit_events

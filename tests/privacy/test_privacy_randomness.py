@@ -206,3 +206,37 @@ def test_lanes_are_prefixes_and_independent():
     assert not np.array_equal(s.lane_words(request + 1, 3, 10), short)
     with pytest.raises(ValueError, match="lane"):
         s.lane_words(request, 2**32, 1)
+
+
+def test_a_sequential_stream_reads_one_keystream_in_order():
+    """A random tree's structure is drawn from one cipher context (issue 40): its lanes are
+    consecutive runs of ONE ChaCha20 keystream, a longer read of a lane of the current
+    request starts with the same words, and the values are uniform and replayable."""
+    from dpxgb_dask.privacy.randomness import SequentialStream, chacha20_keystream
+
+    key = bytes(range(32))
+    stream = SequentialStream(key)
+    request = stream.take_request()
+    first = stream.lane_words(request, 0, 4)
+    longer = stream.lane_words(request, 0, 8)
+    other = stream.lane_words(request, 1, 4)
+    keystream = np.frombuffer(chacha20_keystream(key, 0, 0, 8 * 12), dtype="<u8")
+    np.testing.assert_array_equal(longer[:4], first)
+    np.testing.assert_array_equal(np.concatenate([longer, other]), keystream)  # in order
+    with pytest.raises(ValueError, match="latest request"):
+        stream.lane_words(request - 1 if request else 5, 0, 2)
+    np.testing.assert_array_equal(
+        np.frombuffer(stream.random_bytes(16), dtype="<u8"),
+        np.frombuffer(chacha20_keystream(key, 0, 0, 8 * 14), dtype="<u8")[12:])
+
+    def draws(s):
+        return [s.uniform_below(7, size=5000), s.uniform_below(np.arange(1, 9)),
+                s.random_bits(77), s.uniform_below(3, size=100_000)]
+
+    a, b = draws(SequentialStream(key)), draws(SequentialStream(key))
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert stats.chisquare(np.bincount(a[3], minlength=3)).pvalue > 1e-4
+    assert stats.chisquare(np.bincount(a[0], minlength=7)).pvalue > 1e-4
+    source = NoiseSource(2**200 + 1, secret=False)
+    assert isinstance(source.stream(purpose="t", sequential=True), SequentialStream)

@@ -124,7 +124,7 @@ def random_histograms():
 def release_plan():
     """``release_plan(n_features, objective="binary:logistic", **params)`` -> the calibrated
     ReleasePlan of those parameters (bounds [0, 1] per feature unless given)."""
-    from dpxgb_dask.boosting.plan import make_plan
+    from dpxgb_dask.boosting.calibration import make_plan
     from dpxgb_dask.params import resolve_params
 
     def make(n_features, objective="binary:logistic", **params):

@@ -9,7 +9,8 @@ from dpxgb_dask.boosting import gains, tree
 from dpxgb_dask.boosting.candidates import hessian_refined_cuts, uniform_cuts
 from dpxgb_dask.boosting.splits import ExponentialSplits, RandomSplits
 from dpxgb_dask.params import PRESETS, resolve_params, with_overrides
-from dpxgb_dask.boosting.plan import ReleasePlan, calibrate_budget_scale
+from dpxgb_dask.boosting.calibration import calibrate_budget_scale
+from dpxgb_dask.boosting.plan import ReleasePlan
 from dpxgb_dask.training import train_in_process
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.sensitivity import leaf_value_sensitivity
@@ -63,8 +64,9 @@ def test_random_splits_respect_reachable_ranges(release_plan, fit_streams):
     ranges[3, 0] = [2, 2]  # feature 0 exhausted at node 3
     ranges[3, 1] = [1, 1]
     nodes = np.arange(4)
-    for depth in range(50):
-        splits = method.draw(0, depth, nodes, ranges, n_cuts)
+    rng = streams.tree_structure_stream(0)
+    for _ in range(50):
+        splits = method.draw(0, nodes, ranges, n_cuts, rng=rng)
         assert not splits.is_split[3]
         for i in range(3):
             f, t = splits.feature[i], splits.bin_threshold[i]
@@ -72,7 +74,8 @@ def test_random_splits_respect_reachable_ranges(release_plan, fit_streams):
         children = tree.child_ranges(ranges[:3], splits)
         assert children.shape == (6, 3, 2)
     cyclic = RandomSplits(release_plan(3, feature_selection="cyclic"), streams)
-    assert np.all(cyclic.draw(4, 0, nodes[:3], ranges[:3], n_cuts).feature == 1)  # 4 mod 3
+    assert np.all(cyclic.draw(4, nodes[:3], ranges[:3], n_cuts,
+                              rng=streams.tree_structure_stream(4)).feature == 1)  # 4 mod 3
 
 
 def test_mixed_trees_alternate_one_feature_and_a_feature_per_node(release_plan, fit_streams):
@@ -89,15 +92,20 @@ def test_mixed_trees_alternate_one_feature_and_a_feature_per_node(release_plan, 
     for boosting_round in range(8):
         assert method.one_feature(boosting_round, 4) == (
             (boosting_round // 2) % 4 if boosting_round % 2 == 0 else None)
-        features = method.draw(boosting_round, 0, nodes, ranges, n_cuts).feature
+        features = method.draw(boosting_round, nodes, ranges, n_cuts,
+                               rng=method.streams.tree_structure_stream(boosting_round)).feature
         if boosting_round % 2 == 0:
             assert np.all(features == (boosting_round // 2) % 4)
         else:
             counts = np.bincount(features, minlength=4)
             assert chisquare(counts).pvalue > 1e-3 and np.count_nonzero(counts) == 4
     other_noise = RandomSplits(release_plan(4, feature_selection="mixed"), fit_streams(1, 9))
-    np.testing.assert_array_equal(other_noise.draw(5, 1, nodes, ranges, n_cuts).feature,
-                                  method.draw(5, 1, nodes, ranges, n_cuts).feature)
+    again = RandomSplits(release_plan(4, feature_selection="mixed"), fit_streams(0, 9))
+    np.testing.assert_array_equal(
+        other_noise.draw(5, nodes, ranges, n_cuts,
+                         rng=other_noise.streams.tree_structure_stream(5)).feature,
+        again.draw(5, nodes, ranges, n_cuts,
+                   rng=again.streams.tree_structure_stream(5)).feature)
 
 
 def test_leaf_value_sensitivity_holds_and_is_tight_by_brute_force():
@@ -397,7 +405,7 @@ def test_equal_noise_gives_every_query_the_same_noise_multiplier(split_method):
     """Maddock et al.'s allocation: a sketch refresh is F queries (one hessian histogram per
     feature), a level of histogram splits F queries, a tree's leaves one; each query's
     noise, in units of its own sensitivity, is the same."""
-    from dpxgb_dask.boosting.plan import make_plan
+    from dpxgb_dask.boosting.calibration import make_plan
 
     n_features = 7
     bounds = np.zeros((n_features, 2)) + [0, 1]

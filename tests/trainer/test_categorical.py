@@ -236,7 +236,8 @@ def test_random_category_splits_draw_every_category_and_keep_the_ranges(release_
     ranges[:, 1] = [3, 5]  # a numerical range narrowed by ancestors
     method = RandomSplits(release_plan(2, feature_selection="random",
                                        categories=[list("abcde"), None]), fit_streams(0))
-    splits = method.draw(0, 0, np.arange(400), ranges, n_cuts)
+    splits = method.draw(0, np.arange(400), ranges, n_cuts,
+                         rng=method.streams.tree_structure_stream(0))
     on_category = splits.feature == 0
     sets = [set(category_set_codes(w)) for w in splits.category_set[on_category]]
     # non-empty proper subsets, every category in some and out of some, all sizes

@@ -255,7 +255,8 @@ def test_dp_epsilon_per_tree_reports_the_total(client, seed, classification_data
     # per tree (its sketch, splits and leaves on its sample) log(1 + γ(e^ε - 1)) with
     # γ = 0.1, composed over the 4 trees (DP-XGBoost §4.4)
     expected = 4 * np.log(1 + 0.1 * (np.exp(0.3) - 1))
-    assert report["basic"] == pytest.approx(expected, rel=1e-6)
+    assert report["basic"] == pytest.approx(expected, rel=1e-4)  # (stated: 5 digits, up)
+    assert report["basic"] >= expected * (1 - 1e-12)
 
 
 def _cluster_is_clean(client, timeout=10.0):
@@ -509,3 +510,34 @@ def test_a_closing_workers_last_calls_get_an_error_not_a_missing_handler():
     reply = asyncio.run(run())
     with pytest.raises(ConnectionError, match="is closing: it holds no dpxgb fit"):
         unpack_reply(reply)
+
+
+def test_messages_per_tree_and_per_level_are_counted(client, seed, classification_data):
+    """Issue 40: speed guarded by what can be counted. A totally random tree takes ONE
+    round (its structure travels with the previous tree's leaf values), a data-dependent
+    tree one round per level; every round is one call to each worker holding partitions;
+    and the bytes of a level's messages do not grow with the rows."""
+    X, y, bounds = classification_data
+    counted = {}
+    for method, trees, rows in [("random", 4, 4000), ("random", 8, 4000),
+                                ("noisy_histogram", 4, 4000), ("noisy_histogram", 8, 4000),
+                                ("noisy_histogram", 8, 2000)]:
+        params = {"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+                  "split_method": method, "n_estimators": trees, "max_depth": 3,
+                  "max_bin": 16}
+        _, counted[method, trees, rows] = train(params, X[:rows], y[:rows], client=client,
+                                                n_partitions=2, return_timings=True)
+
+    def more(method, key):
+        return counted[method, 8, 4000][key] - counted[method, 4, 4000][key]
+
+    assert more("random", "rounds") == 4 * 1
+    assert more("noisy_histogram", "rounds") == 4 * 3
+    per_round = more("random", "worker_calls") // more("random", "rounds")
+    assert per_round in (1, 2) and more("random", "worker_calls") == 4 * per_round
+    assert more("noisy_histogram", "worker_calls") == 4 * 3 * per_round
+    # (the same structure and levels on half the rows: the same messages, byte for byte)
+    assert counted["noisy_histogram", 8, 2000]["bytes_per_level"] == \
+        counted["noisy_histogram", 8, 4000]["bytes_per_level"]
+    assert counted["noisy_histogram", 8, 2000]["bytes_sent"] == \
+        counted["noisy_histogram", 8, 4000]["bytes_sent"]

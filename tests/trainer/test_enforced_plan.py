@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dpxgb_dask.training as training
-from dpxgb_dask.boosting.plan import make_plan
+from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.cluster.scheduler import DPXGBSchedulerPlugin
 from dpxgb_dask.cluster.wire import PLUGIN_NAME, unpack_reply
 from dpxgb_dask.params import resolve_params

@@ -71,8 +71,28 @@ WEIGHTED_ESTIMATORS = [
 ]
 
 
-@parametrize_with_checks(DEFAULT_ESTIMATORS, expected_failed_checks=_expected_failures,
-                         xfail_strict=False)
+#: The checks at the default configuration that guard something the reproducible
+#: estimators' run above does not (issue 40 dropped the other ~100, the same API checks
+#: again): learning at the default budget, and the checks that compare two fits with the
+#: same random_state, which must FAIL (strict): they pass only if the noise is not fresh.
+DEFAULT_CONFIGURATION_CHECKS = {"check_classifiers_train", "check_regressors_train",
+                                *FRESH_NOISE_CHECKS}
+
+
+def _default_configuration_checks():
+    for estimator in DEFAULT_ESTIMATORS:
+        failures = _expected_failures(estimator)
+        for estimator_, check in estimator_checks_generator(estimator):
+            name = getattr(check, "func", check).__name__
+            if name not in DEFAULT_CONFIGURATION_CHECKS:
+                continue
+            marks = [pytest.mark.xfail(reason=failures[name], strict=True)] \
+                if name in failures else []
+            yield pytest.param(estimator_, check, marks=marks,
+                               id=f"{type(estimator).__name__}-{name}")
+
+
+@pytest.mark.parametrize("estimator, check", list(_default_configuration_checks()))
 def test_scikit_learn_checks_at_the_default_configuration(estimator, check, client):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)

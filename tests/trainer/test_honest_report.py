@@ -60,3 +60,21 @@ def test_category_lists_from_a_pandas_dtype_are_not_dp(client, given, is_dp):
     assert purposes == ([] if is_dp else ["categories"])
     if not is_dp:
         assert "['c']" in report["not_dp"][0]["parameter"]
+
+
+def test_a_model_file_states_its_totals_rounded_up_to_five_digits():
+    """Issue 45: an accountant's total differs between CPUs in its last digits; the file
+    states an upper bound with 5 significant digits, which the claim check accepts."""
+    from decimal import Decimal
+
+    from dpxgb_dask.model.certificate import CLAIM_RTOL, STATED_DIGITS, stated_total
+
+    rng = np.random.default_rng(3)
+    for value in np.exp(rng.uniform(-10, 6, size=3000)):
+        stated = stated_total(float(value))
+        assert stated >= value and (stated - value) / value < 10.0**(1 - STATED_DIGITS)
+        assert (stated - value) / value <= CLAIM_RTOL
+        assert len(Decimal(repr(stated)).normalize().as_tuple().digits) <= STATED_DIGITS
+        assert stated_total(stated) == stated
+    assert stated_total(0.9999997151484503) == stated_total(0.9999997141780631) == 1.0
+    assert stated_total(float("inf")) == float("inf") and stated_total(0.0) == 0.0

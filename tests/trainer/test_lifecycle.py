@@ -15,6 +15,9 @@ from dpxgb_dask.cluster.worker import fits_on
 
 LONG = {"split_method": "noisy_histogram", "n_estimators": 300, "max_depth": 6,
         "epsilon": 1.0}
+#: How long a test waits for a state before failing: the waits poll, so the deadline only
+#: bounds a hang (tests assert on states, never on times: issue 40).
+DEADLINE_S = 300
 
 
 def _running(client):
@@ -175,13 +178,11 @@ def test_a_restart_during_a_fit_ends_it_with_an_error_that_says_so(client, seed,
     X, y, bounds = classification_data
     thread, outcome = _fit_in_background(dict(LONG, feature_bounds=bounds, random_state=seed),
                                          X, y, client=client)
-    assert _wait_for(lambda: _running(client), 60) is not None
-    restarted = time.monotonic()
+    assert _wait_for(lambda: _running(client), DEADLINE_S) is not None
     client.restart()
-    thread.join(30)
+    thread.join(DEADLINE_S)  # (a deadline for a hang, not a speed: it ends long before)
     assert not thread.is_alive()
-    assert outcome.get("error") is not None
-    assert outcome["end"] - restarted < 10.0
+    assert outcome.get("error") is not None and "result" not in outcome
     assert "restart" in str(outcome["error"]) or "lost" in str(outcome["error"]), \
         "".join(traceback.format_exception(outcome["error"]))
     assert not _fits(client)
@@ -281,13 +282,11 @@ def test_a_lost_scheduler_ends_the_fit_with_an_error_that_says_so(tmp_path, monk
                                              client=client)
         assert _wait_for(lambda: _running(client), 60) is not None
         pid = client.run_on_scheduler(os.getpid)
-        killed = time.monotonic()
         os.kill(pid, signal.SIGKILL)
-        thread.join(30)
+        thread.join(DEADLINE_S)  # (a deadline for a hang, not a speed)
         assert not thread.is_alive()
         assert isinstance(outcome.get("error"), SchedulerLostError), outcome
         assert "scheduler" in str(outcome["error"])
-        assert outcome["end"] - killed < 10.0
     finally:
         client.close(timeout=5)
         try:

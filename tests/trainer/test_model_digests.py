@@ -13,6 +13,12 @@ before the change under test, with::
 A change that is meant to alter models (a new default, a faster sampler drawing other
 noise) records its new digests in the same commit, and says why: the reason, given as
 ``DPXGB_DIGEST_REASON="..."`` when recording, is stored beside the digests.
+
+The bytes must not depend on the CPU either (issue 45): the digests recorded on one x86-64
+machine held on another only once the budget scale was put on a grid and the stated ε
+totals rounded up (NumPy's SIMD ``exp``/``log`` inside dp-accounting moved their last
+digits). :func:`test_model_files_do_not_depend_on_numpys_simd_dispatch` computes the same
+models in a process whose NumPy runs its baseline code only and compares the bytes.
 """
 import hashlib
 import json
@@ -122,6 +128,27 @@ def _fit(name, client):
     return train(dict(params, **SEEDED), X, y, client=client, n_partitions=3)
 
 
+def compute_digests(client, directory):
+    """{name: SHA-256 of its model file}: every configuration and the warm start."""
+    import warnings
+
+    from dpxgb_dask import PrivacyLeakWarning
+
+    digests = {}
+    models = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # reproducible_noise says so
+        warnings.simplefilter("ignore", UserWarning)
+        for name in CONFIGURATIONS:
+            models[name] = _fit(name, client)
+            digests[name] = _digest(models[name], directory, name)
+        X, y = _binary(seed=4)
+        continued = train(dict(epsilon=0.5, n_estimators=20, **SEEDED), X, y, client=client,
+                          xgb_model=models["default-eps-1"])
+        digests[WARM_START] = _digest(continued, directory, WARM_START)
+    return digests
+
+
 @pytest.fixture(scope="module")
 def recorded():
     if RECORD:
@@ -134,23 +161,15 @@ def recorded():
     return stored["digests"]
 
 
-def test_model_files_are_byte_identical(client, tmp_path, recorded):
-    import warnings
+@pytest.fixture(scope="module")
+def digests(cluster, tmp_path_factory):
+    from distributed import Client
 
-    from dpxgb_dask import PrivacyLeakWarning
+    with Client(cluster) as client:
+        return compute_digests(client, tmp_path_factory.mktemp("models"))
 
-    digests = {}
-    models = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # reproducible_noise says so
-        warnings.simplefilter("ignore", UserWarning)
-        for name in CONFIGURATIONS:
-            models[name] = _fit(name, client)
-            digests[name] = _digest(models[name], tmp_path, name)
-        X, y = _binary(seed=4)
-        continued = train(dict(epsilon=0.5, n_estimators=20, **SEEDED), X, y, client=client,
-                          xgb_model=models["default-eps-1"])
-        digests[WARM_START] = _digest(continued, tmp_path, WARM_START)
+
+def test_model_files_are_byte_identical(digests, recorded):
     assert len(digests) >= 12
     if RECORD:
         reason = os.environ.get("DPXGB_DIGEST_REASON", "the code moved; no model changed")
@@ -160,3 +179,42 @@ def test_model_files_are_byte_identical(client, tmp_path, recorded):
         return
     changed = sorted(name for name in digests if digests[name] != recorded.get(name))
     assert not changed, f"the model files of {changed} changed"
+
+
+def simd_features_beyond_baseline():
+    """NumPy's dispatch targets that this CPU runs beyond NumPy's baseline build."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    return [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
+
+
+def test_model_files_do_not_depend_on_numpys_simd_dispatch(digests, tmp_path):
+    """The same fits in a process (scheduler and workers) whose NumPy is limited to its
+    baseline code, as on a CPU without AVX2 or AVX-512, write the same bytes."""
+    import subprocess
+
+    limited = simd_features_beyond_baseline()
+    if not limited:
+        pytest.skip("this CPU runs NumPy's baseline code only: no SIMD dispatch to limit")
+    env = dict(os.environ, NPY_DISABLE_CPU_FEATURES=" ".join(limited))
+    out = subprocess.run([sys.executable, __file__, str(tmp_path)], env=env, check=True,
+                         capture_output=True, text=True, timeout=600).stdout
+    there = json.loads(out.strip().splitlines()[-1])
+    assert there["limited"] == sorted(limited)  # NumPy took the setting
+    changed = sorted(name for name in digests if digests[name] != there["digests"].get(name))
+    assert not changed, (f"with NumPy limited to its baseline (not {limited}), the model "
+                         f"files of {changed} differ")
+
+
+if __name__ == "__main__":
+    # The digests in this process, on a cluster of its own (threads: the scheduler and the
+    # workers share this process's NumPy dispatch), for the test above.
+    from distributed import Client, LocalCluster
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as local, Client(local) as local_client:
+        found = compute_digests(local_client, pathlib.Path(sys.argv[1]))
+    off = sorted(name for name in os.environ["NPY_DISABLE_CPU_FEATURES"].split()
+                 if not __cpu_features__.get(name))
+    print(json.dumps({"limited": off, "digests": found}))

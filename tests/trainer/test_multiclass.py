@@ -18,7 +18,7 @@ from dpxgb_dask.boosting.gradients import clip_row_vectors
 from dpxgb_dask.boosting.partition import load_partition
 from dpxgb_dask.boosting.protocol import Prepare, Round
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.boosting.plan import make_plan
+from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.privacy import NoiseSource, PLDAccountant
 from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.privacy.sensitivity import (gradient_histogram_l2_sensitivity,

@@ -11,7 +11,8 @@ from dpxgb_dask.boosting.splits import PartiallyRandomSplits
 from dpxgb_dask.boosting.streams import FitStreams
 from dpxgb_dask._core import empty_histograms
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.boosting.plan import ReleasePlan, make_plan
+from dpxgb_dask.boosting.calibration import make_plan
+from dpxgb_dask.boosting.plan import ReleasePlan
 from dpxgb_dask.privacy import NoiseSource
 from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.ledger import Ledger

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from dpxgb_dask.boosting import plan as plan_module
+from dpxgb_dask.boosting import calibration as calibration_module
 from dpxgb_dask.params import PRESETS, resolve_params
-from dpxgb_dask.boosting.plan import ReleasePlan, calibrate_budget_scale, make_plan
+from dpxgb_dask.boosting.calibration import calibrate_budget_scale, make_plan
+from dpxgb_dask.boosting.plan import ReleasePlan
 from dpxgb_dask.privacy.accountants import PLDAccountant, RDPAccountant, get_accountant
 from dpxgb_dask.privacy.validation import BudgetError, PrivacyLeakWarning
 
@@ -51,7 +52,7 @@ def test_calibration_refuses_an_accountant_that_jumps_over_the_target(monkeypatc
 
     params = resolve_params("binary:logistic", preset="dp-xgboost", epsilon=3.0,
                             accountant="basic", n_estimators=5, feature_bounds=BOUNDS)
-    monkeypatch.setattr(plan_module, "get_accountant", lambda name: Jumpy())
+    monkeypatch.setattr(calibration_module, "get_accountant", lambda name: Jumpy())
     with pytest.raises(BudgetError, match="jumps over the target"):
         calibrate_budget_scale(params, 4)
     monkeypatch.undo()
@@ -91,3 +92,22 @@ def test_every_sensitivity_of_the_plan_comes_from_the_sensitivity_module(preset)
         key = (release.purpose, release.mechanism)
         if key in expected:
             assert release.sensitivity == expected[key], key
+
+
+def test_the_budget_scale_is_rounded_down_onto_its_grid():
+    """Issue 45: the calibrated scale has 16 mantissa bits, so two machines whose
+    accountants disagree in the last digits get the same scale (and noise multipliers)."""
+    import math
+
+    from dpxgb_dask.boosting.calibration import SCALE_GRID_BITS, snap_to_scale_grid
+
+    rng = np.random.default_rng(5)
+    for s in np.exp(rng.uniform(-12, 12, size=2000)):
+        snapped = snap_to_scale_grid(float(s))
+        assert snapped <= s and (s - snapped) / s < 2.0**(1 - SCALE_GRID_BITS)
+        assert snap_to_scale_grid(snapped) == snapped
+        mantissa, _ = math.frexp(snapped)
+        assert (mantissa * 2**SCALE_GRID_BITS).is_integer()
+    params = resolve_params("binary:logistic", epsilon=1.0, feature_bounds=BOUNDS)
+    scale = calibrate_budget_scale(params, 4)
+    assert snap_to_scale_grid(scale) == scale

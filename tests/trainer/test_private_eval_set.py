@@ -11,7 +11,7 @@ from scipy import stats
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, budget_status, create_budget, train
 from dpxgb_dask.boosting.aggregates import round_loss_sums
 from dpxgb_dask.boosting.partition import RawPart
-from dpxgb_dask.boosting.plan import make_plan
+from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.boosting.scores import EvaluationScores
 from dpxgb_dask.evaluation import early_stopping, evaluate
 from dpxgb_dask.model.certificate import check_privacy_claims
@@ -211,7 +211,7 @@ def test_a_private_eval_set_trains_on_the_cluster_with_early_stopping_and_a_budg
     report = model.privacy_report()
     assert [e["purpose"] for e in report["events"]].count("eval") == 1
     assert model.epsilon_spent_ == pytest.approx(1.0, rel=2e-3)
-    assert status["spent"] == pytest.approx(model.epsilon_spent_, rel=1e-6)
+    assert status["spent"] == pytest.approx(model.epsilon_spent_, rel=1e-4)  # (stated: 5 digits)
     # the scores are noisy: not the exact metric of the released model
     exact = evaluate(model.get_booster(), [(X_val, y_val)], ["error"])["validation_0"]["error"]
     assert series != exact

@@ -15,7 +15,7 @@ from dpxgb_dask.objective import Objective
 from dpxgb_dask.boosting.gradients import quantize
 from dpxgb_dask.boosting.partition import PartitionState, load_partition
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.boosting.plan import make_plan
+from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.model.certificate import check_privacy_claims
 from dpxgb_dask.privacy.accountants import RDPAccountant
 from dpxgb_dask.privacy.filter import subsampled_gaussian_rdp

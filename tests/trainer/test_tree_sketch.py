@@ -7,7 +7,7 @@ from dpxgb_dask.boosting import candidates, partition, protocol
 from dpxgb_dask.boosting.candidates import uniform_cuts
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
-from dpxgb_dask.boosting.plan import make_plan
+from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.training import train, train_in_process
 

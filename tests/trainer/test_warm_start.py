@@ -14,6 +14,7 @@ from dpxgb_dask.privacy.accountants import get_accountant
 from dpxgb_dask.privacy.budget import fit_events
 from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.training import continuation_params, train_in_process
+from dpxgb_dask.model.certificate import stated_total
 
 BOUNDS = np.tile([-4.0, 4.0], (4, 1))
 
@@ -71,7 +72,7 @@ def test_a_continued_model_holds_both_parts_and_composes_its_ledger(objective, t
     assert {e.purpose for e in coordinator.ledger.events} <= {"leaf", "split",
                                                              "leaf_sum", "leaf_count"}
     pld = get_accountant("pld").get_epsilon(Ledger(events), model.ledger["delta"])
-    assert continued.ledger["epsilon"] == pytest.approx(pld)
+    assert continued.ledger["epsilon"] == stated_total(pld)
     assert 1.0 < continued.ledger["epsilon"] < 1.5
     assert continued.ledger["continued"]["from_trees"] == 20
     check_privacy_claims(continued.ledger, continued.params)
@@ -157,7 +158,8 @@ def test_a_budget_is_charged_with_the_new_part_only(client, tmp_path):
         fit_events(Ledger.from_dict(first.ledger["events"]).events, "a")
         + fit_events(new_part, "b")), 1e-6)
     assert status["spent"] == pytest.approx(expected, rel=1e-9)
-    assert continued.ledger["epsilon"] == pytest.approx(expected, rel=1e-9)
+    assert continued.ledger["epsilon"] == pytest.approx(expected, rel=1e-4)  # (stated)
+    assert continued.ledger["epsilon"] >= expected
 
 
 def test_the_estimators_continue_a_fitted_model(client):

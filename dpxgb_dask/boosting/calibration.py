@@ -1,0 +1,188 @@
+"""The calibration of a fit's release plan: the one budget scale ``s`` whose plan spends the
+fit's ε under its accountant, found by a root finder on the accountant's ε of the plan's
+ledger, put on a grid that every CPU computes alike, and cached by the public parameters
+(a fit's client checks its budget with the plan and its scheduler builds it again).
+
+Nothing here reads data: the plan is a function of public parameters only
+(:mod:`~dpxgb_dask.boosting.plan`).
+"""
+import functools
+import json
+import math
+
+from ..params import TrainParams
+from ..privacy.accountants import PLDAccountant, get_accountant
+from ..privacy.validation import BudgetError
+from .plan import ReleasePlan
+
+
+def calibrate_budget_scale(params, n_features, rtol=1e-3):
+    """The budget scale s whose plan spends ``params.epsilon`` under ``params.accountant``.
+
+    ε(s) is increasing and close to a power law in s, so a safeguarded secant search
+    (Illinois) on (log s, log ε) converges in a few accountant calls. For PLD the search
+    uses a coarser discretisation (pessimistic, so its ε is an upper bound of the fine
+    one), and the result is then checked, and if needed shrunk, with the reporting
+    accountant: the returned s never spends more than the target.
+
+    With ``dp_epsilon_per_tree`` (pure-ε methods only) s is that value and nothing is
+    calibrated.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    BudgetError
+        The target cannot be met (e.g. the bounds estimate alone spends it).
+    """
+    p = params
+    if p.dp_epsilon_per_tree is not None:
+        return float(p.dp_epsilon_per_tree)
+    target = p.epsilon
+    gaussian = sorted(r.purpose for r in ReleasePlan(p, n_features, 1.0).releases.values()
+                      if r.mechanism == "gaussian")
+    if p.delta == 0.0 and gaussian:
+        raise BudgetError(f"delta=0 cannot be met: this method's {', '.join(gaussian)} "
+                          "releases use the Gaussian mechanism, whose epsilon at delta=0 is "
+                          "infinite. Give delta > 0 (e.g. 1e-6), or a method with pure-epsilon "
+                          "releases only (preset='dp-xgboost' or 'dpboost').")
+    if p.bounds_epsilon is not None and p.feature_bounds is None and p.bounds_epsilon >= target:
+        raise BudgetError(f"bounds_epsilon={p.bounds_epsilon} leaves nothing of epsilon={target}")
+    final = get_accountant(p.accountant)
+    search = PLDAccountant(value_discretization_interval=1e-3) if p.accountant == "pld" else final
+
+    def log_excess(s, accountant):
+        eps = accountant.get_epsilon(ReleasePlan(p, n_features, s).ledger(), p.delta)
+        return math.log(eps / target) if eps > 0 else -math.inf
+
+    s = _solve_log(lambda s: log_excess(s, search), rtol)
+    if search is not final:
+        # Refine with the reporting accountant in a narrow bracket around the coarse answer.
+        s = _solve_log(lambda s: log_excess(s, final), rtol, start=s, step=1.05)
+    s = snap_to_scale_grid(s)
+    excess = log_excess(s, final)
+    if excess > 0.0:
+        raise BudgetError(f"could not calibrate the noise to epsilon={target}")
+    if excess < math.log1p(-10 * rtol):
+        # ε(s) jumps over the target: the plan would silently spend far less than asked.
+        raise BudgetError(f"could not calibrate the noise to epsilon={target} within "
+                          f"rtol={rtol}: the {p.accountant} accountant's epsilon jumps over "
+                          f"the target (it reaches only {target * math.exp(excess):.4g})")
+    return s
+
+
+#: Mantissa bits of a calibrated budget scale (:func:`snap_to_scale_grid`): steps of at most
+#: 2**-19 (1.9e-6) relative, far inside the calibration's ``rtol``.
+SCALE_GRID_BITS = 20
+
+
+def snap_to_scale_grid(s):
+    """Round a budget scale down to a float with :data:`SCALE_GRID_BITS` mantissa bits.
+
+    The accountants' ε differs between CPUs in its last 7-9 digits (NumPy's SIMD ``exp`` and
+    ``log`` inside dp-accounting), and the root finder carries that into the scale's last
+    digits. On the grid, the scale, and every noise multiplier and ε per release computed
+    from it by IEEE arithmetic, are the same bits on every machine unless a root lies
+    within ~3e-10 of a grid point (a chance of about 3e-4 per calibration). Rounding down
+    only adds noise: the plan never spends more than the unrounded one.
+
+    Parameters
+    ----------
+    s : float
+        A positive budget scale.
+
+    Returns
+    -------
+    float
+        The largest grid value ``<= s`` (exact: ``frexp``, ``floor`` and ``ldexp`` do not round).
+    """
+    mantissa, exponent = math.frexp(s)
+    return math.ldexp(math.floor(math.ldexp(mantissa, SCALE_GRID_BITS)),
+                      exponent - SCALE_GRID_BITS)
+
+
+def _solve_log(f, rtol, start=1.0, step=8.0):
+    """Largest s with f(s) <= 0 (f increasing in s), to relative precision ``rtol``; the
+    bracket grows from ``start`` by factors of ``step``."""
+    lo, hi = start, start
+    f_lo = f_hi = f(start)
+    while f_lo > 0:
+        hi, f_hi = lo, f_lo
+        lo /= step
+        if lo < 1e-12:
+            raise BudgetError("epsilon is too small for the fixed releases of this plan "
+                              "(e.g. bounds_epsilon)")
+        f_lo = f(lo)
+    while f_hi <= 0:
+        lo, f_lo = hi, f_hi
+        hi *= step
+        if hi > 1e12:
+            raise BudgetError("epsilon cannot be reached by this plan")
+        f_hi = f(hi)
+    x_lo, x_hi = math.log(lo), math.log(hi)
+    side = 0
+    for _ in range(100):
+        if x_hi - x_lo < rtol:
+            break
+        if math.isfinite(f_lo) and math.isfinite(f_hi) and f_hi != f_lo:
+            x = x_hi - f_hi * (x_hi - x_lo) / (f_hi - f_lo)
+            x = min(max(x, x_lo + 0.1 * rtol), x_hi - 0.1 * rtol)
+        else:
+            x = 0.5 * (x_lo + x_hi)
+        fx = f(math.exp(x))
+        if fx <= 0:
+            x_lo, f_lo = x, fx
+            if side == -1:
+                f_hi /= 2.0  # Illinois: halve the stale end so the bracket shrinks from both
+            side = -1
+        else:
+            x_hi, f_hi = x, fx
+            if side == 1:
+                f_lo /= 2.0
+            side = 1
+        if abs(fx) < 0.25 * rtol and fx <= 0:
+            return math.exp(x)
+    return math.exp(x_lo)
+
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_budget_scale(params_json, n_features):
+    fields = json.loads(params_json)
+    fields.pop("seeded")
+    for name in ("label_bounds", "eval_metric"):
+        if isinstance(fields.get(name), list):
+            fields[name] = tuple(fields[name])
+    return calibrate_budget_scale(TrainParams(**fields), n_features)
+
+
+def make_plan(params, n_features, scored_rounds=None):
+    """The calibrated :class:`~dpxgb_dask.boosting.plan.ReleasePlan` of a fit (public parameters only).
+
+    The budget scale depends only on public parameters, so identical calibrations in one process
+    (repeated fits, cross-validation) are computed once.
+
+    Parameters
+    ----------
+    params : TrainParams
+    n_features : int
+    scored_rounds : int, optional
+        Of :class:`~dpxgb_dask.boosting.plan.ReleasePlan`.
+
+    Returns
+    -------
+    ~dpxgb_dask.boosting.plan.ReleasePlan
+
+    Raises
+    ------
+    BudgetError
+        The target ε cannot be met by this plan.
+    """
+    public = params.to_dict()
+    if public["feature_bounds"] is not None:
+        public["feature_bounds"] = "public"  # only their presence shapes the plan
+    key = json.dumps(public, sort_keys=True, default=str)
+    return ReleasePlan(params, n_features, _cached_budget_scale(key, int(n_features)),
+                       scored_rounds)
