@@ -1,4 +1,5 @@
-"""Bytes reaching the coordinator per level, and level time, at 2, 4 and 8 workers.
+"""Bytes reaching the coordinator per level, level time and the scheduler's CPU per level,
+at 2, 4 and 8 workers (or more).
 
 Usage::
 
@@ -12,9 +13,11 @@ standard-normal rows split into one partition per worker. A level's histograms a
 among the workers along a binary tree (``dpxgb_dask/cluster/reduction.py``), so the
 coordinator receives at most two partial sums per level. Reported: the median and the largest
 bytes per level that reach the coordinator (``timings["bytes_per_level"]``: the pickled
-replies of the level's round), and the median and 90th percentile level time.
+replies of the level's round), the median and 90th percentile level time, and the
+scheduler process's CPU per level (``timings["trees_cpu"]`` over the levels).
 """
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -61,14 +64,19 @@ def main():
                 level = np.array(timings["level"]) * 1e3
                 rows.append([n_workers, n_features, f"{np.median(sent):.3f}", f"{sent.max():.3f}",
                              f"{np.median(level):.1f}", f"{np.percentile(level, 90):.1f}",
+                             f"{1e3 * timings['trees_cpu'] / len(level):.1f}",
                              f"{wall:.2f}"])
                 print(rows[-1], flush=True)
     command = "python " + shlex.join(sys.argv)
     header = ["workers", "features", "MB to the coordinator per level, median",
-              "largest level (MB)", "level median (ms)", "level p90 (ms)", "fit (s)"]
+              "largest level (MB)", "level median (ms)", "level p90 (ms)",
+              "scheduler process CPU per level (ms)", "fit (s)"]
     text = (f"Produced by: `{command}`\n\n"
             f"{args.rows:,} rows, noisy_histogram, 5 trees of depth 6, 64 bins, one partition "
-            "per worker process (1 thread each), 2 cores.\n\n"
+            f"per worker process (1 thread each), {os.cpu_count()} cores. The scheduler "
+            "process's CPU per level is its CPU time while the trees grow (the coordinator, "
+            "its noise threads and the scheduler's own work for the rounds: "
+            "timings[\"trees_cpu\"]) over the levels.\n\n"
             + "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n"
             + "\n".join("| " + " | ".join(str(v) for v in r) + " |" for r in rows)
             + f"\n\nTotal run time: {(time.perf_counter() - t_start) / 60:.1f} min.\n")

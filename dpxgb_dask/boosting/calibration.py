@@ -9,6 +9,8 @@ Nothing here reads data: the plan is a function of public parameters only
 import functools
 import json
 import math
+import threading
+import weakref
 
 from ..params import TrainParams
 from ..privacy.accountants import PLDAccountant, get_accountant
@@ -148,6 +150,31 @@ def _solve_log(f, rtol, start=1.0, step=8.0):
 
 
 
+class _KeyLock:
+    """A lock per calibration key (weakly held: dropped when no caller waits on it)."""
+
+    __slots__ = ("lock", "__weakref__")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+
+
+_KEY_LOCKS = weakref.WeakValueDictionary()
+_KEY_LOCKS_GUARD = threading.Lock()
+
+
+def _budget_scale(params_json, n_features):
+    """:func:`_cached_budget_scale`, computed once when two threads ask for the same key at
+    once (a fit's client plans while its rows load, and in a LocalCluster its scheduler,
+    in the same process, asks again as soon as they are loaded); other keys do not wait."""
+    with _KEY_LOCKS_GUARD:
+        key_lock = _KEY_LOCKS.get((params_json, n_features))
+        if key_lock is None:
+            key_lock = _KEY_LOCKS[params_json, n_features] = _KeyLock()
+    with key_lock.lock:
+        return _cached_budget_scale(params_json, n_features)
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_budget_scale(params_json, n_features):
     fields = json.loads(params_json)
@@ -159,10 +186,12 @@ def _cached_budget_scale(params_json, n_features):
 
 
 def make_plan(params, n_features, scored_rounds=None):
-    """The calibrated :class:`~dpxgb_dask.boosting.plan.ReleasePlan` of a fit (public parameters only).
+    """The calibrated :class:`~dpxgb_dask.boosting.plan.ReleasePlan` of a fit (public
+    parameters only).
 
-    The budget scale depends only on public parameters, so identical calibrations in one process
-    (repeated fits, cross-validation) are computed once.
+    The budget scale depends only on public parameters, so identical calibrations in one
+    process (repeated fits, cross-validation, a client and its LocalCluster's scheduler
+    asking at once) are computed once.
 
     Parameters
     ----------
@@ -184,5 +213,5 @@ def make_plan(params, n_features, scored_rounds=None):
     if public["feature_bounds"] is not None:
         public["feature_bounds"] = "public"  # only their presence shapes the plan
     key = json.dumps(public, sort_keys=True, default=str)
-    return ReleasePlan(params, n_features, _cached_budget_scale(key, int(n_features)),
+    return ReleasePlan(params, n_features, _budget_scale(key, int(n_features)),
                        scored_rounds)

@@ -193,9 +193,12 @@ class Coordinator:
                        "epsilon": p.epsilon, "accountant": p.accountant, "delta": p.delta,
                        "objective": p.objective})
         booster, cuts, bounds = await self._start()
-        t_trees = time.perf_counter()
+        t_trees, cpu_trees = time.perf_counter(), time.process_time()
         cuts = await self._grow_forest(booster, cuts, bounds)
         self._phase("trees", t_trees)
+        # (the scheduler process's CPU while the trees grow: the coordinator, its noise
+        # threads and the scheduler's own work for the rounds)
+        self.timings["trees_cpu"] = time.process_time() - cpu_trees
         booster = to_label_units(booster, self.objective)
         booster.cuts = [np.asarray(c, dtype=np.float64) for c in cuts]
         if self.init_model is not None:

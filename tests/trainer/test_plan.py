@@ -111,3 +111,29 @@ def test_the_budget_scale_is_rounded_down_onto_its_grid():
     params = resolve_params("binary:logistic", epsilon=1.0, feature_bounds=BOUNDS)
     scale = calibrate_budget_scale(params, 4)
     assert snap_to_scale_grid(scale) == scale
+
+
+def test_a_calibration_asked_for_twice_at_once_is_computed_once(monkeypatch):
+    """Issue 40: a fit's client plans while its rows load, and a LocalCluster's scheduler
+    (in the same process) asks for the same plan: one calibration, not two at once."""
+    import threading
+
+    params = resolve_params("binary:logistic", epsilon=0.37, feature_bounds=BOUNDS,
+                            n_estimators=7)
+    calls = []
+    original = calibration_module.calibrate_budget_scale
+
+    def counted(*args):
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(calibration_module, "calibrate_budget_scale", counted)
+    calibration_module._cached_budget_scale.cache_clear()
+    plans = []
+    threads = [threading.Thread(target=lambda: plans.append(make_plan(params, 4)))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and len({plan.budget_scale for plan in plans}) == 1
