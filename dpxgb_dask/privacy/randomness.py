@@ -482,7 +482,9 @@ class SequentialStream(RandomStream):
     the current request (a sampler's lane that ran out of words) starts with the same
     words and continues with the next unread bytes. The values are a pure function of the
     key and the sequence of calls and their sizes, as for :class:`RandomStream`, but not
-    the same values.
+    the same values. Its lanes must be read by one thread: the methods of
+    :class:`RandomStream` draw with ``n_threads=1`` (a sampler drawing lanes in parallel
+    would read the keystream in the threads' order, and a replay would differ).
 
     Parameters
     ----------
