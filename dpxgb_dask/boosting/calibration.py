@@ -98,7 +98,8 @@ def snap_to_scale_grid(s):
     Returns
     -------
     float
-        The largest grid value ``<= s`` (exact: ``frexp``, ``floor`` and ``ldexp`` do not round).
+        The largest grid value ``<= s`` (exact: ``frexp``, ``floor`` and ``ldexp`` do not
+        round).
     """
     mantissa, exponent = math.frexp(s)
     return math.ldexp(math.floor(math.ldexp(mantissa, SCALE_GRID_BITS)),
@@ -147,7 +148,6 @@ def _solve_log(f, rtol, start=1.0, step=8.0):
         if abs(fx) < 0.25 * rtol and fx <= 0:
             return math.exp(x)
     return math.exp(x_lo)
-
 
 
 class _KeyLock:

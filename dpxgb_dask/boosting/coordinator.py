@@ -68,7 +68,8 @@ class Coordinator:
     ----------
     params : TrainParams
     plan : ReleasePlan
-        The calibrated release plan of the fit (:func:`~dpxgb_dask.boosting.calibration.make_plan`).
+        The calibrated release plan of the fit
+        (:func:`~dpxgb_dask.boosting.calibration.make_plan`).
     backend : PartitionBackend
     n_features : int
     feature_names : list of str or None

@@ -3,10 +3,10 @@ ledger event, computed once per fit from public parameters only.
 
 :func:`~dpxgb_dask.boosting.calibration.make_plan` calibrates the plan's budget scale to the
 fit's total (ε, δ) under its accountant (or takes DP-XGBoost's ε per tree) and returns a
-:class:`ReleasePlan`; the
-coordinator reads every release's noise parameters and ledger fields from it. Nothing here
-reads data or knows about Dask, so the client computes the plan before (and while) the
-data is loaded, and calibrations of identical public parameters are cached.
+:class:`ReleasePlan`; the coordinator reads every release's noise parameters and ledger
+fields from it. Nothing here reads data or knows about Dask, so the client computes the
+plan before (and while) the data is loaded, and calibrations of identical public
+parameters are cached.
 
 Vocabulary (the same in the ledger, the report, the coordinator and the tests):
 
@@ -126,8 +126,8 @@ class ReleasePlan:
     Pure-ε releases with share ``w`` occurring ``m`` times per tree get ε = s·w/m (so s is
     DP-XGBoost's ε per tree when the shares sum to one, §4.4); Gaussian releases get the
     noise multiplier z = sqrt(m/w)/s (zCDP ρ = s²w/(2m)). Everything is monotone in s,
-    which :func:`~dpxgb_dask.boosting.calibration.calibrate_budget_scale` finds by bisection on the accountant's ε of
-    :meth:`ledger`, the exact ledger the fit will record.
+    which :func:`~dpxgb_dask.boosting.calibration.calibrate_budget_scale` finds by a root
+    search on the accountant's ε of :meth:`ledger`, the exact ledger the fit will record.
 
     Multiclass (``multi:softprob``, K classes): a round grows K trees at the same margins.
     With Gaussian releases (``joint_classes = K``) the K trees' releases of one depth, and

@@ -463,7 +463,8 @@ class Booster:
         if "cover" not in data["nodes"]:  # (before version 3) every leaf alike: public
             booster._nodes["cover"] = explain.node_covers(booster._nodes["left"], booster._nodes["right"],
                                                   np.ones(n_nodes))
-        booster._node_arrays = {name: booster._nodes[name] for name in NODE_FIELDS}  # field order
+        booster._node_arrays = {name: booster._nodes[name]
+                                for name in NODE_FIELDS}  # (in the fields' order)
         booster._tree_roots = np.asarray(data["tree_roots"], dtype=np.int32)
         booster._tree_class = np.asarray(data.get("tree_class", [0] * len(data["tree_roots"])),
                                          dtype=np.int32)
