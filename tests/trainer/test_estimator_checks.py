@@ -74,9 +74,16 @@ WEIGHTED_ESTIMATORS = [
 #: The checks at the default configuration that guard something the reproducible
 #: estimators' run above does not (issue 40 dropped the other ~100, the same API checks
 #: again): learning at the default budget, and the checks that compare two fits with the
-#: same random_state, which must FAIL (strict): they pass only if the noise is not fresh.
+#: same random_state, which must FAIL (strict where they compare continuous outputs).
 DEFAULT_CONFIGURATION_CHECKS = {"check_classifiers_train", "check_regressors_train",
                                 *FRESH_NOISE_CHECKS}
+
+
+#: The classifier's checks that compare only predicted labels: two fits with different
+#: noise may still predict the same labels for every row of the check's small dataset, so
+#: they are not strict (freshness itself is asserted on leaf values in
+#: test_dask_training.py).
+LABEL_ONLY_CHECKS = {"check_classifier_data_not_an_array", "check_supervised_y_2d"}
 
 
 def _default_configuration_checks():
@@ -86,7 +93,8 @@ def _default_configuration_checks():
             name = getattr(check, "func", check).__name__
             if name not in DEFAULT_CONFIGURATION_CHECKS:
                 continue
-            marks = [pytest.mark.xfail(reason=failures[name], strict=True)] \
+            strict = not (isinstance(estimator, DPXGBClassifier) and name in LABEL_ONLY_CHECKS)
+            marks = [pytest.mark.xfail(reason=failures[name], strict=strict)] \
                 if name in failures else []
             yield pytest.param(estimator_, check, marks=marks,
                                id=f"{type(estimator).__name__}-{name}")
