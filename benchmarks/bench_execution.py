@@ -4,18 +4,20 @@ Usage::
 
     python benchmarks/bench_execution.py [--sections 1 2 3 4 5] [--rows 1000000]
                                          [--scaling 1000000 3000000 10000000] [--repeats 3]
+                                         [--workers 2]
                                          [--output benchmarks/results/execution.md]
 
-Every section runs on the same LocalCluster (2 worker processes x 1 thread) in one run:
+Every section runs on the same LocalCluster (``--workers`` worker processes x 1 thread, 2 by
+default) in one run:
 
 1. Training at ``--rows`` x 50 float32 (``make_classification``, ``n_informative=20``):
    one dask array with one row block on each worker (persisted before any fit) is given
    to xgboost.dask (``DaskQuantileDMatrix`` + ``xgboost.dask.train``: hist, depth 6, 20
    rounds, 64 bins, 1 thread) and to the dpxgb methods random, noisy_histogram,
-   exponential and partially_random (20 trees, depth 6) and default (its full ε = 1 schedule: 400 trees, depth
-   6). Fit wall time, and the workers' peak RSS during that fit (a sampler thread on every
-   worker polls the RSS every 20 ms; the max over workers is reported). One fit each,
-   after a small warm-up fit of each system.
+   exponential and partially_random (20 trees, depth 6) and default (its full ε = 1
+   schedule: 400 trees, depth 6). Fit wall time, and the workers' peak RSS during that
+   fit (a sampler thread on every worker polls the RSS every 20 ms; the max over workers
+   is reported). One fit each, after a small warm-up fit of each system.
 2. Time per tree level and fixed time per fit, 30k x 24 NumPy float64 rows,
    noisy_histogram (20 trees, depth 6), with a profile of the fit's phases; median of
    ``--repeats`` fits.
@@ -299,7 +301,8 @@ def section_training(client, args, report):
         rows.append([label, f"{seconds:.1f}", f"{peak:.0f}", f"{seconds / t_ref:.2f}",
                      f"{peak / m_ref:.2f}"])
     report.add(
-        f"## 1. Training, {args.rows:,} x {N_FEATURES} float32 (2 workers x 1 thread)\n\n"
+        f"## 1. Training, {args.rows:,} x {N_FEATURES} float32 ({args.workers} workers x 1 "
+        "thread)\n\n"
         "Both systems get the same dask array, persisted with one row block per worker. "
         f"{TREES} trees / rounds of depth {DEPTH} unless stated; one fit each after a "
         "warm-up fit.\n\n"
@@ -550,6 +553,7 @@ def main():
     parser.add_argument("--scaling", type=int, nargs="+",
                         default=[1_000_000, 3_000_000, 10_000_000], help="rows of section 5")
     parser.add_argument("--repeats", type=int, default=3, help="fits per median (2, 3, 4)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--output", default=str(Path(__file__).resolve().parent / "results"
                                                 / "execution.md"))
     args = parser.parse_args()
@@ -561,11 +565,13 @@ def main():
     command = "python " + shlex.join(sys.argv)
     report = Report(args.output, f"Produced by: `{command}`\n\n"
                     f"distributed {distributed.__version__}, xgboost {xgboost.__version__}, "
-                    f"{os.cpu_count()} cores; one LocalCluster of 2 worker processes x 1 "
+                    f"{os.cpu_count()} cores; one LocalCluster of {args.workers} worker "
+                    "processes x 1 "
                     f"thread; dpxgb: ε = {EPSILON}, {MAX_BIN} bins (the default: its schedule's), "
                     "public bounds.")
     t_start = time.perf_counter()
-    with LocalCluster(**CLUSTER) as cluster, Client(cluster) as client:
+    with LocalCluster(**dict(CLUSTER, n_workers=args.workers)) as cluster, \
+            Client(cluster) as client:
         client.register_plugin(PeakRSS(), name=SAMPLER_NAME)
         warm_up(client)
         for section in sorted(set(args.sections)):

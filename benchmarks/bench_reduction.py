@@ -6,8 +6,11 @@ Usage::
     python benchmarks/bench_reduction.py [--workers 2 4 8] [--features 50 500]
                                          [--rows 20000] [--output benchmarks/results/reduction.md]
 
-For each worker count, one LocalCluster of that many worker processes x 1 thread (8
-processes on 2 cores is fine for bytes and for relative time); for each feature count, one
+For each worker count, a cluster as a deployment starts it (``dask scheduler`` in a process
+of its own and that many ``dask worker --no-nanny`` processes x 1 thread; 16 processes on 2
+cores is fine for bytes and for the scheduler's CPU): a LocalCluster would run its nannies,
+and their system monitors, on the scheduler's event loop, whose CPU would then grow with the
+workers for reasons no deployment has. For each feature count, one
 noisy_histogram fit (5 trees of depth 6, 64 bins, ε = 1, public bounds ±8) of ``--rows``
 standard-normal rows split into one partition per worker. A level's histograms are summed
 among the workers along a binary tree (``dpxgb_dask/cluster/reduction.py``), so the
@@ -17,17 +20,51 @@ replies of the level's round), the median and 90th percentile level time, and th
 scheduler process's CPU per level (``timings["trees_cpu"]`` over the levels).
 """
 import argparse
+import contextlib
 import os
 import shlex
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from dpxgb_dask import train
+
+
+@contextlib.contextmanager
+def deployed_cluster(n_workers):
+    """A client of a scheduler process and ``n_workers`` nanny-less worker processes (1
+    thread each) started by Dask's command line, all stopped on exit."""
+    with tempfile.TemporaryDirectory() as folder:
+        scheduler_file = str(Path(folder) / "scheduler.json")
+        quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        processes = [subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--scheduler-file", scheduler_file], **quiet)]
+        try:
+            deadline = time.monotonic() + 60
+            while not Path(scheduler_file).exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            processes += [subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", "--nthreads", "1",
+                 "--no-nanny", "--no-dashboard", "--memory-limit", "0",
+                 "--scheduler-file", scheduler_file], **quiet) for _ in range(n_workers)]
+            with Client(scheduler_file=scheduler_file) as client:
+                client.wait_for_workers(n_workers, timeout=120)
+                yield client
+        finally:
+            for process in processes[::-1]:  # the workers, then the scheduler
+                process.terminate()
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def _fit(client, n_rows, n_features, n_workers):
@@ -55,8 +92,7 @@ def main():
     rows = []
     t_start = time.perf_counter()
     for n_workers in args.workers:
-        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0") as cluster, Client(cluster) as client:
+        with deployed_cluster(n_workers) as client:
             _fit(client, 2_000, 10, n_workers)  # warm-up: imports, plugin registration
             for n_features in args.features:
                 timings, wall = _fit(client, args.rows, n_features, n_workers)
@@ -73,7 +109,8 @@ def main():
               "scheduler process CPU per level (ms)", "fit (s)"]
     text = (f"Produced by: `{command}`\n\n"
             f"{args.rows:,} rows, noisy_histogram, 5 trees of depth 6, 64 bins, one partition "
-            f"per worker process (1 thread each), {os.cpu_count()} cores. The scheduler "
+            f"per worker process (`dask worker --no-nanny`, 1 thread each; the scheduler in "
+            f"a process of its own), {os.cpu_count()} cores. The scheduler "
             "process's CPU per level is its CPU time while the trees grow (the coordinator, "
             "its noise threads and the scheduler's own work for the rounds: "
             "timings[\"trees_cpu\"]) over the levels.\n\n"

@@ -3,9 +3,10 @@
 the scheduler process and reaches the states that live on the workers through the
 ``dpxgb_call`` handler of :class:`~dpxgb_dask.cluster.worker.DPXGBWorkerPlugin`, over the
 scheduler's pooled RPC connections: no task graph, no keys, one request per worker per
-round, all workers at once. A round's results are summed among the workers along a tree
-(:mod:`~dpxgb_dask.cluster.reduction`), so the coordinator receives at most two partial
-sums per round whatever the number of workers. It implements
+round, all workers at once; except a round, which the coordinator sends to two workers
+and which travels down a binary tree of the workers while its results are summed up it
+(:mod:`~dpxgb_dask.cluster.reduction`), so that the coordinator makes two calls and
+receives two partial sums per round whatever the number of workers. It implements
 :class:`~dpxgb_dask.boosting.protocol.PartitionBackend`, and recovers from lost workers.
 """
 import asyncio
@@ -14,7 +15,7 @@ import time
 from ..boosting.protocol import add_results
 from ..boosting.silos import combine_silo_answers
 from .codec import encode, register_error
-from .reduction import PeerLost, reduction_order
+from .reduction import PeerLost, reduction_order, tree_roots
 from .wire import unpack_reply
 
 #: How often a call in flight checks that its worker is still in the cluster.
@@ -110,7 +111,8 @@ class DaskBackend:
 
     @property
     def n_rounds(self):
-        """Rounds sent since the partitions were prepared (one message to each worker)."""
+        """Rounds sent since the partitions were prepared (one call to each of the
+        reduction tree's two roots; a cross-silo fit's, to each silo)."""
         return len(self._rounds)
 
     def counts(self):
@@ -131,9 +133,16 @@ class DaskBackend:
     def workers(self):
         return sorted(self._placement)
 
-    async def _call(self, address, action, payload):
+    def _missing(self, addresses):
+        """The first of ``addresses`` that left the cluster, or None."""
+        workers = self._scheduler.workers
+        return next((a for a in addresses if a not in workers), None)
+
+    async def _call(self, address, action, payload, watched=None):
         """One call to one worker; ``payload`` is the action's argument, encoded (once for
-        a message that goes to every worker)."""
+        a message that goes to every worker); ``watched``: the workers whose loss ends the
+        call (a reduced round's: the whole tree; by default ``address``)."""
+        watched = (address,) if watched is None else watched
         if address not in self._scheduler.workers:
             raise WorkerLost(f"worker {address} holding partitions "
                              f"{self._placement[address]} of the fit left the cluster",
@@ -148,11 +157,12 @@ class DaskBackend:
                 # A worker that leaves (killed, restarted) is noticed by the scheduler at
                 # once, long before a connection attempt to it would time out.
                 await asyncio.wait([call], timeout=WORKER_CHECK_SECONDS)
-                if not call.done() and address not in self._scheduler.workers:
-                    raise WorkerLost(f"worker {address} holding partitions "
-                                     f"{self._placement[address]} of the fit was lost: it "
+                gone = None if call.done() else self._missing(watched)
+                if gone is not None:
+                    raise WorkerLost(f"worker {gone} holding partitions "
+                                     f"{self._placement[gone]} of the fit was lost: it "
                                      "left the cluster during the fit (killed, or the "
-                                     "cluster restarted)", address)
+                                     "cluster restarted)", gone)
             reply = call.result()
         except OSError as exc:  # CommClosedError is an OSError
             raise WorkerLost(f"worker {address} holding partitions "
@@ -163,7 +173,7 @@ class DaskBackend:
                 call.cancel()
         try:
             result = unpack_reply(reply)
-        except PeerLost as exc:  # the worker could not reach its reduction parent
+        except PeerLost as exc:  # a worker below lost its reduction child
             lost = exc.address
             raise WorkerLost(f"worker {lost} holding partitions "
                              f"{self._placement.get(lost, [])} of the fit was lost: {exc}",
@@ -182,17 +192,18 @@ class DaskBackend:
 
     async def _all(self, action, args, reduced=False):
         """One call to every worker holding partitions; worker losses are recovered from
-        (see the class notes) and the call repeated. ``reduced``: the workers sum their
-        results along the reduction tree (only the two workers under the coordinator answer
-        with sums), and the first
-        failure cancels the other calls (a worker may be waiting for a lost child)."""
+        (see the class notes) and the call repeated. ``reduced``: one call to each of the
+        reduction tree's two roots, which pass it down the tree and answer their subtree's
+        sums; every worker of the tree is watched, and the first failure cancels the other
+        call."""
         for attempt in range(MAX_RECOVERIES + 1):
             if reduced:
                 self._reduction_tag += 1
-                payload = encode((args, (self._reduction_tag, reduction_order(self._placement))))
+                order = reduction_order(self._placement)
+                payload = encode((args, (self._reduction_tag, order)))
+                outcomes = await self._gather(action, payload, tree_roots(order), order)
             else:
-                payload = encode(args)
-            outcomes = await self._gather(action, payload, cancel_on_failure=reduced)
+                outcomes = await self._gather(action, encode(args), self.workers)
             lost = [o for o in outcomes if isinstance(o, WorkerLost)]
             errors = [o for o in outcomes if isinstance(o, BaseException) and o not in lost]
             if errors:
@@ -207,12 +218,12 @@ class DaskBackend:
                 raise lost[0]
             await self._recover(lost)
 
-    async def _gather(self, action, payload, cancel_on_failure):
-        """The outcomes (results or exceptions) of one call to every worker; with
-        ``cancel_on_failure`` the calls still running when one fails are cancelled (their
-        outcome is None: the call is repeated)."""
-        calls = [asyncio.ensure_future(self._call(w, action, payload)) for w in self.workers]
-        if not cancel_on_failure:
+    async def _gather(self, action, payload, targets, tree=None):
+        """The outcomes (results or exceptions) of one call to each of ``targets``; for the
+        roots of a reduction ``tree`` (every worker, in heap order), the call still running
+        when the other fails is cancelled (its outcome is None: the round is repeated)."""
+        calls = [asyncio.ensure_future(self._call(w, action, payload, tree)) for w in targets]
+        if tree is None:
             return await asyncio.gather(*calls, return_exceptions=True)
         try:
             await asyncio.wait(calls, return_when=asyncio.FIRST_EXCEPTION)

@@ -18,9 +18,8 @@ client and its coordinator; the worker keeps only its SHA-256), and names an act
 ``aggregate``   exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
 ``prepare``     bin the rows and set the initial margins
 ``round``       one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition,
-                its sum added to the children's along the reduction tree
-                (:mod:`~dpxgb_dask.cluster.reduction`)
-``partial``     a child's partial sum of a round, for the reduction tree
+                passed on to this worker's children in the reduction tree and its sum
+                added to theirs (:mod:`~dpxgb_dask.cluster.reduction`)
 ``silo_key``    a cross-silo fit with secure aggregation: this silo's fresh public key
 ``silo_peers``  every silo's public key: derive this silo's pairwise masks
 ``touch``       keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
@@ -65,7 +64,7 @@ from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
 from ..privacy.silo_budget import SiloBudget
 from .codec import ARRAY_KINDS, decode
-from .reduction import MAILBOXES, reduce_along_tree
+from .reduction import FORWARDS, SubtreeRound
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
 
 #: How often a worker looks for expired fits.
@@ -284,7 +283,7 @@ def load_task_delayed(x_block, y_block, fit_id, digest, index, objective, n_thre
 
 def drop_fit(worker_address, fit_id):
     """Forget a fit (no capability needed: dropping reveals nothing)."""
-    MAILBOXES.forget(worker_address, fit_id)
+    FORWARDS.forget(worker_address, fit_id)
     with _REGISTRY_LOCK:
         return _fits_of(worker_address).pop(fit_id, None) is not None
 
@@ -301,7 +300,7 @@ def _sweep(worker_address):
         fits = _fits_of(worker_address)
         for fit_id in [f for f, fit in fits.items() if now - fit.touched > LEASE_SECONDS]:
             del fits[fit_id]
-            MAILBOXES.forget(worker_address, fit_id)  # partial sums waiting, and waits
+            FORWARDS.forget(worker_address, fit_id)  # calls to its children in flight
 
 
 def _runs_inline(worker_address, fit_id, action):
@@ -311,7 +310,7 @@ def _runs_inline(worker_address, fit_id, action):
     rows here are few (a shape, public); loads, re-loads, aggregates and binning go to a
     thread whatever their size.
     """
-    if action in ("touch", "partial"):
+    if action == "touch":
         return True
     if action != "round":
         return False
@@ -357,10 +356,6 @@ def execute(worker_address, fit_id, capability, action, args):
         return None
     fit = _fit(worker_address, fit_id, digest)
     if action == "touch":
-        return None
-    if action == "partial":
-        tag, result = args
-        MAILBOXES.put(worker_address, fit_id, tag, result)
         return None
     try:
         with fit.lock:
@@ -427,31 +422,39 @@ async def handle_call(worker, fit=None, capability=None, action=None, payload=No
     -------
     dict
         :func:`~dpxgb_dask.cluster.wire.reply` of the result with ``seconds``, its compute
-        time (which stays with the coordinator, in the cluster; a silo does not send it),
+        time (a reduced round's: its subtree's), which stays with the coordinator, in the
+        cluster (a silo does not send it);
         or :func:`~dpxgb_dask.cluster.wire.error_reply`.
     """
     address = worker.address
     if action == "drop":
         return reply(drop_fit(address, fit), seconds=0.0)
     start = time.perf_counter()
+    subtree = None
     try:
         args = None if payload is None else decode(payload)
         if action == "load":
             index, objective, n_threads, replica = args
             args = (index, *_row_arrays(rows, labels), objective, n_threads, replica)
+        if action == "round" and args[1] is not None:
+            _fit(address, fit, capability_digest(capability))  # checked before it travels on
+            subtree = SubtreeRound(worker, fit, capability, args[1], payload)
+            await subtree.start()
         if _runs_inline(address, fit, action):
             result = execute(address, fit, capability, action, args)
         else:
             result = await asyncio.to_thread(execute, address, fit, capability, action, args)
         seconds = time.perf_counter() - start
-        if action == "round" and args[1] is not None:
-            result = await reduce_along_tree(worker, fit, capability, args[1], result,
-                                             add_results)
+        if subtree is not None:
+            result, below = await subtree.total(result, add_results)
+            seconds += below
         held = _fits_of(address).get(fit)
         if held is not None and held.silo:  # (a silo's compute time grows with its rows)
             return reply(result)
         return reply(result, seconds=seconds)
     except Exception as exc:  # returned, not raised: the comm would lose its type
+        if subtree is not None:
+            subtree.end()  # (its children's calls, when this worker's own part failed)
         return error_reply(exc)
 
 
@@ -478,6 +481,6 @@ def _row_arrays(rows, labels):
 
 def forget_worker(worker_address):
     """Drop every fit of a worker (its plugin is torn down)."""
-    MAILBOXES.forget(worker_address)
+    FORWARDS.forget(worker_address)
     with _REGISTRY_LOCK:
         _REGISTRY.pop(worker_address, None)

@@ -107,7 +107,10 @@ def test_a_killed_service_loses_no_budget_job_or_model(tmp_path, cluster, data_d
 
 
 def _spawn(directory, *argv):
-    return subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    """Run Dask's command line (``dask ...``) with this interpreter, whatever is on PATH."""
+    assert argv[0] == "dask"
+    return subprocess.Popen([sys.executable, "-m", "dask", *argv[1:]],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=directory)
 
 
@@ -128,10 +131,10 @@ def test_a_scheduler_restart_mid_load_loses_no_budget_job_or_model(tmp_path, dat
     address = f"tcp://127.0.0.1:{port}"
 
     def start_cluster():
-        scheduler = _spawn(tmp_path, "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                           "--no-dashboard")
-        workers = _spawn(tmp_path, "dask", "worker", address, "--nworkers", "2", "--nthreads", "1",
-                         "--no-dashboard")
+        scheduler = _spawn(tmp_path, "dask", "scheduler", "--host", "127.0.0.1",
+                           "--port", str(port), "--no-dashboard")
+        workers = _spawn(tmp_path, "dask", "worker", address, "--nworkers", "2",
+                         "--nthreads", "1", "--no-dashboard")
         return scheduler, workers
 
     processes = start_cluster()

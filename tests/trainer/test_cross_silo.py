@@ -110,8 +110,8 @@ def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data, mode
         released.append(out)
         return out
 
-    async def call_spy(self, address, action, payload):
-        result = await original_call(self, address, action, payload)
+    async def call_spy(self, address, action, payload, watched=None):
+        result = await original_call(self, address, action, payload, watched)
         asked.append(action)
         if action in ("round", "aggregate"):
             received.append(result)

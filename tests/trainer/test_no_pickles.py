@@ -28,7 +28,7 @@ from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.privacy.validation import BudgetError
 
-WORKER_ACTIONS = ["load", "restore", "aggregate", "prepare", "round", "partial", "touch"]
+WORKER_ACTIONS = ["load", "restore", "aggregate", "prepare", "round", "touch"]
 
 
 class _WritesAFile:

@@ -1,6 +1,7 @@
-"""A round's results are summed among the workers (dpxgb_dask/cluster/reduction.py): the
-bytes reaching the coordinator per level do not grow with the number of workers, the tree
-is the documented heap, and a lost worker is recovered from wherever it sits in it."""
+"""A round travels down a tree of the workers and its results are summed up it
+(dpxgb_dask/cluster/reduction.py): the coordinator's calls and the bytes reaching it per
+level do not grow with the number of workers, the tree is the documented heap, and a lost
+worker is recovered from wherever it sits in it."""
 import threading
 import time
 
@@ -34,20 +35,26 @@ def test_heap_order_and_neighbours():
     assert neighbours(("tcp://x",), "tcp://x") == (None, [])
 
 
-def _bytes_per_level(n_workers):
+def _counts(n_workers):
+    """Timings of two fits (3 and 6 trees) on ``n_workers`` workers."""
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         X, y = _data()
-        _, timings = train(PARAMS, X, y, client=client, n_partitions=n_workers,
-                           return_timings=True)
-        return np.array(timings["bytes_per_level"])
+        return [train(dict(PARAMS, n_estimators=trees), X, y, client=client,
+                      n_partitions=n_workers, return_timings=True)[1] for trees in (3, 6)]
 
 
-def test_bytes_reaching_the_coordinator_do_not_grow_with_the_workers():
-    two, eight = _bytes_per_level(2), _bytes_per_level(8)
-    assert two.shape == eight.shape
-    # two partial sums per level, plus a few bytes of acknowledgement per other worker
-    assert np.all(eight <= two + 6 * 200)
+def test_the_coordinators_messages_do_not_grow_with_the_workers():
+    """Per round, two calls (to the tree's roots) and two partial sums back, whether the
+    fit has 2 workers or 8: the round travels down the tree, its sums up it."""
+    two, eight = _counts(2), _counts(8)
+    # (the same two sums; their row counts are encoded in a few more bytes or fewer)
+    assert np.all(np.abs(np.subtract(eight[1]["bytes_per_level"],
+                                     two[1]["bytes_per_level"])) <= 16)
+    for three_trees, six_trees in (two, eight):
+        rounds = six_trees["rounds"] - three_trees["rounds"]
+        assert rounds == 3 * PARAMS["max_depth"]
+        assert six_trees["worker_calls"] - three_trees["worker_calls"] == 2 * rounds
 
 
 def _running(client):
