@@ -52,7 +52,7 @@ from .silo_plan import SiloFitLedger, SiloPlan
 from .summaries import summary_cuts
 from .splits import make_split_method
 from .streams import FitStreams
-from .tree import Tree, child_ranges, children
+from .tree import Tree, child_ranges, children, merge_levels
 
 #: Releases of at most this many values run on the event loop (about 1 ms of sampling).
 INLINE_RELEASE_VALUES = 4096
@@ -443,7 +443,7 @@ class Coordinator:
         """
         next_drawn = last_splits = None
         if not self.splitter.data_dependent:
-            tree, levels, leaves = drawn if drawn is not None else \
+            tree, tree_splits, leaves = drawn if drawn is not None else \
                 self._random_tree(t, cuts, n_cuts)
 
             async def draw_next_tree():
@@ -452,7 +452,7 @@ class Coordinator:
             if self.silos is not None:
                 first = dict(first, silo_release=self.silos.leaf(t))
             next_drawn, sums = await self._round_while(
-                draw_next_tree, **first, tree_levels=levels, leaf_nodes=leaves)
+                draw_next_tree, **first, tree_splits=tree_splits, leaf_nodes=leaves)
         else:
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
         order = np.argsort(leaves)
@@ -473,8 +473,10 @@ class Coordinator:
         -------
         tree : Tree
             Splits only.
-        levels : list of tuple of ndarray
-            Each level's decisions, heap-indexed (``LevelSplits.as_heap_arrays``).
+        tree_splits : tuple of ndarray or None
+            Its decisions, heap-indexed (:func:`~dpxgb_dask.boosting.tree.merge_levels` of
+            ``LevelSplits.as_heap_arrays``; None for a lone leaf): one message's few
+            arrays, whatever the depth.
         leaves : ndarray of int64
             Heap ids of the leaves.
         """
@@ -493,7 +495,7 @@ class Coordinator:
             open_nodes = children(splits)
             self.timings["level"].append(time.perf_counter() - t_level)
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
-        return tree, levels, leaves
+        return tree, (merge_levels(levels) if levels else None), leaves
 
     async def _grow_levels(self, t, cuts, n_cuts, first):
         """Grow tree ``t`` level by level from noisy statistics: one round and one release

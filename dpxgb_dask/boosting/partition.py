@@ -278,9 +278,8 @@ class PartitionState:
             self._histograms = self._histogram_nodes = None
         if step.splits is not None:
             self._apply(step.splits)
-        if step.tree_levels is not None and step.tree_levels:
-            is_split, feature, split_bin, missing_left, category_set = \
-                merge_levels(step.tree_levels)
+        if step.tree_splits is not None:
+            is_split, feature, split_bin, missing_left, category_set = step.tree_splits
             route_to_leaves(self.X_binned, self.positions, is_split, feature, split_bin,
                             missing_left, category_set, self.missing_bin, self.n_threads)
         result = None
@@ -571,26 +570,3 @@ def node_sums(state, nodes):
     slot[nodes] = np.arange(nodes.shape[0], dtype=np.int32)
     node_sums_kernel(state.positions, state.gradients, state.hessians, slot, out)
     return out
-
-
-def merge_levels(levels):
-    """The heap-indexed decisions of several levels of one tree as one set of arrays
-    (levels hold different node ids), for ``partition.route_to_leaves``.
-
-    Parameters
-    ----------
-    levels : list of tuple of ndarray
-        ``(is_split, feature, split_bin, missing_left, category_set)`` of each level
-        (:meth:`~dpxgb_dask.boosting.tree.LevelSplits.as_heap_arrays`).
-
-    Returns
-    -------
-    tuple of ndarray
-    """
-    size = max(level[0].shape[0] for level in levels)
-    merged = [np.zeros((size,) + a.shape[1:], dtype=a.dtype) for a in levels[0]]
-    for level in levels:
-        where = np.flatnonzero(level[0])
-        for out, values in zip(merged, level):
-            out[where] = values[where]
-    return tuple(merged)

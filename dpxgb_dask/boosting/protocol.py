@@ -144,8 +144,10 @@ class Round:
     histogram_nodes : ndarray of int64, optional
         Return the (G, H, count) histograms of these nodes (sibling pairs after the root:
         the smaller child is built, its sibling is the parent's minus it).
-    tree_levels : list of tuple of ndarray, optional
-        The decisions of every level of a whole data-independent tree, applied in order.
+    tree_splits : tuple of ndarray, optional
+        The decisions of a whole data-independent tree, heap-indexed
+        (:func:`~dpxgb_dask.boosting.tree.merge_levels` of its levels): route the rows to
+        its leaves.
     leaf_nodes : ndarray of int64, optional
         Return the (G, H, count) sums of these nodes.
     fine_histogram : tuple (int, bool), optional
@@ -163,7 +165,7 @@ class Round:
     rebin_cuts: list = None
     splits: tuple = None
     histogram_nodes: np.ndarray = None
-    tree_levels: list = None
+    tree_splits: tuple = None
     leaf_nodes: np.ndarray = None
     fine_histogram: tuple = None
     silo_release: object = None

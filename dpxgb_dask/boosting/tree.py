@@ -286,3 +286,28 @@ def child_totals(histograms, splits):
             left = left + cells[-1]
         out.extend([left, total - left])
     return np.array(out, dtype=np.float64).reshape(-1, 3)
+
+
+def merge_levels(levels):
+    """The heap-indexed decisions of several levels of one tree as one set of arrays
+    (levels hold different node ids): a whole random tree's structure, sent to the
+    partitions in one :class:`~dpxgb_dask.boosting.protocol.Round` (``tree_splits``) for
+    ``_core.partition.route_to_leaves``.
+
+    Parameters
+    ----------
+    levels : list of tuple of ndarray
+        ``(is_split, feature, split_bin, missing_left, category_set)`` of each level
+        (:meth:`~dpxgb_dask.boosting.tree.LevelSplits.as_heap_arrays`).
+
+    Returns
+    -------
+    tuple of ndarray
+    """
+    size = max(level[0].shape[0] for level in levels)
+    merged = [np.zeros((size,) + a.shape[1:], dtype=a.dtype) for a in levels[0]]
+    for level in levels:
+        where = np.flatnonzero(level[0])
+        for out, values in zip(merged, level):
+            out[where] = values[where]
+    return tuple(merged)

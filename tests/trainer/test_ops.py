@@ -171,7 +171,7 @@ def _random_level(rng, nodes, n_features, n_cuts):
 def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
     """TreeEnd reuses the positions found while growing (rows outside the tree included);
     the result must be what predicting the tree on the binned rows gives."""
-    from dpxgb_dask.boosting.tree import Tree
+    from dpxgb_dask.boosting.tree import Tree, merge_levels
 
     rng = np.random.default_rng(seed)
     state = _binned_part(rng, n_rows=3000, objective=Objective("reg:squarederror", (-1, 1)))
@@ -191,7 +191,7 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
             else:
                 tree.add_leaf(node, 0.0)
         nodes = children
-    state.run(protocol.Round(seq=2, tree_levels=levels[:-1]))
+    state.run(protocol.Round(seq=2, tree_splits=merge_levels(levels[:-1])))
     leaf_values = rng.normal(size=2 ** 4)
     for node in nodes + [n for n in tree.leaves]:
         tree.add_leaf(node, leaf_values[node])
