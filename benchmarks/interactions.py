@@ -45,14 +45,16 @@ SEED_BASE = 2**150
 #: label -> parameters of a dpxgb_dask fit, a family of a private selection (a str), or
 #: None (a baseline of its own).
 CONFIGS = {
-    "default": {},
-    "default with mixed trees": dict(feature_selection="mixed"),
-    "mixed trees, iterative-Hessian 64 cuts": dict(feature_selection="mixed",
-                                                   split_candidates="iterative_hessian",
-                                                   max_bin=64),
+    "default (mixed trees, quantile thresholds)": {},
+    "one-feature trees (the default before issue 41)": dict(
+        feature_selection="cyclic", interaction_thresholds="uniform"),
+    "mixed trees, uniform thresholds": dict(feature_selection="mixed",
+                                            interaction_thresholds="uniform"),
     "random feature per node, iterative-Hessian 32 cuts": dict(
-        feature_selection="random", split_candidates="iterative_hessian", max_bin=32),
-    "private selection among the three shapes above (select=\"shapes\")": "shapes",
+        feature_selection="random", interaction_thresholds="uniform",
+        split_candidates="iterative_hessian", max_bin=32),
+    "private selection among the default, one-feature trees and the row above "
+    "(select=\"shapes\")": "shapes",
     "noisy_histogram": dict(split_method="noisy_histogram"),
     "partially_random": dict(split_method="partially_random"),
     "DP-EBM": None,

@@ -156,11 +156,12 @@ DATASETS = {
     "adult": DatasetSpec(
         "adult", "UCI Adult", "binary:logistic",
         "train adult.data / test adult.test ('?' rows dropped), fixed split",
-        (0.01, 0.02, 0.03, 0.1, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (ERROR, AUC)),
+        (0.01, 0.02, 0.03, 0.05, 0.1, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (ERROR, AUC)),
     "abalone": DatasetSpec(
         "abalone", "UCI Abalone", "reg:squarederror",
         "5-fold CV (one shuffle per seed), RMSE in rings averaged over folds",
-        (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (RMSE,), "rings"),
+        (0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 1.0, 4.0, 10.0), (0.1, 1.0, 10.0), (RMSE,),
+        "rings"),
     "bank": DatasetSpec(
         "bank", "UCI Bank marketing", "binary:logistic",
         "bank-full.csv, stratified 70/30 split drawn per seed",

@@ -39,3 +39,46 @@ def test_at_each_epsilon_the_smallest_worst_regret_a_real_table_allows():
     assert choose(cells, candidates, 1)[0] == "additive"
     cells["real", "bank"][0, 1] = 1.0
     assert choose(cells, candidates, 1)[0] is None
+
+
+def test_a_real_tables_loss_the_seeds_cannot_tell_from_the_allowance_is_admitted():
+    """Admissible: regret − 2·SE ≤ allowance, SE from the per-seed paired differences
+    against the candidate with the best mean (the same split per seed)."""
+    from default_suite import regret_errors
+
+    # two candidates, one ε, three seeds: the second loses 0.01 on average, by 0.0/0.01/0.02
+    scores = np.array([[[0.80, 0.82, 0.84]], [[0.80, 0.81, 0.82]]])
+    margins = regret_errors(scores, lower_is_better=False)
+    np.testing.assert_allclose(margins[:, 0], [0.0, 2 * 0.01 / np.sqrt(3)])
+    assert np.all(regret_errors(scores[:, :, :1], lower_is_better=False) == 0)
+    candidates = ["steady", "noisy"]
+    cells = {("generated", "product"): np.array([[0.2], [0.0]]),
+             ("real", "bank"): regrets(scores.mean(axis=-1), lower_is_better=False)}
+    assert choose(cells, candidates, 0)[0] == "steady"  # 0.01 > 0.003 without the margin
+    assert choose(cells, candidates, 0, {("real", "bank"): margins})[0] == "noisy"
+    # a loss the seeds can tell: every seed loses 0.01
+    scores[1, 0] = scores[0, 0] - 0.01
+    margins = regret_errors(scores, lower_is_better=False)
+    assert choose(cells, candidates, 0, {("real", "bank"): margins})[0] == "steady"
+
+
+def test_one_shape_for_every_epsilon_the_smallest_worst_case_admissible_everywhere():
+    from default_suite import choose_shape
+
+    candidates = ["additive", "interactions", "greedy"]
+    cells = {  # columns: two ε
+        ("generated", "product"): np.array([[0.30, 0.30], [0.05, 0.08], [0.00, 0.00]]),
+        ("small", "additive"): np.array([[0.00, 0.00], [0.02, 0.01], [0.01, 0.02]]),
+        # "greedy" loses Adult beyond its allowance at the second ε only
+        ("real", "adult"): np.array([[0.0, 0.0], [0.002, 0.001],
+                                     [0.0, ALLOWANCE["adult"] + 0.001]]),
+    }
+    verdicts = [choose(cells, candidates, e) for e in range(2)]
+    assert [v[0] for v in verdicts] == ["greedy", "interactions"]
+    # greedy is best where it is admissible, but not admissible at every ε
+    assert choose_shape(verdicts, candidates) == "interactions"
+    cells["real", "adult"][1, 0] = 1.0
+    assert choose_shape([choose(cells, candidates, e) for e in range(2)],
+                        candidates) == "additive"
+    cells["real", "adult"][0, 1] = 1.0
+    assert choose_shape([choose(cells, candidates, e) for e in range(2)], candidates) is None

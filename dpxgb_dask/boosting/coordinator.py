@@ -269,6 +269,7 @@ class Coordinator:
         """
         p = self.params
         n_cuts = np.array([len(c) for c in cuts])
+        self.splitter.new_candidates(n_cuts)
         tree_end = None  # the previous tree, applied to the margins in the next round
         drawn = None     # the next random tree's structure, drawn while a round was out
         # A continued fit numbers its trees after the model's: every stream key, sample and
@@ -288,6 +289,7 @@ class Coordinator:
             if k == 0 and local < self.plan.refresh_rounds:
                 cuts = await self._refresh(t, start, tree_end, cuts, bounds)
                 n_cuts = np.array([len(c) for c in cuts])
+                self.splitter.new_candidates(n_cuts)
                 first = dict(rebin_cuts=cuts)
                 if p.num_class is not None:
                     first["start_tree"] = start
@@ -443,7 +445,7 @@ class Coordinator:
         """
         next_drawn = last_splits = None
         if not self.splitter.data_dependent:
-            tree, tree_splits, leaves = drawn if drawn is not None else \
+            tree, tree_splits, leaves, leaf_ranges = drawn if drawn is not None else \
                 self._random_tree(t, cuts, n_cuts)
 
             async def draw_next_tree():
@@ -460,6 +462,8 @@ class Coordinator:
         values, covers = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
                                          n_values=2 * sums.size)
         del sums
+        if not self.splitter.data_dependent:
+            self.splitter.observe_leaves(t, leaf_ranges[order], covers)
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values
         for node, value, cover in zip(leaves, values, covers):
@@ -479,9 +483,11 @@ class Coordinator:
             arrays, whatever the depth.
         leaves : ndarray of int64
             Heap ids of the leaves.
+        leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2)
+            Their reachable bins, in the order of ``leaves``.
         """
         tree, open_nodes, ranges = self._root(cuts, n_cuts)
-        closed_nodes, levels = [], []
+        closed_nodes, closed_ranges, levels = [], [], []
         rng = self.streams.tree_structure_stream(t)
         for _ in range(self.params.max_depth):
             if open_nodes.size == 0:
@@ -490,12 +496,14 @@ class Coordinator:
             splits = self.splitter.draw(t, open_nodes, ranges, n_cuts, rng=rng)
             levels.append(splits.as_heap_arrays())
             self._add_splits(tree, open_nodes, splits)
-            ranges = child_ranges(ranges, splits)
             closed_nodes.extend(open_nodes[~splits.is_split].tolist())
+            closed_ranges.append(ranges[~splits.is_split])
+            ranges = child_ranges(ranges, splits)
             open_nodes = children(splits)
             self.timings["level"].append(time.perf_counter() - t_level)
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
-        return tree, (merge_levels(levels) if levels else None), leaves
+        leaf_ranges = np.concatenate(closed_ranges + [ranges])
+        return tree, (merge_levels(levels) if levels else None), leaves, leaf_ranges
 
     async def _grow_levels(self, t, cuts, n_cuts, first):
         """Grow tree ``t`` level by level from noisy statistics: one round and one release

@@ -78,7 +78,7 @@ class SelectionSpec:
     mean_runs : float, optional
         E[K] >= 1, the expected number of runs; default 2 per configuration: with 3
         configurations, the runs then miss a given one with probability 0.25 and two given
-        ones (both interaction shapes of "shapes") with probability 0.077; with E[K] = 3,
+        ones with probability 0.077; with E[K] = 3,
         whose runs get 10% more ε each, 0.40 and 0.14.
     shape : float, default 1.0
         η > 0 of the truncated negative binomial (1: geometric, Liu & Talwar).

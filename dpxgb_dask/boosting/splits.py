@@ -27,6 +27,7 @@ from ..privacy.mechanisms import histogram_mechanism
 from .gains import (ReleasedNoise, candidate_mask, category_order, collapse_at_thresholds,
                     decode_candidates, random_category_subset, reachable_bins, split_gains,
                     threshold_ranges)
+from .released_mass import ReleasedMass
 from .tree import child_totals, level_splits, node_totals
 
 
@@ -91,6 +92,12 @@ class SplitMethod:
         self.reg_lambda = p.reg_lambda
         self.hessian_denominators = p.hessian_denominators
 
+    def new_candidates(self, n_cuts):
+        """The cuts are new (the fit's first, or a refresh); nothing to do by default."""
+
+    def observe_leaves(self, tree, leaf_ranges, covers):
+        """A tree's released leaves; nothing to do by default (:class:`RandomSplits`)."""
+
 
 class LevelSplitMethod(SplitMethod, abc.ABC):
     """A method that decides each level from the level's exact reduced histograms, which
@@ -153,12 +160,24 @@ class RandomSplits(SplitMethod):
     categories), and a direction for missing values by a fair coin, from the fit's public
     structure stream. Nothing here reads the data: no privacy is spent, and the whole tree
     is drawn before its one round (:meth:`draw`).
+
+    With ``interaction_thresholds="quantile"`` a node that draws its own feature puts its
+    threshold at a random quantile of the feature's mass that the one-feature trees' leaf
+    releases tell (:class:`~dpxgb_dask.boosting.released_mass.ReleasedMass`, fed by
+    :meth:`observe_leaves`): post-processing of those releases, still no budget.
     """
 
     def __init__(self, plan, streams):
         super().__init__(plan, streams)
         self.feature_selection = plan.params.feature_selection
         self.trees_per_round = plan.trees_per_round
+        # (a Gaussian leaf release includes each leaf's denominator: the mass)
+        self.quantile_thresholds = (plan.params.interaction_thresholds == "quantile"
+                                    and plan.params.leaf_method == "gaussian")
+        #: the released mass over the current cuts (quantile thresholds only)
+        self.released_mass = None
+        #: "staged": the rounds before this one grow one-feature trees (public).
+        self.main_effect_rounds = -(-plan.params.n_estimators // 2)
 
     def one_feature(self, boosting_round, n_features):
         """The one feature every node of the round's trees splits on, or None when each
@@ -168,13 +187,42 @@ class RandomSplits(SplitMethod):
         one-feature trees over the features in turn (feature ``(r/2) mod m``), the odd
         rounds draw a feature per node, so that the ensemble holds both the fine
         one-feature steps of an additive model and trees whose paths combine features
-        (interactions). ``"random"``: a feature per node in every round.
+        (interactions). ``"staged"``: one-feature trees over the features in turn in the
+        first half of the rounds (the main effects, as an additive model), then a feature per
+        node (interactions, fitted on what the main effects leave), the order of GA2M
+        (Lou et al. 2013). ``"random"``: a feature per node in every round.
         """
+        turn = None
         if self.feature_selection == "cyclic":
-            return boosting_round % n_features
-        if self.feature_selection == "mixed" and boosting_round % 2 == 0:
-            return (boosting_round // 2) % n_features
-        return None
+            turn = boosting_round
+        elif self.feature_selection == "staged" and boosting_round < self.main_effect_rounds:
+            turn = boosting_round
+        elif self.feature_selection == "mixed" and boosting_round % 2 == 0:
+            turn = boosting_round // 2
+        return None if turn is None else turn % n_features
+
+    def new_candidates(self, n_cuts):
+        """The cuts the thresholds index are new (the fit's first, or a refresh): the mass
+        released over the old ones no longer applies."""
+        if self.quantile_thresholds:
+            self.released_mass = ReleasedMass(n_cuts)
+
+    def observe_leaves(self, tree, leaf_ranges, covers):
+        """Tree ``tree``'s leaf release, for the quantile thresholds of later trees.
+
+        Parameters
+        ----------
+        tree : int
+        leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2)
+            Each leaf's reachable bins, in the order of ``covers``.
+        covers : ndarray of float64, shape (n_leaves,)
+            The leaves' released denominators (post-processing).
+        """
+        if self.released_mass is None:
+            return
+        feature = self.one_feature(tree // self.trees_per_round, self.n_features)
+        if feature is not None:
+            self.released_mass.add_tree(feature, leaf_ranges[:, feature, :], covers)
 
     def draw(self, tree, nodes, ranges, n_cuts, *, rng):
         """The random splits of one level of tree ``tree``.
@@ -214,7 +262,11 @@ class RandomSplits(SplitMethod):
             rank = np.cumsum(splittable[rows], axis=1) - 1
             f = np.argmax(splittable[rows] & (rank == k[:, None]), axis=1)
             feature[rows] = f
-            threshold[rows] = start_all[rows, f] + rng.uniform_below(width_all[rows, f])
+            if one_feature is None and self.released_mass is not None:
+                threshold[rows] = self.released_mass.draw_thresholds(
+                    f, start_all[rows, f], width_all[rows, f], rng)
+            else:
+                threshold[rows] = start_all[rows, f] + rng.uniform_below(width_all[rows, f])
             missing_left[rows] = rng.uniform_below(2, size=rows.size).astype(bool)
         left_codes = None
         if categorical is not None:  # a categorical feature: a random subset of its categories

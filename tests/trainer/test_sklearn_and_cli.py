@@ -272,7 +272,9 @@ def test_clones_and_a_grid_search_refit_with_fresh_noise(client, classification_
 
     X, y, bounds = classification_data
     model = DPXGBClassifier(feature_bounds=bounds, classes=[0, 1], random_state=3,
-                            client=client, dp_params={"split_candidates": "uniform"}, **SMALL)
+                            client=client, dp_params={"split_candidates": "uniform",
+                                                      "interaction_thresholds": "uniform"},
+                            **SMALL)
     a = clone(model).fit(X, y)
     b = clone(model).fit(X[1:], y[1:])  # the neighbouring table: one row less
     nodes_a, nodes_b = a.booster_.nodes, b.booster_.nodes
