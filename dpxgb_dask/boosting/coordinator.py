@@ -462,7 +462,7 @@ class Coordinator:
         values, covers = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
                                          n_values=2 * sums.size)
         del sums
-        if not self.splitter.data_dependent:
+        if not self.splitter.data_dependent and leaf_ranges is not None:
             self.splitter.observe_leaves(t, leaf_ranges[order], covers)
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values
@@ -483,11 +483,13 @@ class Coordinator:
             arrays, whatever the depth.
         leaves : ndarray of int64
             Heap ids of the leaves.
-        leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2)
-            Their reachable bins, in the order of ``leaves``.
+        leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2), or None
+            Their reachable bins, in the order of ``leaves``; None unless the split
+            method observes leaves (``observes_leaves``).
         """
         tree, open_nodes, ranges = self._root(cuts, n_cuts)
         closed_nodes, closed_ranges, levels = [], [], []
+        keep_ranges = self.splitter.observes_leaves
         rng = self.streams.tree_structure_stream(t)
         for _ in range(self.params.max_depth):
             if open_nodes.size == 0:
@@ -497,12 +499,13 @@ class Coordinator:
             levels.append(splits.as_heap_arrays())
             self._add_splits(tree, open_nodes, splits)
             closed_nodes.extend(open_nodes[~splits.is_split].tolist())
-            closed_ranges.append(ranges[~splits.is_split])
+            if keep_ranges:
+                closed_ranges.append(ranges[~splits.is_split])
             ranges = child_ranges(ranges, splits)
             open_nodes = children(splits)
             self.timings["level"].append(time.perf_counter() - t_level)
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
-        leaf_ranges = np.concatenate(closed_ranges + [ranges])
+        leaf_ranges = np.concatenate(closed_ranges + [ranges]) if keep_ranges else None
         return tree, (merge_levels(levels) if levels else None), leaves, leaf_ranges
 
     async def _grow_levels(self, t, cuts, n_cuts, first):

@@ -81,6 +81,9 @@ class SplitMethod:
 
     #: The method reads the rows: one message round and one release per level.
     data_dependent = False
+    #: The method reads each tree's leaf release (:meth:`observe_leaves`): the coordinator
+    #: then keeps the leaves' bin ranges of the random trees it draws.
+    observes_leaves = False
 
     def __init__(self, plan, streams):
         p = plan.params
@@ -172,8 +175,9 @@ class RandomSplits(SplitMethod):
         self.feature_selection = plan.params.feature_selection
         self.trees_per_round = plan.trees_per_round
         # (a Gaussian leaf release includes each leaf's denominator: the mass)
-        self.quantile_thresholds = (plan.params.interaction_thresholds == "quantile"
-                                    and plan.params.leaf_method == "gaussian")
+        self.quantile_thresholds = self.observes_leaves = (
+            plan.params.interaction_thresholds == "quantile"
+            and plan.params.leaf_method == "gaussian")
         #: the released mass over the current cuts (quantile thresholds only)
         self.released_mass = None
         #: "staged": the rounds before this one grow one-feature trees (public).
