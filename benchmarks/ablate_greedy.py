@@ -6,6 +6,8 @@ Usage::
     python benchmarks/ablate_greedy.py --grid partially_random
     python benchmarks/ablate_greedy.py --grid exponential
     python benchmarks/ablate_greedy.py --grid floor --reps 4   # NOISE_FLOOR_SDS
+    python benchmarks/ablate_greedy.py --grid significance --reps 2 \
+        --tasks adult logistic50 checkerboard product --epsilons 0.1 1 4 10
 
 Each configuration (overrides on top of the method's own defaults,
 ``dpxgb_dask.params.defaults.SPLIT_METHOD_DEFAULTS``, or of a preset's parameters) is fitted
@@ -18,7 +20,13 @@ varies the one constant of the greedy methods' noise-aware gains that is not a p
 - ``logistic50``: 50,000 training and 10,000 validation rows of 50 standard normal features,
   the label drawn from a logistic model of the first ten (weights N(0, 1)), public bounds
   (-6, 6); a fresh sample per repetition (seed ``1000 + rep``); the benchmarks' reported
-  tasks use other seeds.
+  tasks use other seeds;
+- ``checkerboard``, ``product``: ``interactions.py``'s tasks of those names, with the seeds
+  ``1000 + rep`` (``interactions.md`` uses 500-502), its test rows as the validation rows.
+
+The ``significance`` grid varies z of ``gain_estimate="significant"``, the class attribute
+``significance_sds`` of the method's split class (set in the fitting process before each
+fit), next to ``gain_estimate="noise_aware"`` (z = 1, no random ties' draw needed).
 
 Fits run in-process (``train_in_process``, the coordinator the cluster runs) with fresh
 noise per fit. The script prints per ε each configuration's mean ± std over repetitions and
@@ -27,6 +35,7 @@ into ``params/defaults.py`` by hand. Like the default's schedule, the selection 
 on public benchmark data and is not accounted in any user's ε.
 """
 import argparse
+import shlex
 from concurrent.futures import ProcessPoolExecutor
 import sys
 import time
@@ -42,11 +51,14 @@ from datasets import data_dir, load_adult  # noqa: E402
 from tables import epsilon_table  # noqa: E402
 
 from dpxgb_dask.boosting import gains  # noqa: E402
+from dpxgb_dask.boosting.splits import SPLIT_METHODS  # noqa: E402
 from dpxgb_dask.params import resolve_params  # noqa: E402
 from dpxgb_dask.training import check_bounds_policy, train_in_process  # noqa: E402
 
 OUT_DIR = Path(__file__).resolve().parent / "results" / "greedy_ablation"
 DEFAULT_FLOOR = gains.NOISE_FLOOR_SDS
+DEFAULT_SIGNIFICANCE = {name: getattr(cls, "significance_sds", None)
+                        for name, cls in SPLIT_METHODS.items()}
 EPSILONS = (0.5, 1.0, 4.0)
 
 #: Configurations per grid: (label, split_method, overrides of the method's defaults).
@@ -86,6 +98,11 @@ GRIDS = {
             ("partially_random", "partially_random", {}),
             ("maddock preset, partially random", "partially_random", {"preset": "maddock"}))
         for floor in (0.0, 1.0, 2.0, 4.0)],
+    "significance": [
+        (f"{method}, " + (f"z = {z:g}" if z else "noise_aware (z = 1)"), method,
+         dict(significance_sds=z) if z else dict(gain_estimate="noise_aware"))
+        for method in ("noisy_histogram", "partially_random")
+        for z in (None, 2.0, 3.0, 4.0)],
     "exponential": [
         ("defaults", "exponential", {}),
         ("20 trees", "exponential", dict(n_estimators=20)),
@@ -117,7 +134,12 @@ def load_task(name, rep):
         margin = X[:, :10] @ rng.standard_normal(10)
         y = (rng.random(len(X)) < 1.0 / (1.0 + np.exp(-margin))).astype(float)
         return X[:50_000], y[:50_000], X[50_000:], y[50_000:], np.tile([-6.0, 6.0], (50, 1))
-    raise ValueError(f"task must be 'adult' or 'logistic50', got {name!r}")
+    if name in ("checkerboard", "product"):
+        from interactions import make_task
+
+        return make_task(name, 1000 + rep)
+    raise ValueError("task must be 'adult', 'logistic50', 'checkerboard' or 'product', "
+                     f"got {name!r}")
 
 
 def score(job):
@@ -125,6 +147,9 @@ def score(job):
     task, rep, epsilon, method, overrides = job
     overrides = dict(overrides)
     gains.NOISE_FLOOR_SDS = overrides.pop("noise_floor_sds", DEFAULT_FLOOR)
+    if DEFAULT_SIGNIFICANCE[method] is not None:
+        SPLIT_METHODS[method].significance_sds = overrides.pop(
+            "significance_sds", DEFAULT_SIGNIFICANCE[method])
     X_tr, y_tr, X_va, y_va, bounds = load_task(task, rep)
     params = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=bounds,
                             split_method=method, **overrides)
@@ -154,7 +179,7 @@ def main():
             len(args.tasks), len(args.epsilons), len(grid), args.reps)
     lines = [f"# {args.grid}: validation AUC on training folds (mean ± std over "
              f"{args.reps} repetitions)", "",
-             f"`python benchmarks/ablate_greedy.py --grid {args.grid} --reps {args.reps}`; "
+             f"`python {shlex.join(sys.argv)}`; "
              f"{len(jobs)} fits in {time.time() - start:.0f} s.", ""]
     for t, task in enumerate(args.tasks):
         lines += [f"## {task}", ""] + epsilon_table(

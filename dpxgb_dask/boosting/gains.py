@@ -79,23 +79,34 @@ class ReleasedNoise:
         beyond a categorical feature's categories).
     sigma : float
         The noise's standard deviation σ per cell.
+    significance : float, default 1.0
+        z in :meth:`child_term`: a child's G̃ counts by how far its square exceeds z² times
+        its noise variance. 1 is the unbiased estimate of G² (``gain_estimate=
+        "noise_aware"``); the split methods' ``significance_sds`` for
+        ``gain_estimate="significant"``.
     """
 
-    def __init__(self, cells, sigma):
+    def __init__(self, cells, sigma, significance=1.0):
         self.cells = np.asarray(cells, dtype=np.float64)
         self.sigma = float(sigma)
+        self.significance = float(significance)
 
     def child_term(self, g, h, k, reg_lambda):
         """A child's term of the gain, from released sums over ``k`` noisy cells:
 
-            max(G̃² − k σ², 0) / (max(H̃, c σ √k) + λ),   c = :data:`NOISE_FLOOR_SDS`.
+            max(G̃² − z² k σ², 0) / (max(H̃, c σ √k) + λ),   c = :data:`NOISE_FLOOR_SDS`.
 
-        G̃ = G + N(0, kσ²), so G̃² − kσ² estimates G² without the noise's bias, which
-        otherwise favours children summed from many cells; the floor keeps a child whose
-        released H is within c standard deviations of zero from dividing by noise. Both
-        use public quantities only (post-processing of the release).
+        G̃ = G + N(0, kσ²). With z = 1, G̃² − kσ² estimates G² without the noise's bias,
+        which otherwise favours children summed from many cells. With z > 1 only the part
+        of G̃² beyond z noise standard deviations counts (a soft threshold): where no
+        candidate's children are told from noise, every gain of a node is 0 and the
+        split is drawn among them at random (:func:`argmax_random_ties`), instead of
+        following the noise of the cells with the widest spread, the near-empty tails, in
+        every tree. The floor keeps a child whose released H is within c standard
+        deviations of zero from dividing by noise. All are public quantities
+        (post-processing of the release).
         """
-        numerator = np.maximum(g**2 - k * self.sigma**2, 0.0)
+        numerator = np.maximum(g**2 - self.significance**2 * k * self.sigma**2, 0.0)
         return numerator / (np.maximum(h, self._floor(k)) + reg_lambda)
 
     def floored(self, noisy_h):
@@ -105,6 +116,31 @@ class ReleasedNoise:
     def _floor(self, k):
         """c σ √k: the least H̃ of a sum over ``k`` noisy cells."""
         return NOISE_FLOOR_SDS * self.sigma * np.sqrt(k)
+
+
+def argmax_random_ties(scores, rng):
+    """Each row's best column, ties broken uniformly at random.
+
+    Post-processing: the scores are a DP release's, and the draw reads the public
+    structure stream. Equal maxima are the rule, not an accident, where every candidate of
+    a node scores 0 (:meth:`ReleasedNoise.child_term` with z > 1): the first of them would
+    always be feature 0's lowest threshold.
+
+    Parameters
+    ----------
+    scores : ndarray of float64, shape (n_rows, n_columns)
+        ``-inf`` marks a column that is no candidate.
+    rng : RandomStream
+        One ``uniform_below`` draw per row.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_rows,)
+        The chosen column (a row of ``-inf`` only: one of them).
+    """
+    tied = scores == scores.max(axis=1, keepdims=True)
+    k = rng.uniform_below(tied.sum(axis=1))
+    return np.argmax(tied & (np.cumsum(tied, axis=1) - 1 == k[:, None]), axis=1)
 
 
 def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True, noise=None):

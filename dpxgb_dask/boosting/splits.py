@@ -24,9 +24,9 @@ import numpy as np
 from .. import categories
 from ..privacy.exponential import ExponentialMechanism
 from ..privacy.mechanisms import histogram_mechanism
-from .gains import (ReleasedNoise, candidate_mask, category_order, collapse_at_thresholds,
-                    decode_candidates, random_category_subset, reachable_bins, split_gains,
-                    threshold_ranges)
+from .gains import (ReleasedNoise, argmax_random_ties, candidate_mask, category_order,
+                    collapse_at_thresholds, decode_candidates, random_category_subset,
+                    reachable_bins, split_gains, threshold_ranges)
 from .released_mass import ReleasedMass
 from .tree import child_totals, level_splits, node_totals
 
@@ -327,6 +327,9 @@ class _GaussianHistogramSplits(LevelSplitMethod):
 
     #: Cells per feature and node in the release.
     _cells_per_feature = None
+    #: z of ``gain_estimate="significant"``
+    #: (:meth:`~dpxgb_dask.boosting.gains.ReleasedNoise.child_term`).
+    significance_sds = None
 
     def __init__(self, plan, streams):
         super().__init__(plan, streams)
@@ -335,12 +338,16 @@ class _GaussianHistogramSplits(LevelSplitMethod):
                                              bounds.denominator,
                                              plan.releases["split"].noise_multiplier,
                                              plan.joint_classes or 1)
-        self.noise_aware = plan.params.gain_estimate == "noise_aware"
+        estimate = plan.params.gain_estimate
+        self.significance = (None if estimate == "plain" else
+                             self.significance_sds if estimate == "significant" else 1.0)
 
     def released_noise(self, cells):
         """The :class:`~dpxgb_dask.boosting.gains.ReleasedNoise` the gains take into
-        account, or None for plain gains (``gain_estimate="plain"``)."""
-        return ReleasedNoise(cells, self.mechanism.sigma) if self.noise_aware else None
+        account (z = ``significance_sds`` for ``gain_estimate="significant"``, 1 for
+        ``"noise_aware"``), or None for plain gains (``gain_estimate="plain"``)."""
+        return None if self.significance is None else ReleasedNoise(
+            cells, self.mechanism.sigma, self.significance)
 
     def noise_size(self, n_nodes):
         """:meth:`LevelSplitMethod.noise_size`: the release's cells."""
@@ -379,6 +386,11 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
     post-processing. A categorical feature's candidates are the prefixes of its categories
     sorted by the released G/(H + λ) (:func:`~dpxgb_dask.boosting.gains.category_order`).
     """
+
+    #: A child sums many cells: the noisy tails outscore every split that carries no signal
+    #: (no main effect, as a checkerboard's root) unless their noise is discounted by 3 sds
+    #: (scored in ``benchmarks/results/greedy_ablation/significance.md``).
+    significance_sds = 3.0
 
     def __init__(self, plan, streams):
         super().__init__(plan, streams)
@@ -429,7 +441,7 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
                         < np.maximum(np.asarray(n_cuts), 1)[:, None])
             mask = np.where(np.asarray(categorical, dtype=bool)[None, :, None], prefixes, mask)
         flat = np.where(mask[..., None], gains, -np.inf).reshape(n_nodes, -1)
-        choice = np.argmax(flat, axis=1)
+        choice = argmax_random_ties(flat, self.streams.structure_stream(tree, depth))
         is_split = np.isfinite(flat[np.arange(n_nodes), choice])
         feature, threshold, missing_left = decode_candidates(choice, n_features, n_bins - 1)
         left_codes = None if categorical is None else [
@@ -462,6 +474,9 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
     """
 
     _cells_per_feature = 3
+    #: A child is one cell: 2 sds (scored in
+    #: ``benchmarks/results/greedy_ablation/significance.md``).
+    significance_sds = 2.0
 
     def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
         """:meth:`LevelSplitMethod.choose`; the choice's sums are the released (G, H)."""
@@ -501,7 +516,7 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
         gains = split_gains(noisy_g, noisy_h, self.reg_lambda,
                             noise=self.released_noise(np.ones(noisy_g.shape)))[:, :, 0, :]
         flat = np.where(splittable[:, :, None], gains, -np.inf).reshape(n_nodes, -1)
-        choice = np.argmax(flat, axis=1)
+        choice = argmax_random_ties(flat, rng)
         is_split = np.isfinite(flat[np.arange(n_nodes), choice])
         feature, missing_left = (choice // 2).astype(np.int32), (choice % 2).astype(bool)
         threshold = thresholds[np.arange(n_nodes), feature].astype(np.int32)

@@ -32,7 +32,7 @@ GRADIENT_RULES = ("clip", "filter")
 INIT_SCORES = ("zero", "dp_mean")
 ACCOUNTANTS = ("pld", "rdp", "basic")
 GAIN_SENSITIVITIES = ("dp-xgboost", "dpboost")
-GAIN_ESTIMATES = ("noise_aware", "plain")
+GAIN_ESTIMATES = ("significant", "noise_aware", "plain")
 
 #: Deepest tree supported (heap node ids must fit in int32).
 MAX_DEPTH_LIMIT = 20
@@ -150,11 +150,12 @@ class TrainParams:
         "geometric": DPBoost's geometric leaf clipping g*(1-η)^t.
     gain_sensitivity : {"dp-xgboost", "dpboost"}
         ΔG = 3g*² (DP-XGBoost) or (3λ+2)/((λ+1)(λ+2))·g*² (DPBoost, Lemma 1).
-    gain_estimate : {"noise_aware", "plain"}
+    gain_estimate : {"significant", "noise_aware", "plain"}
         How ``noisy_histogram`` and ``partially_random`` score a split from the released
-        sums: "noise_aware" (default) debiases each child's G̃² by its noise variance and
-        floors its H̃ at two noise standard deviations
-        (:meth:`~dpxgb_dask.boosting.gains.ReleasedNoise.child_term`); "plain" computes
+        sums (:meth:`~dpxgb_dask.boosting.gains.ReleasedNoise.child_term`): "significant"
+        (default) counts each child's G̃² beyond z² times its noise variance (z = 3 and 2)
+        and draws a node's split at random among equal best gains; "noise_aware" (z = 1)
+        debiases it; both floor H̃ at two noise standard deviations; "plain" computes
         G̃²/(max(H̃, 0) + λ) as Maddock et al.'s code does (the ``maddock`` preset).
     budget_shares : dict or "equal_noise"
         Relative weights of the budget of the releases: keys among "sketch", "split",
@@ -255,7 +256,7 @@ class TrainParams:
     leaf_bound: float = 2.0
     leaf_clipping: str = "constant"
     gain_sensitivity: str = "dp-xgboost"
-    gain_estimate: str = "noise_aware"
+    gain_estimate: str = "significant"
     budget_shares: object = None
     init_score: str = "dp_mean"
     n_sketch_bins: int = 1024

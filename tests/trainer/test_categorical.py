@@ -172,8 +172,10 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
     splits, noisy_g, noisy_h = method.choose_released(0, 0, np.arange(3), hist, n_cuts, ranges)
     sigma = method.mechanism.sigma
 
+    z = method.significance  # gain_estimate="significant"
+
     def term(g_sum, h_sum, k):  # a child over k noisy cells (gains.ReleasedNoise)
-        return max(g_sum**2 - k * sigma**2, 0.0) / (
+        return max(g_sum**2 - z * z * k * sigma**2, 0.0) / (
             max(h_sum, gains.NOISE_FLOOR_SDS * sigma * np.sqrt(k)) + 1.0)
 
     exact_orders, checked = [], 0
@@ -185,23 +187,27 @@ def test_noisy_histogram_splits_take_the_best_prefix_of_the_sorted_categories(
         exact = hist[i, 0]
         exact_orders.append(np.argsort(exact["sum_gradients"][:6]
                                        / (exact["sum_hessians"][:6] + 1.0), kind="stable"))
-        best = (-np.inf, None)
+        best = (-np.inf, [])  # (the best gain, every candidate that scores it: a tie is drawn)
         for k in range(1, 6):
             for miss in (0, 1):
                 left = list(order[:k]) + ([7] if miss else [])
                 gl, hl = g[left].sum(), h[left].sum()
                 gain = term(gl, hl, len(left)) + term(g.sum() - gl, h.sum() - hl,
                                                       7 - len(left)) - term(g.sum(), h.sum(), 7)
+                candidate = (sorted(order[:k].tolist()), bool(miss))
                 if gain > best[0]:
-                    best = (gain, (sorted(order[:k].tolist()), bool(miss)))
+                    best = (gain, [candidate])
+                elif gain == best[0]:
+                    best[1].append(candidate)
         if splits.feature[i] != 0:  # (with noise a numerical split may win)
             continue
         assert splits.categorical[i]
         assert (category_set_codes(splits.category_set[i]).tolist(),
-                bool(splits.missing_left[i])) == best[1]
+                bool(splits.missing_left[i])) in best[1]
         checked += 1
         if noise_multiplier < 1e-3:
-            assert len(best[1][0]) > 1  # a group: one against the rest could not split so
+            assert len(best[1]) == 1 and len(best[1][0][0]) > 1  # a group: one against the
+            # rest could not split so
     assert checked >= 1
     if noise_multiplier > 1e-3:  # the release's order, not the exact one, decided
         assert any(not np.array_equal(np.argsort(noisy_g[i, 0, :6] / (np.maximum(
