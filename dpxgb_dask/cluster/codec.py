@@ -163,7 +163,7 @@ def _default(obj):
         return _tag("csr", csr.data, csr.indices, csr.indptr, list(csr.shape))
     name = type(obj).__name__
     if name == "Booster" and type(obj).__module__ == _BOOSTER_MODULE:
-        return _tag("booster", obj.to_dict())
+        return _tag("booster", obj.to_dict(arrays=True))
     if isinstance(obj, BaseException):
         return _tag("error", *_error_fields(obj))
     if dataclasses.is_dataclass(obj) and TYPES.get(name) == type(obj).__module__:

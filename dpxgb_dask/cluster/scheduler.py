@@ -221,7 +221,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         Returns
         -------
         dict
-            ``{"model": Booster.to_dict(), "warnings": [...]}``, ``"scores"`` with
+            ``{"model": Booster.to_dict(arrays=True), "warnings": [...]}``, ``"scores"`` with
             private evaluation sets (their DP metrics): public and DP values only; plus
             ``"timings"`` only when asked (wall-clock times grow with the rows
             of each node: a coarse side channel, which is why they are not sent by
@@ -265,7 +265,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             raise
         finally:
             status = await self._end(fit_id, params.budget, coordinator, backends, ended)
-        model = booster.to_dict()
+        model = booster.to_dict(arrays=True)
         if status is not None:
             model["ledger"]["budget"] = budget_record(status, fit_id)
         result = {"model": model, "warnings": [(category.__name__, str(message))

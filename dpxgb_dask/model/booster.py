@@ -409,8 +409,10 @@ class Booster:
 
     # -- persistence ------------------------------------------------------------------
 
-    def to_dict(self):
-        """JSON-ready dict of every field (all public or DP releases)."""
+    def to_dict(self, arrays=False):
+        """JSON-ready dict of every field (all public or DP releases); ``arrays=True`` keeps
+        the node fields and the tree lists as ndarrays, a message between processes (the
+        codec packs their bytes, not 0.5 M Python numbers; :meth:`from_dict` reads both)."""
         return {
             "format": MODEL_FORMAT_NAME,
             "version": MODEL_FORMAT_VERSION,
@@ -423,9 +425,9 @@ class Booster:
             "feature_bounds": self.feature_bounds.tolist(),
             "label_bounds": list(self.label_bounds) if self.label_bounds is not None else None,
             "cuts": [c.tolist() for c in self.cuts],
-            "tree_roots": self._tree_roots.tolist(),
-            "tree_class": self._tree_class.tolist(),
-            "nodes": {name: arr.tolist() for name, arr in self._nodes.items()},
+            "tree_roots": self._tree_roots if arrays else self._tree_roots.tolist(),
+            "tree_class": self._tree_class if arrays else self._tree_class.tolist(),
+            "nodes": {name: a if arrays else a.tolist() for name, a in self._nodes.items()},
             "params": self.params,
             "ledger": self.ledger,
         }

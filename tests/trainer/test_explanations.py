@@ -174,6 +174,19 @@ def test_the_leaf_methods_covers_are_their_released_denominators(release_plan):
     np.testing.assert_array_equal(covers, [1.0, 1.0, 1.0])
 
 
+def test_a_model_travels_between_processes_as_arrays_and_reads_back_the_same(model):
+    """The scheduler sends a fit's model with its node arrays as arrays (packed bytes, not
+    half a million Python numbers); the client reads back the model of the JSON file."""
+    from dpxgb_dask.cluster import codec
+
+    _, booster, _, _, _ = model
+    message = booster.to_dict(arrays=True)
+    assert all(isinstance(a, np.ndarray) for a in message["nodes"].values())
+    back = Booster.from_dict(codec.decode(codec.encode(message)))
+    assert back.to_dict() == booster.to_dict()
+    assert codec.decode(codec.encode(booster)).to_dict() == booster.to_dict()
+
+
 def test_a_file_without_covers_weighs_every_leaf_alike(model):
     _, booster, _, X, _ = model
     data = booster.to_dict()
