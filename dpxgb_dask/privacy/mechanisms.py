@@ -406,9 +406,10 @@ class GaussianMechanism(_GridMechanism):
         in d dimensions is ε²/2-zCDP with
         ``ε = min(sqrt(Δ²/(nσ_s²) + τd/2), Δ/sqrt(nσ_s²) + τ sqrt(d))`` and
         ``τ = 10 Σ_{k=1}^{n-1} exp(-2π²σ_s² k/(k+1))`` (their Theorem for the sum of
-        discrete Gaussians). Here σ_s >= 2**22/sqrt(n) grid steps, so τ is exactly 0 in
-        float64 and the sum is (Δ²/(2 t·m))-zCDP, the central Gaussian's RDP curve
-        α/(2z²); :func:`distributed_gaussian_tau` is checked to be 0.
+        discrete Gaussians). Here σ_s >= 2**22/sqrt(n) grid steps, so τ is below 1e-300
+        (0 in float64, not exactly 0: :func:`distributed_gaussian_tau` is checked to
+        underflow), the ε it adds is below 1e-290, and the sum is accounted as
+        (Δ²/(2 t·m))-zCDP, the central Gaussian's RDP curve α/(2z²).
 
         Parameters
         ----------

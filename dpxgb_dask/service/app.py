@@ -9,8 +9,12 @@ XGBoost export) and privacy reports: DP releases and public facts, nothing else 
 the data. A refused request spends nothing. The OpenAPI description is at
 ``/openapi.json``; the web page for analysts at ``/``.
 """
+import collections
 from importlib import resources
 import logging
+import math
+import threading
+import time
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -20,7 +24,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from ..model.booster import Booster
 from ..model.xgboost_json import to_xgboost_json
 from ..privacy.validation import BudgetError
-from .runner import planned_events
+from .runner import check_dataset, planned_events
 from .schemas import AnalystCreation, BudgetSetting, DatasetRegistration, JobRequest
 from .store import NotFound
 
@@ -28,6 +32,40 @@ logger = logging.getLogger("dpxgb_dask.service")
 
 #: Request bodies above this many bytes are refused (a job's JSON is a few hundred).
 MAX_BODY_BYTES = 1 << 20
+#: Job submissions an analyst may make in any 60 s (each is planned, which takes up to a few
+#: seconds of the service's CPU, even when its budget then refuses it).
+SUBMISSIONS_PER_MINUTE = 30
+
+
+class SubmissionLimit:
+    """At most ``per_minute`` job submissions per analyst in any 60 s window; more are
+    refused with 429 and a ``Retry-After``. The window counts the analyst's own requests
+    only (nothing about others' or about the data).
+
+    Parameters
+    ----------
+    per_minute : int
+    """
+
+    def __init__(self, per_minute=SUBMISSIONS_PER_MINUTE):
+        self.per_minute = per_minute
+        self._times = {}
+        self._lock = threading.Lock()
+
+    def admit(self, analyst_id):
+        """Count one submission of ``analyst_id``, or raise HTTPException(429)."""
+        now = time.monotonic()
+        with self._lock:
+            times = self._times.setdefault(analyst_id, collections.deque())
+            while times and now - times[0] >= 60.0:
+                times.popleft()
+            if len(times) >= self.per_minute:
+                wait = max(1, math.ceil(60.0 - (now - times[0])))
+                raise HTTPException(
+                    429, f"at most {self.per_minute} job submissions per minute per analyst; "
+                         f"retry in {wait} s. Nothing was spent.",
+                    headers={"Retry-After": str(wait)})
+            times.append(now)
 
 _bearer = HTTPBearer(auto_error=False)
 
@@ -84,9 +122,10 @@ def create_app(store, runner):
                               "registered datasets that analysts never see.",
                   version="1")
     app.state.store, app.state.runner = store, runner
+    app.state.submissions = SubmissionLimit()
     app.include_router(owner_routes)
     app.include_router(analyst_routes)
-    app.middleware("http")(_limit_body)
+    app.add_middleware(BodyLimit)
     app.add_exception_handler(NotFound, _error_handler(404))
     app.add_exception_handler(BudgetError, _error_handler(409))
     app.add_exception_handler(RequestValidationError, _invalid)
@@ -94,12 +133,45 @@ def create_app(store, runner):
     return app
 
 
-async def _limit_body(request: Request, call_next):
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-        return JSONResponse({"detail": f"the request body exceeds {MAX_BODY_BYTES} bytes"},
-                            status_code=413)
-    return await call_next(request)
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is refused with 413, by its
+    ``Content-Length`` before it is read, and by the bytes read otherwise (a chunked body
+    names no length): the app reads at most ``limit`` bytes and one chunk of any body.
+
+    Parameters
+    ----------
+    app : ASGI app
+    limit : int
+    """
+
+    def __init__(self, app, limit=MAX_BODY_BYTES):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await self._refuse(scope, receive, send)
+        read = 0
+
+        async def receive_within_limit():
+            nonlocal read
+            message = await receive()
+            if message["type"] == "http.request":
+                read += len(message.get("body", b""))
+                if read > self.limit:
+                    # (FastAPI lets an HTTPException raised while it reads a body through)
+                    raise HTTPException(413, self._detail())
+            return message
+
+        return await self.app(scope, receive_within_limit, send)
+
+    def _detail(self):
+        return f"the request body exceeds {self.limit} bytes"
+
+    async def _refuse(self, scope, receive, send):
+        await JSONResponse({"detail": self._detail()}, status_code=413)(scope, receive, send)
 
 
 def _error_handler(status):
@@ -132,10 +204,22 @@ def _page():
 
 @owner_routes.post("/datasets", status_code=201)
 def register_dataset(body: DatasetRegistration, request: Request, who=Depends(owner)):
-    """Register a dataset: where the workers read it, and its public schema."""
+    """Register a dataset: where the workers read it, and its public schema, checked
+    against the data (:func:`~.runner.check_dataset`)."""
+    store = _store(request)
     try:
-        _store(request).register_dataset(body.name, body.location, body.format,
-                                         body.dataset_schema.model_dump())
+        store.dataset(body.name)
+    except NotFound:
+        pass
+    else:
+        raise HTTPException(409, f"a dataset named {body.name!r} exists already")
+    schema = body.dataset_schema.model_dump()
+    try:
+        check_dataset(body.location, body.format, schema)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    try:
+        store.register_dataset(body.name, body.location, body.format, schema)
     except ValueError as exc:
         raise HTTPException(409, str(exc)) from None
     return {"name": body.name}
@@ -182,6 +266,7 @@ def budgets(request: Request, who=Depends(analyst)):
 def submit(body: JobRequest, request: Request, who=Depends(analyst)):
     """Submit a job: its planned releases are charged to the caller's budget on the
     dataset now (refused, with nothing spent, if the budget cannot afford them)."""
+    request.app.state.submissions.admit(who[0])
     store = _store(request)
     dataset = store.dataset(body.dataset, who[0])
     store.check_total(who[0], dataset, body.params.epsilon)

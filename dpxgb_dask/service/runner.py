@@ -44,6 +44,52 @@ def read_dataset(dataset):
     return frame[[f.name for f in schema.features]], frame[schema.label]
 
 
+def check_dataset(location, format, schema):
+    """Check the owner's registration against its data, before any analyst can spend on it:
+    the location reads as ``format``, every feature and the label are columns of it, and
+    every feature is numeric (a categorical one: its codes 0..k-1). Read in the service's
+    process, which is the owner's (Parquet: the metadata; CSV: dask's sample of the first
+    bytes); the errors are the owner's, and may name the data's columns.
+
+    Parameters
+    ----------
+    location : str
+    format : {"parquet", "csv"}
+    schema : dict
+        :class:`~dpxgb_dask.service.schemas.DatasetSchema`, validated.
+
+    Raises
+    ------
+    ValueError
+        Naming the field (``location`` or ``schema``) and what is wrong.
+    """
+    import dask.dataframe as dd
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    schema = DatasetSchema.model_validate(schema)
+    try:
+        frame = dd.read_parquet(location) if format == "parquet" else dd.read_csv(location)
+    except Exception as exc:  # (whatever the reader says: the owner's own file)
+        raise ValueError(f"location: no {format} dataset can be read at {location!r} "
+                         f"({type(exc).__name__}: {exc})") from None
+    needed = [f.name for f in schema.features] + [schema.label]
+    absent = [name for name in needed if name not in frame.columns]
+    if absent:
+        raise ValueError(f"schema: the columns {absent} are not in the data at {location!r} "
+                         f"(its columns: {list(frame.columns)[:50]})")
+    for feature in schema.features:
+        dtype = frame.dtypes[feature.name]
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+            raise ValueError(f"schema.features: {feature.name!r} is of dtype {dtype} in the "
+                             "data; a feature must be numeric (a categorical one holds its "
+                             "codes 0..k-1)")
+    if schema.objective == "reg:squarederror" and not is_numeric_dtype(
+            frame.dtypes[schema.label]):
+        raise ValueError(f"schema.label: {schema.label!r} is of dtype "
+                         f"{frame.dtypes[schema.label]} in the data; a regression label "
+                         "must be numeric")
+
+
 def planned_events(dataset, params):
     """The releases a job will make (its plan's ledger), from public facts only: the
     dataset's schema and the job's parameters.
@@ -56,6 +102,36 @@ def planned_events(dataset, params):
     schema = DatasetSchema.model_validate(dataset.schema)
     resolved = train_params(schema, JobParams.model_validate(params))
     return resolved, list(make_plan(resolved, len(schema.features)).ledger().events)
+
+
+#: What an analyst reads of a job that failed once its rows were being read: the message of
+#: such an error may quote a cell (a CSV value that did not parse) or depend on the rows.
+DATA_ERROR = ("the job failed while its rows were read or trained on; the message may "
+              "depend on the data, so it is kept in the service's log for the dataset's "
+              "owner")
+
+
+def analyst_error(exc, rows_read):
+    """The error an analyst reads of a failed job: a fixed vocabulary.
+
+    Before any row is read, the job fails only on public facts (its parameters, checked
+    against the dataset's registered schema): the project's validation message names the
+    fields and those facts, and is shown whole. From the moment the rows are read, the
+    analyst reads the exception's type and :data:`DATA_ERROR`, never its message.
+
+    Parameters
+    ----------
+    exc : Exception
+    rows_read : bool
+        Whether the job had started reading its rows.
+
+    Returns
+    -------
+    str
+    """
+    if rows_read:
+        return f"{type(exc).__name__}: {DATA_ERROR}"
+    return f"{type(exc).__name__}: {exc}"[:2000]
 
 
 class JobRunner:
@@ -81,10 +157,12 @@ class JobRunner:
     def _run(self, job_id):
         job = self.store.job(job_id)
         dataset = self.store.job_dataset(job)
+        rows_read = False
         try:
             self.store.start(job_id)
             params = train_params(DatasetSchema.model_validate(dataset.schema),
                                   JobParams.model_validate(job.params))
+            rows_read = True  # (from here an error may carry a cell, or depend on one)
             X, y = read_dataset(dataset)
             with warnings.catch_warnings():
                 # (the service's database holds the budgets, not the scheduler's file)
@@ -93,8 +171,9 @@ class JobRunner:
             model = booster.to_dict()
             self.store.finish(job_id, model, events_of(model))
         except Exception as exc:  # the job fails; the service goes on
+            # the whole text is the owner's (the service's log); the analyst's is public
             logger.warning("job %s failed: %s: %s", job_id, type(exc).__name__, exc)
-            self.store.fail(job_id, f"{type(exc).__name__}: {exc}"[:2000])
+            self.store.fail(job_id, analyst_error(exc, rows_read))
 
     def close(self):
         """Wait for the running jobs, then stop."""

@@ -118,8 +118,7 @@ class Store:
         analyst_id = self.analyst_id(analyst_name)
         dataset = self.dataset(dataset_name)
         with self.db.session() as s:
-            row = s.scalar(select(Budget).where(Budget.analyst_id == analyst_id,
-                                                Budget.dataset_id == dataset.id))
+            row = s.scalar(_locked_budget(analyst_id, dataset.id))
             fits = () if row is None else row.state["fits"]
             budget = PrivacyBudget(f"{analyst_name}/{dataset_name}", epsilon, delta,
                                    accountant, fits=fits)
@@ -200,8 +199,7 @@ class Store:
         """
         job_id = uuid.uuid4().hex
         with self.db.session() as s:
-            row = s.scalar(select(Budget).where(Budget.analyst_id == analyst_id,
-                                                Budget.dataset_id == dataset.id))
+            row = s.scalar(_locked_budget(analyst_id, dataset.id))
             if row is None:
                 raise NotFound(f"no dataset named {dataset.name!r} (for this principal)")
             budget = PrivacyBudget(**row.state)
@@ -223,14 +221,15 @@ class Store:
 
     def fail(self, job_id, error):
         """A job's fit failed: its whole plan stays charged (the releases it made are not
-        known here), and the error (naming arguments, never data) is kept."""
+        known here), and the error an analyst may read
+        (:func:`~dpxgb_dask.service.runner.analyst_error`: naming arguments and public
+        facts, never data) is kept."""
         self._end(job_id, "failed", None, error=error)
 
     def _end(self, job_id, status, events, model=None, error=None):
         with self.db.session() as s:
             job = s.get(Job, job_id)
-            row = s.scalar(select(Budget).where(Budget.analyst_id == job.analyst_id,
-                                                Budget.dataset_id == job.dataset_id))
+            row = s.scalar(_locked_budget(job.analyst_id, job.dataset_id))
             if events is not None:
                 budget = PrivacyBudget(**row.state)
                 budget.settle(job_id, events, status)
@@ -275,6 +274,17 @@ class Store:
     def job_dataset(self, job):
         with self.db.session(write=False) as s:
             return s.get(Dataset, job.dataset_id)
+
+
+def _locked_budget(analyst_id, dataset_id):
+    """The SELECT of a budget row for a read-modify-write (a charge, a settle, the owner's
+    change): ``FOR UPDATE``, so that on PostgreSQL (and any database with row locks) a
+    second transaction on the same budget waits for this one's commit and reads what it
+    wrote, instead of both reading the same state and the last write dropping the other's
+    charge. SQLite has no row locks; there every writing transaction begins IMMEDIATE
+    (:class:`~dpxgb_dask.service.database.Database`), one at a time."""
+    return select(Budget).where(Budget.analyst_id == analyst_id,
+                                Budget.dataset_id == dataset_id).with_for_update()
 
 
 def _own_epsilon(budget, events):

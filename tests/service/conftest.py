@@ -113,3 +113,64 @@ def start_service(dask_client):
 def service_schema():
     """The public schema of the generated datasets."""
     return dataset_schema()
+
+
+def _postgres_binaries():
+    """The directory of PostgreSQL's ``initdb``, ``pg_ctl`` and ``postgres``, or None."""
+    import glob
+    import os
+    import shutil
+
+    found = shutil.which("initdb")
+    candidates = ([os.path.dirname(found)] if found else []) + sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    for directory in candidates:
+        if all(os.access(os.path.join(directory, name), os.X_OK)
+               for name in ("initdb", "pg_ctl", "postgres")):
+            return directory
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgresql_url():
+    """A throwaway PostgreSQL server for the session, on a unix socket in a fresh directory
+    (no TCP port), and the SQLAlchemy URL of its database. PostgreSQL refuses to run as
+    root: under root the server runs as the ``postgres`` user (Debian's package creates
+    it). Skipped, with the reason, where the server or psycopg is absent (CI installs
+    both: ``.ci/run`` and the test extra)."""
+    import os
+    import pwd
+    import shutil
+    import subprocess
+    import tempfile
+
+    pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg "
+                                          "(pip install '.[test]')")
+    binaries = _postgres_binaries()
+    if binaries is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl, postgres): "
+                    "apt-get install postgresql")
+    prefix = []
+    root = tempfile.mkdtemp(prefix="dpxgb-pg-")
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root without a 'postgres' user to run the server as")
+        os.chown(root, user.pw_uid, user.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    data = os.path.join(root, "data")
+    log = os.path.join(root, "server.log")
+
+    def run(*args):
+        subprocess.run(prefix + [os.path.join(binaries, args[0]), *args[1:]], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+
+    run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8")
+    run("pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "start", "-o",
+        f"-k {root} -c listen_addresses='' -c max_connections=100 -p 5432")
+    try:
+        yield f"postgresql+psycopg://postgres@/postgres?host={root}&port=5432"
+    finally:
+        run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+        shutil.rmtree(root, ignore_errors=True)

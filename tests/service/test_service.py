@@ -142,3 +142,63 @@ def test_a_restart_loses_nothing_and_an_interrupted_job_stays_charged(deployment
         budgets = alice.budgets()
         assert budgets["adult"]["spent"] > before_budgets["adult"]["spent"]
         assert alice.model(job["id"]).n_trees == 2
+
+
+def test_an_error_that_quotes_a_cell_reaches_no_analyst(deployment, tmp_path, fresh_rows,
+                                                        service_schema, caplog):
+    """Issue 42, item 3: a CSV cell that does not parse lies past dask's dtype sample (the
+    first 256 kB), so the workers fail on it while reading; pandas' message quotes it. The
+    analyst reads the exception's type and a fixed sentence in every response (the job,
+    the job list, the budgets, the report, the page); the owner finds the cell in the
+    service's log. On 0fb0ce9 the job's error carried the cell."""
+    secret = "SSN 078-05-1120 (Hilda Schrader)"
+    frame = fresh_rows(11)
+    frame = frame.loc[frame.index.repeat(3)].reset_index(drop=True)  # 12,000 rows, 0.77 MB
+    frame["score"] = frame["score"].astype(object)
+    frame.loc[len(frame) - 3, "score"] = secret
+    frame.to_csv(tmp_path / "leaky.csv", index=False)
+    assert (tmp_path / "leaky.csv").stat().st_size > 2 * 256_000
+    with Client(deployment["url"], deployment["owner"]) as owner:
+        owner.register_dataset("leaky", str(tmp_path / "leaky.csv"), "csv", service_schema)
+        owner.set_budget("alice", "leaky", 1.0)
+    with caplog.at_level("WARNING", logger="dpxgb_dask.service"), \
+            Client(deployment["url"], deployment["alice"]) as alice:
+        job = alice.submit("leaky", epsilon=0.5, n_estimators=3, max_depth=2)
+        with pytest.raises(ServiceError) as failed:
+            alice.wait(job["id"], timeout=300)
+        assert secret not in str(failed.value)
+        error = alice.job(job["id"])["error"]
+        assert error.endswith("kept in the service's log for the dataset's owner")
+        headers = {"Authorization": f"Bearer {deployment['alice']}"}
+        texts = [httpx.get(deployment["url"] + path, headers=headers).text
+                 for path in ("/", "/v1/jobs", f"/v1/jobs/{job['id']}", "/v1/budgets",
+                              "/v1/datasets", f"/v1/jobs/{job['id']}/report",
+                              f"/v1/jobs/{job['id']}/model")]
+    assert all(secret not in text for text in texts)
+    assert any(secret in record.getMessage() for record in caplog.records)  # the owner's
+
+
+def test_submissions_past_the_rate_limit_are_refused_cheaply(deployment):
+    """Issue 42, item 5: each submission is planned (seconds of the service's CPU, even when
+    the budget then refuses it), so an analyst may submit at most so many per minute; past
+    that, 429 with Retry-After, and nothing is spent or recorded."""
+    from dpxgb_dask.service.app import SubmissionLimit
+
+    app = deployment["running"].service.app
+    kept, app.state.submissions = app.state.submissions, SubmissionLimit(per_minute=3)
+    try:
+        headers = {"Authorization": f"Bearer {deployment['bob']}"}
+        before = httpx.get(deployment["url"] + "/v1/jobs", headers=headers).json()
+        spent = _spent(deployment["url"], deployment["bob"])
+        over = {"dataset": "census", "params": {"epsilon": 5.0, "n_estimators": 2}}
+        answers = [httpx.post(deployment["url"] + "/v1/jobs", json=over, headers=headers,
+                              timeout=60) for _ in range(4)]
+        assert [a.status_code for a in answers] == [409, 409, 409, 429]
+        assert "3 job submissions per minute" in answers[3].json()["detail"]
+        assert 1 <= int(answers[3].headers["Retry-After"]) <= 60
+        with Client(deployment["url"], deployment["alice"]) as alice:  # (another analyst's
+            assert alice.budgets()["adult"]["epsilon"] == 3.0           # window is its own)
+        assert httpx.get(deployment["url"] + "/v1/jobs", headers=headers).json() == before
+        assert _spent(deployment["url"], deployment["bob"]) == spent
+    finally:
+        app.state.submissions = kept
