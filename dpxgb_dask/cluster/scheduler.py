@@ -235,6 +235,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                                   silos=params.cross_silo is not None)
                     for where in [(fit_id, placement, sources)] + list(evaluations)]
         backend = backends[0]
+        planned = None
         try:
             if params.budget is not None:
                 planned = plan.ledger().events
@@ -264,7 +265,8 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             ended = "failed", type(exc).__name__
             raise
         finally:
-            status = await self._end(fit_id, params.budget, coordinator, backends, ended)
+            status = await self._end(fit_id, params.budget, coordinator, backends, ended,
+                                     planned=planned if backend.n_silos else None)
         model = booster.to_dict(arrays=True)
         if status is not None:
             model["ledger"]["budget"] = budget_record(status, fit_id)
@@ -351,10 +353,15 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                 last_touch = time.monotonic()
         return fit.result()
 
-    async def _end(self, fit_id, budget, coordinator, backends, ended):
+    async def _end(self, fit_id, budget, coordinator, backends, ended, *, planned=None):
         """Close a fit however it ended: the board, the workers' states (of every backend:
         its rows' and its evaluation sets'), and the budget charged with the releases
         made.
+
+        ``planned``: a cross-silo fit's reserved events. Its silos release to the
+        coordinator (each with its own noise) before the coordinator records a round's
+        events, so a round that fails after some silo answered made releases the ledger
+        does not hold: a cross-silo fit that does not finish is charged its whole plan.
 
         Returns
         -------
@@ -372,10 +379,11 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         await asyncio.gather(*(backend.close() for backend in backends))
         if budget is None:
             return None
+        made = () if coordinator is None else coordinator.ledger.events
+        if planned is not None and ended[0] != "finished":
+            made = planned
         try:
-            return await self.run_budget(
-                "settle", budget, fit_id,
-                () if coordinator is None else coordinator.ledger.events, ended[0])
+            return await self.run_budget("settle", budget, fit_id, made, ended[0])
         except Exception as exc:
             logger.error("fit %s: its budget %r could not be charged (%s); its reservation "
                          "stays charged in full", fit_id, budget, exc)

@@ -321,8 +321,11 @@ def report(job_id: str, request: Request, who=Depends(analyst)):
 
 
 def _job_view(job, dataset_name):
-    """What an analyst sees of a job: public and DP facts only."""
-    return {"id": job.id, "dataset": dataset_name, "status": job.status,
+    """What an analyst sees of a job: public and DP facts only. A running job shows as
+    queued: the moment it starts would time the jobs ahead of it (its end is written at
+    a public step, :data:`~dpxgb_dask.service.runner.STATUS_QUANTUM_SECONDS`)."""
+    status = "queued" if job.status == "running" else job.status
+    return {"id": job.id, "dataset": dataset_name, "status": status,
             "params": job.params, "planned_epsilon": job.planned_epsilon,
             "spent_epsilon": job.spent_epsilon, "error": job.error,
             "has_model": job.status == "finished"}

@@ -10,6 +10,7 @@ import os
 import sys
 
 import dpxgb_dask.service as service_package
+from dpxgb_dask.service.runner import STATUS_QUANTUM_SECONDS
 
 #: The environment variable holding a principal's token.
 TOKEN_VARIABLE = "DPXGB_TOKEN"
@@ -26,6 +27,10 @@ def add_commands(sub):
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8787)
     sv.add_argument("--concurrency", type=int, default=2, help="jobs run at once")
+    sv.add_argument("--status-quantum", type=float, default=STATUS_QUANTUM_SECONDS,
+                    help="a job's end is written at a multiple of this many seconds after "
+                         "its submission, so that polling times it only to this step "
+                         "(0: at once)")
     sv.add_argument("--init", action="store_true",
                     help="create the database and its owner, print the owner's token, exit")
     sv.set_defaults(func=cmd_serve)
@@ -60,7 +65,7 @@ def cmd_serve(args):
         print(service_package.server.init_owner(_database_url(args.database)))
         return
     service_package.serve(_database_url(args.database), args.scheduler, args.host,
-                          args.port, args.concurrency)
+                          args.port, args.concurrency, status_quantum=args.status_quantum)
 
 
 def _token(args):

@@ -8,6 +8,9 @@ queued (:meth:`~dpxgb_dask.service.store.Store.submit`) and settled when it ends
 """
 from concurrent.futures import ThreadPoolExecutor
 import logging
+import math
+import threading
+import time
 import warnings
 
 from ..boosting.calibration import make_plan
@@ -104,6 +107,20 @@ def planned_events(dataset, params):
     return resolved, list(make_plan(resolved, len(schema.features)).ledger().events)
 
 
+#: A job's end (its status, charge and model) is written at the first multiple of this many
+#: seconds after its submission, so that an analyst who polls learns its duration only to
+#: within this step (a fit's duration grows with the rows).
+STATUS_QUANTUM_SECONDS = 10.0
+
+
+def next_step(created, now, quantum):
+    """The first time ``created + k * quantum`` (k = 1, 2, ...) at or after ``now``; ``now``
+    itself when ``quantum`` is 0."""
+    if quantum <= 0:
+        return now
+    return created + max(1, math.ceil((now - created) / quantum)) * quantum
+
+
 #: What an analyst reads of a job that failed once its rows were being read: the message of
 #: such an error may quote a cell (a CSV value that did not parse) or depend on the rows.
 DATA_ERROR = ("the job failed while its rows were read or trained on; the message may "
@@ -144,11 +161,14 @@ class JobRunner:
     concurrency : int
     """
 
-    def __init__(self, store, client, concurrency=2):
+    def __init__(self, store, client, concurrency=2, status_quantum=STATUS_QUANTUM_SECONDS):
         self.store = store
         self.client = client
+        self.status_quantum = status_quantum
         self._pool = ThreadPoolExecutor(max_workers=concurrency,
                                         thread_name_prefix="dpxgb-job")
+        self._ends = {}  # job id -> (its timer, the write of its end)
+        self._lock = threading.Lock()
 
     def submit(self, job_id):
         """Queue a job (already recorded and charged)."""
@@ -169,12 +189,37 @@ class JobRunner:
                 warnings.simplefilter("ignore", NoBudgetWarning)
                 booster = train(params, X, y, client=self.client)
             model = booster.to_dict()
-            self.store.finish(job_id, model, events_of(model))
+            self._end_at_step(job, lambda: self.store.finish(job_id, model, events_of(model)))
         except Exception as exc:  # the job fails; the service goes on
             # the whole text is the owner's (the service's log); the analyst's is public
             logger.warning("job %s failed: %s: %s", job_id, type(exc).__name__, exc)
-            self.store.fail(job_id, analyst_error(exc, rows_read))
+            error = analyst_error(exc, rows_read)
+            self._end_at_step(job, lambda: self.store.fail(job_id, error))
+
+    def _end_at_step(self, job, write):
+        """Write a job's end at its next step (:data:`STATUS_QUANTUM_SECONDS`), from a timer:
+        the job's thread is free for the next job now."""
+        delay = next_step(job.created, time.time(), self.status_quantum) - time.time()
+        if delay <= 0:
+            return write()
+        timer = threading.Timer(delay, self._write_end, (job.id,))
+        timer.daemon = True
+        with self._lock:
+            self._ends[job.id] = timer, write
+        timer.start()
+
+    def _write_end(self, job_id):
+        with self._lock:
+            pending = self._ends.pop(job_id, None)
+        if pending is not None:
+            pending[1]()
 
     def close(self):
-        """Wait for the running jobs, then stop."""
+        """Wait for the running jobs, write the ends still waiting for their step, then
+        stop."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            pending, self._ends = list(self._ends.values()), {}
+        for timer, write in pending:
+            timer.cancel()
+            write()

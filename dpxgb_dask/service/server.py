@@ -12,7 +12,7 @@ import uvicorn
 from ..cluster.client import client_or_embedded
 from .app import create_app
 from .database import Database
-from .runner import JobRunner
+from .runner import STATUS_QUANTUM_SECONDS, JobRunner
 from .store import Store
 
 logger = logging.getLogger("dpxgb_dask.service")
@@ -32,12 +32,17 @@ class Service:
         The service's own client of the cluster.
     concurrency : int
         Jobs run at once.
+    status_quantum : float
+        A job's end is written (and seen) at a multiple of this many seconds after its
+        submission (:data:`~dpxgb_dask.service.runner.STATUS_QUANTUM_SECONDS`); 0 writes
+        it at once, which lets a polling analyst time the fit.
     """
 
-    def __init__(self, database_url, client, concurrency=2):
+    def __init__(self, database_url, client, concurrency=2,
+                 status_quantum=STATUS_QUANTUM_SECONDS):
         self.database = Database(database_url)
         self.store = Store(self.database)
-        self.runner = JobRunner(self.store, client, concurrency)
+        self.runner = JobRunner(self.store, client, concurrency, status_quantum)
         self.app = create_app(self.store, self.runner)
         for job_id in self.store.interrupt_unfinished():
             self.runner.submit(job_id)
@@ -58,6 +63,8 @@ class ServiceThread:
     client : distributed.Client
     concurrency : int
     host : str
+    status_quantum : float
+        As :class:`Service`'s.
 
     Attributes
     ----------
@@ -66,8 +73,9 @@ class ServiceThread:
     service : Service
     """
 
-    def __init__(self, database_url, client, concurrency=2, host="127.0.0.1"):
-        self.service = Service(database_url, client, concurrency)
+    def __init__(self, database_url, client, concurrency=2, host="127.0.0.1", *,
+                 status_quantum=STATUS_QUANTUM_SECONDS):
+        self.service = Service(database_url, client, concurrency, status_quantum)
         with socket.socket() as s:
             s.bind((host, 0))
             port = s.getsockname()[1]
@@ -109,7 +117,7 @@ def init_owner(database_url, name="owner"):
 
 
 def serve(database_url, scheduler=None, host="127.0.0.1", port=8787, concurrency=2,
-          n_workers=2):
+          n_workers=2, *, status_quantum=STATUS_QUANTUM_SECONDS):
     """Run the service until interrupted.
 
     Parameters
@@ -122,9 +130,11 @@ def serve(database_url, scheduler=None, host="127.0.0.1", port=8787, concurrency
         Where the service listens.
     concurrency : int
         Jobs run at once.
+    status_quantum : float
+        As :class:`Service`'s.
     """
     with client_or_embedded(scheduler, n_workers=n_workers) as client:
-        service = Service(database_url, client, concurrency)
+        service = Service(database_url, client, concurrency, status_quantum)
         try:
             uvicorn.run(service.app, host=host, port=port, log_level="info")
         finally:

@@ -80,7 +80,8 @@ def deployment(tmp_path_factory, dask_client, data_dir):
 
     database = sqlite_url(tmp_path_factory.mktemp("service") / "service.db")
     owner_token = init_owner(database)
-    running = ServiceThread(database, dask_client)
+    # (ends written at once: the status step has its own test, test_service.py)
+    running = ServiceThread(database, dask_client, status_quantum=0)
     with Client(running.url, owner_token) as owner:
         for name in ("adult", "census"):
             owner.register_dataset(name, str(data_dir / name), "parquet", dataset_schema())
@@ -106,7 +107,7 @@ def start_service(dask_client):
     """``start_service(database_url)``: a ServiceThread on the session's cluster."""
     from dpxgb_dask.service.server import ServiceThread
 
-    return lambda database_url: ServiceThread(database_url, dask_client)
+    return lambda database_url: ServiceThread(database_url, dask_client, status_quantum=0)
 
 
 @pytest.fixture

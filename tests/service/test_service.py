@@ -202,3 +202,34 @@ def test_submissions_past_the_rate_limit_are_refused_cheaply(deployment):
         assert _spent(deployment["url"], deployment["bob"]) == spent
     finally:
         app.state.submissions = kept
+
+
+def test_a_polling_analyst_sees_a_job_end_only_at_its_status_step(deployment):
+    """Issue 42, item 6: a fit's duration grows with the rows, and an analyst can poll. The
+    job is never shown running (its start would time the jobs before it), and its end (its
+    status, its charge, its model) is written at the first multiple of the status step
+    after its submission: with a 4 s step, a fit of 2 trees that takes about 1 s shows
+    queued, with its budget charged with the whole plan, until 4 s after submission."""
+    import time
+
+    runner = deployment["running"].service.runner
+    kept, runner.status_quantum = runner.status_quantum, 4.0
+    try:
+        with Client(deployment["url"], deployment["alice"]) as alice:
+            submitted = time.monotonic()
+            job = alice.submit("survey", epsilon=0.1, n_estimators=2, max_depth=2)
+            seen = []
+            while time.monotonic() - submitted < 30:
+                view = alice.job(job["id"])
+                planned = {j["job"]: j["state"] for j in alice.budgets()["survey"]["jobs"]}
+                seen.append((time.monotonic() - submitted, view["status"], planned[job["id"]]))
+                if view["status"] == "finished":
+                    break
+                time.sleep(0.1)
+    finally:
+        runner.status_quantum = kept
+    statuses = [status for _, status, _ in seen]
+    assert set(statuses) == {"queued", "finished"} and statuses[-1] == "finished"
+    first_end = next(t for t, status, _ in seen if status == "finished")
+    assert 3.5 <= first_end <= 6.0, seen  # (the step is counted from the job's record)
+    assert all(state == "reserved" for t, status, state in seen if status == "queued")

@@ -78,7 +78,7 @@ def test_fits_and_the_service_over_a_tls_only_cluster(tmp_path, data_dir, servic
                                      da.from_array(y, chunks=1000), client=client)
             assert booster.n_trees == dask_booster.n_trees == 3
             database = sqlite_url(tmp_path / "service.db")
-            running = ServiceThread(database, client)
+            running = ServiceThread(database, client, status_quantum=0)
             try:
                 with ServiceClient(running.url, init_owner(database)) as owner:
                     owner.register_dataset("adult", str(data_dir / "adult"), "parquet",
