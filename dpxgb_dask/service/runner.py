@@ -194,7 +194,9 @@ class JobRunner:
             # the whole text is the owner's (the service's log); the analyst's is public
             logger.warning("job %s failed: %s: %s", job_id, type(exc).__name__, exc)
             error = analyst_error(exc, rows_read)
-            self._end_at_step(job, lambda: self.store.fail(job_id, error))
+            # before the rows are read the job released nothing, and failed on public facts
+            # alone: it is not charged (whether it is cannot depend on a row)
+            self._end_at_step(job, lambda: self.store.fail(job_id, error, released=rows_read))
 
     def _end_at_step(self, job, write):
         """Write a job's end at its next step (:data:`STATUS_QUANTUM_SECONDS`), from a timer:

@@ -219,12 +219,13 @@ class Store:
         it made."""
         self._end(job_id, "finished", events, model=model)
 
-    def fail(self, job_id, error):
+    def fail(self, job_id, error, released=True):
         """A job's fit failed: its whole plan stays charged (the releases it made are not
-        known here), and the error an analyst may read
+        known here), unless it failed before its rows were read (``released=False``: no
+        release, and a failure on public facts only), and the error an analyst may read
         (:func:`~dpxgb_dask.service.runner.analyst_error`: naming arguments and public
         facts, never data) is kept."""
-        self._end(job_id, "failed", None, error=error)
+        self._end(job_id, "failed", None if released else [], error=error)
 
     def _end(self, job_id, status, events, model=None, error=None):
         with self.db.session() as s:

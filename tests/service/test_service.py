@@ -233,3 +233,31 @@ def test_a_polling_analyst_sees_a_job_end_only_at_its_status_step(deployment):
     first_end = next(t for t, status, _ in seen if status == "finished")
     assert 3.5 <= first_end <= 6.0, seen  # (the step is counted from the job's record)
     assert all(state == "reserved" for t, status, state in seen if status == "queued")
+
+
+def test_a_job_that_fails_before_its_rows_are_read_is_not_charged(deployment):
+    """Issue 42, item 5: a job that fails on public facts alone, before any row is read (here
+    parameters that no longer validate, recorded past the API), made no release: its
+    charge is settled to nothing, and the error names the field. A failure once the rows
+    are read stays charged in full (test_an_error_that_quotes_a_cell_reaches_no_analyst)."""
+    import time
+
+    from dpxgb_dask.service.runner import planned_events
+
+    service = deployment["running"].service
+    store = service.store
+    alice_id = store.authenticate(deployment["alice"])[0]
+    dataset = store.dataset("survey", alice_id)
+    spent = _spent(deployment["url"], deployment["alice"])["survey"]
+    _, events = planned_events(dataset, {"epsilon": 0.3, "n_estimators": 3, "max_depth": 2})
+    job_id = store.submit(alice_id, dataset, {"epsilon": 0.3, "n_estimators": 5000}, events)
+    assert _spent(deployment["url"], deployment["alice"])["survey"] > spent
+    service.runner.submit(job_id)
+    with Client(deployment["url"], deployment["alice"]) as alice:
+        deadline = time.monotonic() + 60
+        while alice.job(job_id)["status"] != "failed" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        view = alice.job(job_id)
+    assert view["status"] == "failed" and view["spent_epsilon"] == 0.0
+    assert "n_estimators" in view["error"]
+    assert _spent(deployment["url"], deployment["alice"])["survey"] == pytest.approx(spent)
