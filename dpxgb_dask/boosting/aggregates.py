@@ -254,6 +254,52 @@ AGGREGATES = {
 }
 
 
+def silo_sensitivity_floors(name, args, n_features, field=None):
+    """What one row can change of a part of a silo's released aggregate ``name``, from the
+    silo's own computation with ``args`` (not from the caller's word): (Δ₂, Δ₁) under
+    add/remove of one row. A silo refuses a release that names less
+    (:meth:`~dpxgb_dask.cluster.worker._FitOnWorker.release`), and every aggregate
+    without a bounded Δ (:data:`SILO_AGGREGATES` lists those with one).
+
+    - ``clipped_label_sum``: part 0 the label sum, the label on the training scale in
+      ``[label_lower, 1]``: Δ = b = max(1, |label_lower|); part 1 the count (a weight
+      share is at most 1): Δ = 1; both (None): Δ₂ = √(b² + 1), Δ₁ = b + 1;
+    - ``class_counts``: one row adds at most 1 to one class: Δ₂ = Δ₁ = 1;
+    - ``fine_histogram``: at most ``weight`` to one bin of each of the F features:
+      Δ₂ = weight √F, Δ₁ = weight F.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SILO_AGGREGATES`.
+    args : tuple
+        The aggregate's arguments, as the silo computes it.
+    n_features : int
+    field : int or None
+        The part (``FieldNoise.field``).
+
+    Returns
+    -------
+    (float, float)
+    """
+    if name == "clipped_label_sum":
+        b = max(1.0, abs(float(args[0].label_lower)))
+        return {0: (b, b), 1: (1.0, 1.0)}.get(field, (float(np.sqrt(b * b + 1.0)), b + 1.0))
+    if name == "class_counts":
+        return 1.0, 1.0
+    if name == "fine_histogram":
+        weight = abs(float(args[2]))
+        return weight * float(np.sqrt(n_features)), weight * n_features
+    raise PermissionError(f"a silo releases only the aggregates {sorted(SILO_AGGREGATES)}, "
+                          f"whose sensitivity it derives itself; not {name!r}")
+
+
+#: The aggregates a silo answers (as releases only): those a cross-silo plan asks for, each
+#: with a sensitivity the silo derives itself (:func:`silo_sensitivity_floors`). An exact
+#: minimum and maximum (``feature_min_max``), a row count or a loss sum are never answered.
+SILO_AGGREGATES = ("clipped_label_sum", "class_counts", "fine_histogram")
+
+
 #: Exact per-partition aggregates that need the prepared state, not only its raw rows.
 STATE_AGGREGATES = {"held_out_loss_sums": held_out_loss_sums}
 

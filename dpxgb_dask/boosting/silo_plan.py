@@ -46,7 +46,13 @@ class SiloPlan:
         denominator = 1 if hessian_denominators else 2
         self._init = self._refresh = None
         if hasattr(initial_score, "mechanism"):
-            self._init = (field_noise(initial_score.mechanism),)
+            # the label sum and the count are two releases of Δ = 1 each (the plan's
+            # "init" event counts 2): two parts, each charged by a silo's cap; the class
+            # counts, one (a row moves one of them by 1)
+            self._init = ((field_noise(initial_score.mechanism),)
+                          if initial_score.objective.is_multiclass else
+                          (field_noise(initial_score.mechanism, 0),
+                           field_noise(initial_score.mechanism, 1)))
             initial_score.mechanism = SiloReleased(initial_score.mechanism)
         if hasattr(candidates, "refresh_mechanism"):
             self._refresh = (field_noise(candidates.refresh_mechanism,

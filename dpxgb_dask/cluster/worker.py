@@ -55,7 +55,7 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 import numpy as np
 
-from ..boosting.aggregates import aggregate
+from ..boosting.aggregates import SILO_AGGREGATES, aggregate, silo_sensitivity_floors
 from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
 from ..boosting.silos import release_at_silo
@@ -164,10 +164,23 @@ class _FitOnWorker:
         self.silo_masks = self.key_pair.masks(addresses.index(worker_address),
                                               list(public_keys), context)
 
-    def release(self, total, release):
+    def release(self, total, release, floors=None):
         """This worker's release of its sums ``total`` as a silo
         (:func:`~dpxgb_dask.boosting.silos.release_at_silo`), counted first against the
-        silo operator's cap, if any (:class:`~dpxgb_dask.privacy.silo_budget.SiloBudget`)."""
+        silo operator's cap, if any (:class:`~dpxgb_dask.privacy.silo_budget.SiloBudget`).
+
+        ``floors``: a part's field -> (Δ₂, Δ₁) one row can change of it, derived by the
+        silo itself (:func:`~dpxgb_dask.boosting.aggregates.silo_sensitivity_floors`); a
+        part named with a smaller sensitivity is refused, before any charge: its noise
+        would be scaled to the caller's word, not to what the silo computed."""
+        if floors is not None:
+            for part in release.fields:
+                floor = floors(part.field)[0 if part.mechanism == "gaussian" else 1]
+                if not part.sensitivity >= floor * (1.0 - 1e-12):
+                    raise PermissionError(
+                        f"this silo's {release.purpose!r} release can change by "
+                        f"{floor:.6g} with one row ({part.mechanism}); the request names "
+                        f"sensitivity {part.sensitivity:.6g}, which this silo refuses")
         if self.silo_budget is not None:
             self.silo_budget.charge(part.build() for part in release.fields)
         return release_at_silo(total, release, self.silo_noise(), self.silo_masks)
@@ -185,10 +198,14 @@ class _FitOnWorker:
             raise PermissionError(f"action {action!r} is refused on a silo's own rows: a "
                                   "silo's partitions are loaded by the silo and never copied")
         if action == "aggregate":
-            _, per_partition, _, *release = args
+            name, per_partition, _, *release = args
             if per_partition or not release:
                 raise PermissionError("an aggregate of a silo's rows must be a silo release "
                                       "of their sum (not per partition, not exact)")
+            if name not in SILO_AGGREGATES:
+                raise PermissionError(f"a silo releases only the aggregates "
+                                      f"{list(SILO_AGGREGATES)}, whose sensitivity it "
+                                      f"derives itself; not {name!r}")
         if action == "round":
             step = args[0]
             if step.returns_sums and step.silo_release is None:
@@ -377,7 +394,11 @@ def _execute(fit, action, args):
         if per_partition:
             return results
         total = add_results(list(results.values()))
-        return fit.release(total, release[0]) if release else total
+        if not release:
+            return total
+        n_features = states[0].raw.X.shape[1]
+        return fit.release(total, release[0], lambda field: silo_sensitivity_floors(
+            name, extra, n_features, field))
     if action == "prepare":
         for s in states:
             s.prepare(args)

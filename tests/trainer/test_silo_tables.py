@@ -466,6 +466,44 @@ def _wait_for(predicate, timeout):
     return False
 
 
+def test_a_silo_derives_its_aggregates_sensitivity_and_answers_no_other(silo_files):
+    """Issue 42, item 2: a caller who names a tiny sensitivity (Δ = 1e-9, σ = 1e-8) got the
+    silo's label sum and row count exact to 2e-8, charged ρ = 0.005 of its cap; and an
+    exact minimum and maximum (feature_min_max) was answered as a "release". The silo
+    derives each part's sensitivity from its own computation and refuses less, and
+    answers only the aggregates with such a bound; the honest release is answered."""
+    address, fit, capability = "tcp://silo-under-test:2", "d" * 32, os.urandom(32)
+    source = SiloTable(silo_files(), FEATURES, "target").source("0")
+    objective = Objective("binary:logistic")
+
+    def call(action, *args):
+        return worker.execute(address, fit, capability, action, args)
+
+    def init(delta, sigma):
+        return SiloRelease("init", fields=(FieldNoise(0, "gaussian", delta, sigma, 1),
+                                           FieldNoise(1, "gaussian", delta, sigma, 1)))
+
+    try:
+        call("load_silo", 0, source, objective, 1)
+        with pytest.raises(PermissionError, match="names sensitivity 1e-09, which this silo "
+                                                  "refuses"):
+            call("aggregate", "clipped_label_sum", False, (objective,), init(1e-9, 1e-8))
+        histogram = SiloRelease("sketch", fields=(FieldNoise(None, "gaussian", 0.01, 0.02,
+                                                             6),))
+        with pytest.raises(PermissionError, match="can change by 2.44949"):  # 1·√6
+            call("aggregate", "fine_histogram", False, (BOUNDS, 16, 1.0), histogram)
+        with pytest.raises(PermissionError, match="only the aggregates"):
+            call("aggregate", "feature_min_max", False, (), init(1.0, 1.0))
+        released = call("aggregate", "clipped_label_sum", False, (objective,),
+                        init(1.0, 1.0))
+        labels = pd.read_parquet(source["path"])["target"]
+        exact = np.array([labels.sum(), len(labels)])
+        assert released.shape == (2,) and not np.array_equal(released, exact)
+        assert abs(released - exact).max() < 10  # (σ = 1)
+    finally:
+        worker.forget_worker(address)
+
+
 @pytest.mark.parametrize("cross_silo", ["local", "secure"])
 def test_a_silo_lost_during_the_fit_ends_it_naming_the_silo(client, silo_files, cross_silo,
                                                             tmp_path):
