@@ -194,6 +194,8 @@ class PartitionState:
         self.positions = self.gradients = self.hessians = None
         self._histograms = self._histogram_nodes = None
         self._class_gradients = None  # multiclass: (in bounds, g, h) at the margins
+        #: the current tree's TreeStart: the bounds its gradients were clipped to
+        self.tree_spec = None
         self.row_filter = self.filter_spent = None
         self._seq = -1
         self._result = None
@@ -272,6 +274,7 @@ class PartitionState:
             self._end_tree(step.end_tree)
         if step.start_tree is not None:
             self._start_tree(step.start_tree)
+            self.tree_spec = step.start_tree
         if step.rebin_cuts is not None:
             self.X_binned = bin_rows(self.raw.X, self.feature_bounds, step.rebin_cuts,
                                      self.missing_bin, self.n_threads, out=self.X_binned)

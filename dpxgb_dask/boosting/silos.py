@@ -25,6 +25,7 @@ import numpy as np
 from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism, to_grid
 from ..privacy.secure_sum import mask_values, unmask_sum
 from .aggregates import add_results
+from .gradients import grid_limits
 from .summaries import histogram_summaries, merged_summaries
 
 #: Parts of one release at most (each takes a mask label of its own).
@@ -120,6 +121,65 @@ def field_noise(mechanism, field=None):
                           mechanism.coords_per_row)
     return FieldNoise(field, "laplace", mechanism.sensitivity, mechanism.epsilon,
                       mechanism.coords_per_row)
+
+
+def round_sensitivity_floors(step, spec, n_features):
+    """What one row can change of a part of a silo's answer to a round, from the bounds the
+    silo clipped the tree's gradients to itself (``spec``: the tree's
+    :class:`~dpxgb_dask.boosting.protocol.TreeStart`) and from what the round computes (not
+    from the caller's word). A row adds at most g* (on the value grid) to a gradient sum,
+    h* to a hessian sum (a multiclass round's class-summed hessians: S, the bound on
+    their sum) and 1 to a count:
+
+    - a round of leaf sums (``leaf_nodes``): the row is in one leaf; parts 0, 1, 2 are the
+      G, H and count columns, Δ₂ = Δ₁ = the column's bound; the whole answer (None):
+      Δ₂ = √(g*² + h*² + 1), Δ₁ = g* + h* + 1;
+    - a round of histograms (``histogram_nodes``): the row is in one bin of each of the F
+      features of its node; the fields ``sum_gradients``, ``sum_hessians``, ``count``:
+      Δ₂ = bound·√F, Δ₁ = bound·F (the whole answer: the three together).
+
+    A multiclass round whose leaf release joins the K class trees counts one class's bound
+    here, below the joint vector bound a plan uses: a smaller named Δ is refused only down
+    to that.
+
+    Returns
+    -------
+    callable
+        field -> (Δ₂, Δ₁).
+
+    Raises
+    ------
+    PermissionError
+        The round computes no tree's sums (no tree was started, or it answers something
+        else).
+    """
+    if spec is None:
+        raise PermissionError("a silo releases a round's sums only within a tree it started "
+                              "itself (the gradients' bounds are its own)")
+    g = float(grid_limits(spec.gradient_bound)[1])
+    h = float(grid_limits(spec.hessian_bound, lower=0.0)[1])
+    if spec.output_class == -1:  # the class sums of the hessians, no gradients
+        g, h = 0.0, float(spec.vector_bounds[2]) if spec.vector_bounds else h
+    if step.leaf_nodes is not None:
+        bounds, per_row = {0: g, 1: h, 2: 1.0}, 1
+    elif step.histogram_nodes is not None:
+        bounds = {"sum_gradients": g, "sum_hessians": h, "count": 1.0}
+        per_row = n_features
+    else:
+        raise PermissionError("a silo releases the sums of a round of leaves or histograms "
+                              "only")
+
+    def floors(field):
+        if field is None:
+            parts = list(bounds.values())
+            return (float(np.sqrt(per_row * sum(b * b for b in parts))),
+                    per_row * sum(parts))
+        if field not in bounds:
+            raise PermissionError(f"this round's answer has the parts {list(bounds)}, "
+                                  f"not {field!r}")
+        return bounds[field] * float(np.sqrt(per_row)), bounds[field] * per_row
+
+    return floors
 
 
 def _part(answer, field):

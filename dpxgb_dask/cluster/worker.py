@@ -58,7 +58,7 @@ import numpy as np
 from ..boosting.aggregates import SILO_AGGREGATES, aggregate, silo_sensitivity_floors
 from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
-from ..boosting.silos import release_at_silo
+from ..boosting.silos import release_at_silo, round_sensitivity_floors
 from ..inputs import read_silo_rows
 from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
@@ -408,7 +408,8 @@ def _execute(fit, action, args):
         total = add_results([s.run(step) for s in states])
         if step.silo_release is None or total is None:
             return total
-        return fit.release(total, step.silo_release)
+        return fit.release(total, step.silo_release, round_sensitivity_floors(
+            step, states[0].tree_spec, states[0].raw.X.shape[1]))
     if action == "restore":
         index, prepare, rounds = args
         state = fit.states.get(index) or fit.replicas.pop(index)

@@ -470,8 +470,9 @@ def test_a_silo_derives_its_aggregates_sensitivity_and_answers_no_other(silo_fil
     """Issue 42, item 2: a caller who names a tiny sensitivity (Δ = 1e-9, σ = 1e-8) got the
     silo's label sum and row count exact to 2e-8, charged ρ = 0.005 of its cap; and an
     exact minimum and maximum (feature_min_max) was answered as a "release". The silo
-    derives each part's sensitivity from its own computation and refuses less, and
-    answers only the aggregates with such a bound; the honest release is answered."""
+    derives each part's sensitivity from its own computation (an aggregate's arguments, a
+    tree's gradient bounds) and refuses less, and answers only the aggregates with such a
+    bound; the honest releases are answered."""
     address, fit, capability = "tcp://silo-under-test:2", "d" * 32, os.urandom(32)
     source = SiloTable(silo_files(), FEATURES, "target").source("0")
     objective = Objective("binary:logistic")
@@ -500,6 +501,19 @@ def test_a_silo_derives_its_aggregates_sensitivity_and_answers_no_other(silo_fil
         exact = np.array([labels.sum(), len(labels)])
         assert released.shape == (2,) and not np.array_equal(released, exact)
         assert abs(released - exact).max() < 10  # (σ = 1)
+        # a tree's sums: the bounds are the ones the silo clipped the gradients to
+        worker.execute(address, fit, capability, "prepare", protocol.Prepare(
+            BOUNDS, [np.linspace(-4, 4, 17)[1:-1]] * 6, 16, 0.0, {0: 0}))
+        start = protocol.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25)
+
+        def level(seq, delta):
+            return protocol.Round(seq=seq, start_tree=start, histogram_nodes=np.array([0]),
+                                  silo_release=SiloRelease("leaf", seq, fields=(FieldNoise(
+                                      "sum_gradients", "gaussian", delta, 1.0, 1),)))
+
+        with pytest.raises(PermissionError, match=r"can change by 0\.7348"):  # 0.3·√6
+            call("round", level(1, 1e-9), None)
+        assert call("round", level(2, 0.75), None)["sum_gradients"].any()
     finally:
         worker.forget_worker(address)
 
