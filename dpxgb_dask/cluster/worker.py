@@ -46,6 +46,7 @@ dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
 """
 import asyncio
 import hmac
+import os
 import sys
 import threading
 import time
@@ -115,6 +116,35 @@ class DPXGBWorkerPlugin(WorkerPlugin):
 
 #: Dask's config keys of a silo's cap on one fit's releases (:func:`silo_budget`).
 SILO_MAX_EPSILON, SILO_DELTA = "dpxgb.silo.max-epsilon", "dpxgb.silo.delta"
+#: Dask's config key of the directories a silo's worker reads rows from
+#: (:func:`check_silo_path`).
+SILO_PATHS = "dpxgb.silo.paths"
+
+
+def check_silo_path(path):
+    """Refuse a silo's path outside the directories its operator allows.
+
+    The operator lists them in Dask's config on the worker: ``dpxgb.silo.paths``, a list of
+    directories (environment ``DASK_DPXGB__SILO__PATHS``, a YAML list such as
+    ``'["/data/silo"]'``). The path is resolved first (symbolic links, ``..``), so that it
+    cannot leave them. Unset, the worker reads whatever path a fit names that its process
+    can read: a silo that shares a worker with other files should set it.
+
+    Raises
+    ------
+    PermissionError
+        Naming the allowed directories (the operator's public configuration).
+    """
+    allowed = dask.config.get(SILO_PATHS, None)
+    if allowed is None:
+        return
+    if isinstance(allowed, str):
+        allowed = [allowed]
+    real = os.path.realpath(path)
+    roots = [os.path.realpath(a) for a in allowed]
+    if not any(os.path.commonpath([real, root]) == root for root in roots):
+        raise PermissionError(f"this silo reads rows only under {roots} "
+                              f"(dpxgb.silo.paths); the fit names {path!r}")
 
 
 class _FitOnWorker:
@@ -360,6 +390,7 @@ def execute(worker_address, fit_id, capability, action, args):
         return None
     if action == "load_silo":  # (the rows come from this worker's own storage)
         index, source, objective, n_threads = args
+        check_silo_path(source["path"])  # (before the fit holds anything here)
         fit = _fit(worker_address, fit_id, digest, create=True)
         with fit.lock:
             if fit.silo or fit.states or fit.replicas:

@@ -466,6 +466,31 @@ def _wait_for(predicate, timeout):
     return False
 
 
+def test_a_silo_reads_only_under_the_directories_its_operator_allows(silo_files, tmp_path):
+    """Issue 42, item 2: load_silo read any path its caller named. With dpxgb.silo.paths
+    set on the silo's worker, a path outside those directories is refused, also through
+    a symbolic link or ``..``; a path inside is read."""
+    address, capability = "tcp://silo-under-test:3", os.urandom(32)
+    objective = Objective("binary:logistic")
+    source = SiloTable(silo_files(), FEATURES, "target").source("0")  # in tmp_path
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    (allowed / "escape.parquet").symlink_to(source["path"])
+    try:
+        with dask.config.set({"dpxgb.silo.paths": [str(allowed)]}):
+            for path in (source["path"], str(allowed / "escape.parquet"),
+                         str(allowed / ".." / os.path.basename(source["path"]))):
+                with pytest.raises(PermissionError, match="reads rows only under"):
+                    worker.execute(address, os.urandom(16).hex(), capability, "load_silo",
+                                   (0, dict(source, path=path), objective, 1))
+            os.replace(source["path"], allowed / "silo0.parquet")
+            worker.execute(address, "c" * 32, capability, "load_silo",
+                           (0, dict(source, path=str(allowed / "silo0.parquet")), objective,
+                            1))
+    finally:
+        worker.forget_worker(address)
+
+
 def test_a_silo_derives_its_aggregates_sensitivity_and_answers_no_other(silo_files):
     """Issue 42, item 2: a caller who names a tiny sensitivity (Δ = 1e-9, σ = 1e-8) got the
     silo's label sum and row count exact to 2e-8, charged ρ = 0.005 of its cap; and an
