@@ -116,6 +116,8 @@ class DPXGBWorkerPlugin(WorkerPlugin):
 
 #: Dask's config keys of a silo's cap on one fit's releases (:func:`silo_budget`).
 SILO_MAX_EPSILON, SILO_DELTA = "dpxgb.silo.max-epsilon", "dpxgb.silo.delta"
+#: ... and of the file that makes that cap a budget over every fit (:func:`silo_budget`).
+SILO_LEDGER = "dpxgb.silo.ledger"
 #: Dask's config key of the directories a silo's worker reads rows from
 #: (:func:`check_silo_path`).
 SILO_PATHS = "dpxgb.silo.paths"
@@ -161,7 +163,7 @@ class _FitOnWorker:
         # set by a silo's own load: from then on the worker answers only silo releases
         self.silo = False
         self.last_round = -1  # (a silo's: a round number is never run twice)
-        self.silo_budget = None  # (a silo's operator's cap: silo_budget())
+        self.silo_budget = None  # (a silo's operator's cap: silo_budget(path))
 
     def silo_noise(self):
         """This worker's secret noise source for the fit, as a silo of a cross-silo fit
@@ -248,11 +250,12 @@ class _FitOnWorker:
             self.last_round = step.seq
 
 
-def silo_budget():
-    """The cap this worker's operator sets on what a silo releases in one fit, from Dask's
-    config on the worker: ``dpxgb.silo.max-epsilon`` (environment
+def silo_budget(path):
+    """The cap this worker's operator sets on what a silo releases of the rows at ``path``,
+    from Dask's config on the worker: ``dpxgb.silo.max-epsilon`` (environment
     ``DASK_DPXGB__SILO__MAX_EPSILON``; unset: no cap) at ``dpxgb.silo.delta`` (default
-    1e-6).
+    1e-6); with ``dpxgb.silo.ledger`` (a file on the silo's storage) the cap holds over
+    every fit on the same file, else over one fit.
 
     Returns
     -------
@@ -261,7 +264,9 @@ def silo_budget():
     epsilon = dask.config.get(SILO_MAX_EPSILON, None)
     if epsilon is None:
         return None
-    return SiloBudget(epsilon, dask.config.get(SILO_DELTA, 1e-6))
+    ledger = dask.config.get(SILO_LEDGER, None)
+    return SiloBudget(epsilon, dask.config.get(SILO_DELTA, 1e-6), ledger,
+                      None if ledger is None else os.path.realpath(path))
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -397,7 +402,7 @@ def execute(worker_address, fit_id, capability, action, args):
                 raise PermissionError("a silo loads its rows into a fit of its own, once: "
                                       "this fit already holds partitions here")
             fit.silo = True  # (before the rows are read, and for the fit's life)
-            fit.silo_budget = silo_budget()
+            fit.silo_budget = silo_budget(source["path"])
         state = load_partition(*read_silo_rows(**source), objective, index, n_threads)
         with fit.lock:
             fit.states[int(index)] = state

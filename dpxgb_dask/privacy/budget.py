@@ -322,22 +322,11 @@ class BudgetStore:
 
     @contextlib.contextmanager
     def _locked(self, save=False):
-        directory = os.path.dirname(os.path.abspath(self.path))
-        if save:
-            os.makedirs(directory, exist_ok=True)
-        lock = None
-        if os.path.isdir(directory):
-            lock = open(self.path + ".lock", "a")
-            if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
+        with locked_file(self.path, create=save):
             self._load()
             yield
             if save:
                 self._save()
-        finally:
-            if lock is not None:
-                lock.close()  # (releases the lock)
 
     def _load(self):
         self._budgets = {}
@@ -416,20 +405,46 @@ class BudgetStore:
             return [self._budgets[n].status() for n in sorted(self._budgets)]
 
     def _save(self):
-        directory = os.path.dirname(os.path.abspath(self.path))
-        data = {"format": _FORMAT, "version": _VERSION,
-                "budgets": [self._budgets[n].to_dict() for n in sorted(self._budgets)]}
-        fd, tmp = tempfile.mkstemp(prefix=".budgets-", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, allow_nan=False)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_json_atomically(self.path, {
+            "format": _FORMAT, "version": _VERSION,
+            "budgets": [self._budgets[n].to_dict() for n in sorted(self._budgets)]})
+
+
+@contextlib.contextmanager
+def locked_file(path, create=False):
+    """Hold an exclusive lock on ``<path>.lock`` (``fcntl.flock``) for the block, so that
+    the processes of one machine that share ``path`` read and write it one at a time;
+    ``create``: make its directory first (without it, a missing directory takes no lock:
+    there is nothing to read)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if create:
+        os.makedirs(directory, exist_ok=True)
+    lock = None
+    if os.path.isdir(directory):
+        lock = open(os.fspath(path) + ".lock", "a")
+        if fcntl is not None:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.close()  # (releases the lock)
+
+
+def write_json_atomically(path, data):
+    """Write ``data`` as JSON to ``path`` through a temporary file of its directory,
+    ``fsync`` and ``os.replace``: a reader sees the old file or the new one, never half."""
+    fd, tmp = tempfile.mkstemp(prefix=".dpxgb-", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, allow_nan=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def budget_record(status, fit_id):

@@ -21,8 +21,11 @@ secure aggregation the release's σ is the sum of every silo's share: the silo c
 the whole σ, trusting the other silos to add their shares (the honest-but-curious silos
 of the threat model), and checks that the shares are as many as its peers.
 """
+import json
 import math
+import os
 
+from .budget import locked_file, write_json_atomically
 from .mechanisms import GaussianMechanism, LaplaceMechanism
 from .validation import check_delta, check_epsilon
 
@@ -74,26 +77,55 @@ def release_rho(mechanisms):
     return rho
 
 
+#: The format of a silo's ledger file (:class:`SiloBudget` with ``ledger``).
+LEDGER_FORMAT, LEDGER_VERSION = "dpxgb-silo-ledger", 1
+
+
 class SiloBudget:
-    """A silo's cap on one fit's releases (public: set by the silo's operator).
+    """A silo's cap on its releases (public: set by the silo's operator): on one fit's, or,
+    with a ``ledger`` file, on every fit's releases of the same rows (a budget).
 
     Parameters
     ----------
     epsilon, delta : float
-        The cap: the fit's releases of this silo's rows stay (ε, δ)-DP together.
+        The cap: the releases of this silo's rows stay (ε, δ)-DP together.
+    ledger : str, optional
+        A JSON file on the silo's own storage that keeps the ρ spent on each of its data
+        files across fits (locked while it is read and written: fits at once on one
+        machine count each other's releases). Without it the cap is per fit.
+    key : str, optional
+        The rows' key in the ledger: the resolved path of their file.
 
     Attributes
     ----------
     max_rho : float
         :func:`zcdp_cap` of the cap.
     spent : float
-        ρ of the releases made so far.
+        ρ of the releases made so far (with a ledger: by every fit, after the last
+        charge).
     """
 
-    def __init__(self, epsilon, delta):
+    def __init__(self, epsilon, delta, ledger=None, key=None):
         self.epsilon, self.delta = float(epsilon), float(delta)
         self.max_rho = zcdp_cap(epsilon, delta)
-        self.spent = 0.0
+        self.ledger, self.key = ledger, key
+        if (ledger is None) != (key is None):
+            raise ValueError("a silo ledger needs the key of the rows it counts, and only "
+                             "then")
+        self.spent = self._read()[1].get(key, 0.0) if ledger is not None else 0.0
+
+    def _read(self):
+        """(the ledger's data, its spent ρ by key); an empty ledger if the file is absent."""
+        if not os.path.exists(self.ledger):
+            data = {"format": LEDGER_FORMAT, "version": LEDGER_VERSION, "spent": {}}
+            return data, data["spent"]
+        with open(self.ledger, encoding="utf-8") as f:
+            data = json.load(f)
+        if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT \
+                or data.get("version") != LEDGER_VERSION:
+            raise ValueError(f"{self.ledger} is not a dpxgb silo ledger (format "
+                             f"{LEDGER_FORMAT!r}, version {LEDGER_VERSION})")
+        return data, data["spent"]
 
     def charge(self, mechanisms):
         """Count one release, or refuse it (nothing is counted) if it would pass the cap.
@@ -108,10 +140,24 @@ class SiloBudget:
             Naming the cap, ρ spent and ρ asked (public values).
         """
         rho = release_rho(mechanisms)
+        if self.ledger is None:
+            self._check(rho)
+            self.spent += rho
+            return
+        with locked_file(self.ledger, create=True):
+            data, spent = self._read()
+            self.spent = spent.get(self.key, 0.0)
+            self._check(rho)
+            self.spent += rho
+            spent[self.key] = self.spent
+            write_json_atomically(self.ledger, data)
+
+    def _check(self, rho):
         if self.spent + rho > self.max_rho:
+            scope = ("a fit's releases" if self.ledger is None else
+                     f"the releases of {self.key} over every fit (ledger {self.ledger})")
             raise PermissionError(
-                f"this silo caps a fit's releases at epsilon={self.epsilon:g}, "
+                f"this silo caps {scope} at epsilon={self.epsilon:g}, "
                 f"delta={self.delta:g} (dpxgb.silo.max-epsilon, dpxgb.silo.delta: "
-                f"rho {self.max_rho:.6g} in zCDP); the fit has spent rho {self.spent:.6g} "
+                f"rho {self.max_rho:.6g} in zCDP); rho {self.spent:.6g} is spent "
                 f"here, and this release asks {rho:.6g} more")
-        self.spent += rho

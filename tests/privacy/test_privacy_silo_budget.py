@@ -38,3 +38,31 @@ def test_a_silo_budget_refuses_the_release_that_would_pass_its_cap():
     assert budget.spent == pytest.approx(n_fit * 0.005)  # (the refused one is not counted)
     with pytest.raises(ValueError, match="delta must be > 0"):
         SiloBudget(1.0, 0.0)
+
+
+def test_a_ledger_counts_every_fits_releases_of_the_same_rows(tmp_path):
+    """With a ledger file the cap is a budget: each charge reads and writes the file under
+    its lock, so two fits (two SiloBudget objects) on the same rows count each other's
+    releases, from the first one on; other rows have their own account; a file of
+    another format is refused."""
+    import json
+
+    ledger = str(tmp_path / "silo" / "ledger.json")
+    gaussian = GaussianMechanism(1.0, sigma=10.0, coords_per_row=1)   # ρ = 0.005
+    first, second = SiloBudget(1.0, 1e-6, ledger, "/rows"), SiloBudget(1.0, 1e-6, ledger,
+                                                                        "/rows")
+    other = SiloBudget(1.0, 1e-6, ledger, "/other")
+    n_fit = int(first.max_rho // 0.005)
+    for k in range(n_fit):
+        (first if k % 2 else second).charge([gaussian])
+    with pytest.raises(PermissionError, match="over every fit"):
+        first.charge([gaussian])
+    other.charge([gaussian])
+    spent = json.loads(open(ledger).read())["spent"]
+    assert spent == {"/rows": pytest.approx(n_fit * 0.005), "/other": pytest.approx(0.005)}
+    assert SiloBudget(1.0, 1e-6, ledger, "/rows").spent == pytest.approx(n_fit * 0.005)
+    with pytest.raises(ValueError, match="needs the key"):
+        SiloBudget(1.0, 1e-6, ledger)
+    (tmp_path / "not-a-ledger.json").write_text('{"budgets": []}')
+    with pytest.raises(ValueError, match="not a dpxgb silo ledger"):
+        SiloBudget(1.0, 1e-6, str(tmp_path / "not-a-ledger.json"), "/rows")

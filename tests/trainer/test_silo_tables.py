@@ -424,6 +424,42 @@ def test_a_silos_operator_caps_what_it_releases_in_a_fit(silo_files):
         worker.forget_worker(address)
 
 
+def test_a_silos_cap_with_a_ledger_is_a_budget_over_every_fit(silo_files, tmp_path):
+    """Issue 42, item 2: the cap was per fit, and any client may start new fits. With
+    ``dpxgb.silo.ledger`` the silo keeps the ρ spent on each of its files across fits: a
+    second fit on the same file is refused the release that would pass the cap; another
+    file has its own account."""
+    import json
+
+    address, capability = "tcp://capped-silo:2", os.urandom(32)
+    files = silo_files()
+    table = SiloTable(files, FEATURES, "target")
+    objective = Objective("binary:logistic")
+    counts = SiloRelease("init", fields=(FieldNoise(None, "gaussian", 1.0, 10.0, 1),))
+    ledger = tmp_path / "silo" / "ledger.json"
+
+    def call(fit_id, action, *args):
+        return worker.execute(address, fit_id, capability, action, args)
+
+    try:
+        with dask.config.set({"dpxgb.silo.max-epsilon": 1.0,  # (ρ 0.0176 at δ 1e-6)
+                              "dpxgb.silo.ledger": str(ledger)}):
+            for fit in ("a" * 32, "b" * 32):
+                call(fit, "load_silo", 0, table.source("0"), objective, 1)
+            call("e" * 32, "load_silo", 0, table.source("1"), objective, 1)
+        for i in range(3):  # (ρ 0.005 each)
+            call("a" * 32, "aggregate", "class_counts", False, (2,),
+                 replace(counts, purpose=f"c{i}"))
+        with pytest.raises(PermissionError, match="over every fit"):
+            call("b" * 32, "aggregate", "class_counts", False, (2,), counts)
+        assert call("e" * 32, "aggregate", "class_counts", False, (2,), counts).shape == (2,)
+        spent = json.loads(ledger.read_text())["spent"]
+        assert spent[os.path.realpath(files["0"])] == pytest.approx(0.015)
+        assert spent[os.path.realpath(files["1"])] == pytest.approx(0.005)
+    finally:
+        worker.forget_worker(address)
+
+
 @pytest.mark.parametrize("arguments, name", [
     ({"sources": {}}, "sources"),
     ({"sources": {"0": "a", 0: "b"}}, "twice"),
