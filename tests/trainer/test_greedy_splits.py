@@ -76,20 +76,27 @@ def test_ties_are_drawn_uniformly_and_match_their_twin():
     assert stats.chisquare(counts[3]).pvalue > 1e-3
 
 
-def _xor_node(rng, sigma, n_features=10, n_bins=32):
-    """One node's released histograms where no split carries signal alone: a checkerboard's
-    root (the label is the sign of x0·x1, g = ±0.3, h = 0.1), 20k standard normal rows over
-    32 equal-width bins of [-6, 6], noise σ per cell."""
+def _released_node(rng, sigma, row_gradients, n_features, n_bins):
+    """One node's released histograms: 20k standard normal rows over the ``n_bins - 1``
+    equal-width bins of [-6, 6] (the last bin: missing values), g from
+    ``row_gradients(x)``, h = 0.1 per row; then Gaussian noise of σ per cell."""
     edges = np.linspace(-6, 6, n_bins)
     x = rng.standard_normal((20_000, n_features))
     bins = np.searchsorted(edges[1:-1], x)
-    g_row = np.where(x[:, 0] * x[:, 1] > 0, -0.3, 0.3)
+    g_row = row_gradients(x)
     g = np.zeros((n_features, n_bins))
     h = np.zeros((n_features, n_bins))
     for f in range(n_features):
         g[f, :n_bins - 1] = np.bincount(bins[:, f], weights=g_row, minlength=n_bins - 1)
         h[f, :n_bins - 1] = np.bincount(bins[:, f], minlength=n_bins - 1) * 0.1
     return (g + rng.normal(0, sigma, g.shape))[None], (h + rng.normal(0, sigma, h.shape))[None]
+
+
+def _xor_node(rng, sigma):
+    """A checkerboard's root, where no split carries signal alone: the label is the sign of
+    x0·x1 (g = ±0.3), 10 features over 32 bins."""
+    return _released_node(rng, sigma, lambda x: np.where(x[:, 0] * x[:, 1] > 0, -0.3, 0.3),
+                          10, 32)
 
 
 def test_significant_gains_do_not_follow_the_tails_where_nothing_is_significant():
@@ -123,20 +130,10 @@ def test_reachable_bins_follow_the_ranges_and_the_categories():
     assert reachable[1, 0].tolist() == [False, True, False, False, False, True]
 
 
-def _noisy_node(rng, sigma, n_features=20, n_bins=64):
-    """One node's exact histograms: 20k rows of standard normal features over 64 equal-width
-    bins of [-6, 6], feature 0 carrying the label (g = -0.2 left of 0, +0.2 right), h = 0.1
-    per row; then Gaussian noise of σ per cell."""
-    edges = np.linspace(-6, 6, n_bins)  # 63 cuts -> bins 0..62, bin 63 missing
-    x = rng.standard_normal((20_000, n_features))
-    bins = np.searchsorted(edges[1:-1], x)
-    g_row = np.where(x[:, 0] < 0, -0.2, 0.2)
-    g = np.zeros((n_features, n_bins))
-    h = np.zeros((n_features, n_bins))
-    for f in range(n_features):
-        g[f, :n_bins - 1] = np.bincount(bins[:, f], weights=g_row, minlength=n_bins - 1)
-        h[f, :n_bins - 1] = np.bincount(bins[:, f], minlength=n_bins - 1) * 0.1
-    return (g + rng.normal(0, sigma, g.shape))[None], (h + rng.normal(0, sigma, h.shape))[None]
+def _noisy_node(rng, sigma):
+    """Feature 0 carries the label (g = -0.2 left of 0, +0.2 right), 20 features over 64
+    bins (63 cuts: bins 0..62, bin 63 missing)."""
+    return _released_node(rng, sigma, lambda x: np.where(x[:, 0] < 0, -0.2, 0.2), 20, 64)
 
 
 def test_noise_aware_gains_find_the_split_that_plain_gains_lose_to_empty_children():
