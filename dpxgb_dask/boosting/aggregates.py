@@ -257,9 +257,8 @@ AGGREGATES = {
 def silo_sensitivity_floors(name, args, n_features, field=None):
     """What one row can change of a part of a silo's released aggregate ``name``, from the
     silo's own computation with ``args`` (not from the caller's word): (Δ₂, Δ₁) under
-    add/remove of one row. A silo refuses a release that names less
-    (:meth:`~dpxgb_dask.cluster.worker._FitOnWorker.release`), and every aggregate
-    without a bounded Δ (:data:`SILO_AGGREGATES` lists those with one).
+    add/remove of one row. A silo's worker refuses a release that names less, and every
+    aggregate without a bounded Δ (:data:`SILO_AGGREGATES` lists those with one).
 
     - ``clipped_label_sum``: part 0 the label sum, the label on the training scale in
       ``[label_lower, 1]``: Δ = b = max(1, |label_lower|); part 1 the count (a weight
