@@ -261,8 +261,8 @@ def silo_sensitivity_floors(name, args, n_features, field=None):
     aggregate without a bounded Δ (:data:`SILO_AGGREGATES` lists those with one).
 
     - ``clipped_label_sum``: part 0 the label sum, the label on the training scale in
-      ``[label_lower, 1]``: Δ = b = max(1, |label_lower|); part 1 the count (a weight
-      share is at most 1): Δ = 1; both (None): Δ₂ = √(b² + 1), Δ₁ = b + 1;
+      ``[label_lower, 1]``: Δ = b = ``max(1, abs(label_lower))``; part 1 the count (a
+      weight share is at most 1): Δ = 1; both (None): Δ₂ = √(b² + 1), Δ₁ = b + 1;
     - ``class_counts``: one row adds at most 1 to one class: Δ₂ = Δ₁ = 1;
     - ``fine_histogram``: at most ``weight`` to one bin of each of the F features:
       Δ₂ = weight √F, Δ₁ = weight F.

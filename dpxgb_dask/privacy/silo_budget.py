@@ -25,7 +25,7 @@ import json
 import math
 import os
 
-from .budget import locked_file, write_json_atomically
+from .json_files import locked_file, write_json_atomically
 from .mechanisms import GaussianMechanism, LaplaceMechanism
 from .validation import check_delta, check_epsilon
 

@@ -10,7 +10,6 @@ import os
 import sys
 
 import dpxgb_dask.service as service_package
-from dpxgb_dask.service.runner import STATUS_QUANTUM_SECONDS
 
 #: The environment variable holding a principal's token.
 TOKEN_VARIABLE = "DPXGB_TOKEN"
@@ -27,10 +26,11 @@ def add_commands(sub):
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8787)
     sv.add_argument("--concurrency", type=int, default=2, help="jobs run at once")
-    sv.add_argument("--status-quantum", type=float, default=STATUS_QUANTUM_SECONDS,
+    sv.add_argument("--status-quantum", type=float, default=None,
                     help="a job's end is written at a multiple of this many seconds after "
                          "its submission, so that polling times it only to this step "
-                         "(0: at once)")
+                         "(0: at once; default: dpxgb_dask.service.runner."
+                         "STATUS_QUANTUM_SECONDS)")
     sv.add_argument("--init", action="store_true",
                     help="create the database and its owner, print the owner's token, exit")
     sv.set_defaults(func=cmd_serve)
@@ -64,8 +64,9 @@ def cmd_serve(args):
     if args.init:
         print(service_package.server.init_owner(_database_url(args.database)))
         return
+    step = {} if args.status_quantum is None else {"status_quantum": args.status_quantum}
     service_package.serve(_database_url(args.database), args.scheduler, args.host,
-                          args.port, args.concurrency, status_quantum=args.status_quantum)
+                          args.port, args.concurrency, **step)
 
 
 def _token(args):

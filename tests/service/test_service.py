@@ -220,8 +220,9 @@ def test_a_polling_analyst_sees_a_job_end_only_at_its_status_step(deployment):
             job = alice.submit("survey", epsilon=0.1, n_estimators=2, max_depth=2)
             seen = []
             while time.monotonic() - submitted < 30:
-                view = alice.job(job["id"])
+                # (the budget first: if the job then still shows queued, so did the budget)
                 planned = {j["job"]: j["state"] for j in alice.budgets()["survey"]["jobs"]}
+                view = alice.job(job["id"])
                 seen.append((time.monotonic() - submitted, view["status"], planned[job["id"]]))
                 if view["status"] == "finished":
                     break
@@ -231,7 +232,9 @@ def test_a_polling_analyst_sees_a_job_end_only_at_its_status_step(deployment):
     statuses = [status for _, status, _ in seen]
     assert set(statuses) == {"queued", "finished"} and statuses[-1] == "finished"
     first_end = next(t for t, status, _ in seen if status == "finished")
-    assert 3.5 <= first_end <= 6.0, seen  # (the step is counted from the job's record)
+    # at a multiple of the step after the job's record (the fit takes about 1 s, longer on
+    # a loaded machine; the polls add up to a few tenths of a second)
+    assert first_end >= 3.5 and min(abs(first_end - 4.0 * k) for k in range(1, 8)) <= 1.5, seen
     assert all(state == "reserved" for t, status, state in seen if status == "queued")
 
 
