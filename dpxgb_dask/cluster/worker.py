@@ -118,6 +118,9 @@ class DPXGBWorkerPlugin(WorkerPlugin):
 SILO_MAX_EPSILON, SILO_DELTA = "dpxgb.silo.max-epsilon", "dpxgb.silo.delta"
 #: ... and of the file that makes that cap a budget over every fit (:func:`silo_budget`).
 SILO_LEDGER = "dpxgb.silo.ledger"
+#: Dask's config key of the number of silos a silo aggregates securely with, all of them
+#: (``_FitOnWorker.silo_peers``).
+SILO_SHARES = "dpxgb.silo.shares"
 #: Dask's config key of the directories a silo's worker reads rows from
 #: (:func:`check_silo_path`).
 SILO_PATHS = "dpxgb.silo.paths"
@@ -183,8 +186,16 @@ class _FitOnWorker:
     def silo_peers(self, worker_address, addresses, public_keys, context):
         """Derive this silo's pairwise masks
         (:meth:`~dpxgb_dask.privacy.secure_sum.SiloKeyPair.masks`) from every silo's
-        public key, in the order of ``addresses``."""
+        public key, in the order of ``addresses``; refused unless the silos are as many as
+        its operator says (``dpxgb.silo.shares``, if set): a caller who adds peers whose
+        keys it holds could unmask this silo's value with only its share of the noise
+        (σ/√n of n shares), so the operator bounds n."""
         addresses = list(addresses)
+        expected = dask.config.get(SILO_SHARES, None)
+        if expected is not None and len(addresses) != int(expected):
+            raise PermissionError(f"this silo aggregates securely with {int(expected)} silos "
+                                  f"in all (dpxgb.silo.shares); the fit names "
+                                  f"{len(addresses)}")
         if worker_address not in addresses:
             raise ValueError(f"addresses must list this silo's worker {worker_address}, "
                              f"got {len(addresses)} other addresses")

@@ -375,7 +375,14 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
         with pytest.raises(PermissionError, match="made once per fit"):
             worker.execute(address, fit, capability, "silo_key", None)
         peers = ([address, "tcp://peer:1"], [key, SiloKeyPair().public_bytes], b"c" * 16)
-        call("silo_peers", *peers)
+        # (issue 42: 63 peers whose keys the caller holds would unmask this silo's value
+        # with σ/√64 of the noise; its operator says how many silos there are)
+        fakes = [SiloKeyPair() for _ in range(63)]
+        with dask.config.set({"dpxgb.silo.shares": 2}):
+            with pytest.raises(PermissionError, match="with 2 silos in all"):
+                call("silo_peers", [address] + [f"tcp://fake:{i}" for i in range(63)],
+                     [key] + [k.public_bytes for k in fakes], b"c" * 16)
+            call("silo_peers", *peers)
         with pytest.raises(PermissionError, match="agreed once per fit"):
             call("silo_peers", *peers)
         answer = asyncio.run(worker.handle_call(
