@@ -201,7 +201,8 @@ class JobRunner:
     def _end_at_step(self, job, write):
         """Write a job's end at its next step (:data:`STATUS_QUANTUM_SECONDS`), from a timer:
         the job's thread is free for the next job now."""
-        delay = next_step(job.created, time.time(), self.status_quantum) - time.time()
+        now = time.time()
+        delay = next_step(job.created, now, self.status_quantum) - now
         if delay <= 0:
             return write()
         timer = threading.Timer(delay, self._write_end, (job.id,))
