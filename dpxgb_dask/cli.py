@@ -1,17 +1,20 @@
-"""Command line: ``dpxgb demo | train | predict | report | budget | serve | service``.
+"""Command line: ``dpxgb demo | train | predict | report | budget | silo-identity | serve``.
 
-=================  ==================================================================
-``dpxgb demo``     trains on generated data with public bounds, prints accuracy and ε
-``dpxgb train``    trains on a CSV or Parquet file (or on each silo's own, ``--silo``)
-                   and writes the model as JSON
-``dpxgb predict``  scores a CSV or Parquet file with a saved model (no cluster needed)
-``dpxgb report``   prints a saved model's privacy ledger as a table and its totals
-``dpxgb budget``   creates a privacy budget across fits on the scheduler, or shows what
-                   its fits spent (``create``, ``show``, ``list``)
-``dpxgb serve``    runs the DP training service for analysts
-                   (:mod:`~dpxgb_dask.service.cli`)
-``dpxgb service``  calls it: datasets, budgets, jobs, models, reports
-=================  ==================================================================
+=========================  ==================================================================
+``dpxgb demo``             trains on generated data with public bounds, prints accuracy and ε
+``dpxgb train``            trains on a CSV or Parquet file (or on each silo's own, ``--silo``)
+                           and writes the model as JSON
+``dpxgb predict``          scores a CSV or Parquet file with a saved model (no cluster needed)
+``dpxgb report``           prints a saved model's privacy ledger as a table and its totals
+``dpxgb budget``           creates a privacy budget across fits on the scheduler, or shows what
+                           its fits spent (``create``, ``show``, ``list``)
+``dpxgb silo-identity``    makes a silo's identity for secure aggregation and prints its
+                           public key, for the other silos' operators
+                           (:mod:`~dpxgb_dask.silo_cli`)
+``dpxgb serve``            runs the DP training service for analysts
+                           (:mod:`~dpxgb_dask.service.cli`)
+``dpxgb service``          calls the service: datasets, budgets, jobs, models, reports
+=========================  ==================================================================
 """
 import argparse
 import json
@@ -28,6 +31,7 @@ from dpxgb_dask.params.silos import CROSS_SILO_MODES
 from dpxgb_dask.privacy.validation import BudgetError
 from dpxgb_dask.silo_table import SILO_FORMATS
 from dpxgb_dask.service.cli import add_commands as add_service_commands
+from dpxgb_dask.silo_cli import add_commands as add_silo_commands
 
 
 class UsageError(SystemExit):
@@ -563,6 +567,7 @@ def build_parser():
                          "dpxgb.clients-create-budgets false)")
     bu.add_argument("--json", action="store_true", help="print JSON")
     bu.set_defaults(func=cmd_budget)
+    add_silo_commands(sub)
     add_service_commands(sub)
     return parser
 

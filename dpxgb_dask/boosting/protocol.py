@@ -62,7 +62,7 @@ class TreeStart:
     Attributes
     ----------
     sample_key : int
-        128-bit key of the tree's (or ensemble's) row selection.
+        256-bit key of the tree's (or ensemble's) row selection.
     sample_interval : tuple (lo, hi)
         Row ``i`` joins when its uniform number is in ``[lo, hi)`` (see
         :func:`~dpxgb_dask.boosting.sampling.row_uniforms`); ``hi > 1`` keeps every row.

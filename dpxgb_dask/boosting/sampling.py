@@ -11,33 +11,29 @@ import math
 
 import numpy as np
 
+from ..privacy.randomness import keyed_uniforms
 from .protocol import TreeStart
 
 
 def row_uniforms(key, row_offset, n_rows):
     """Uniform [0, 1) numbers for the global rows from ``row_offset`` on, ``n_rows`` of them.
 
-    The number of global row ``i`` is the ``i``-th output of a Philox-4x64 stream keyed by
-    ``key``, so it does not depend on how rows are split into partitions; with a secret
-    key (drawn by the coordinator from the OS CSPRNG when no seed is given) the selection
-    is unpredictable.
+    The number of global row ``i`` is position ``i`` of the ChaCha20 stream keyed by ``key``
+    (:func:`~dpxgb_dask.privacy.randomness.keyed_uniforms`), so it does not depend on how
+    rows are split into partitions; with a secret key (drawn by the coordinator from the OS
+    CSPRNG when no seed is given) the selection is unpredictable.
 
     Parameters
     ----------
     key : int
-        128-bit key.
+        256-bit key (:meth:`~dpxgb_dask.boosting.streams.FitStreams.sampling_key`).
     row_offset, n_rows : int
 
     Returns
     -------
     ndarray of float64, shape (n_rows,)
     """
-    key_words = [(key >> (64 * i)) & (2**64 - 1) for i in range(2)]
-    block, skip = divmod(int(row_offset), 4)  # Philox-4x64 emits 4 words per counter step
-    bit_generator = np.random.Philox(key=np.array(key_words, dtype=np.uint64),
-                                     counter=np.array([block, 0, 0, 0], dtype=np.uint64))
-    raw = bit_generator.random_raw(skip + n_rows)[skip:]
-    return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+    return keyed_uniforms(int(key).to_bytes(32, "little"), row_offset, n_rows)
 
 
 def held_out(holdout, row_offset, n_rows):
@@ -51,7 +47,7 @@ def held_out(holdout, row_offset, n_rows):
     Parameters
     ----------
     holdout : (int, float) or None
-        (128-bit key, p); None holds out nothing.
+        (256-bit key, p); None holds out nothing.
     row_offset, n_rows : int
 
     Returns
@@ -126,9 +122,9 @@ class TreeRows:
                 # one key per round (a stream key is issued once): its trees share the sample
                 first = self.plan.round_of(tree)
                 if first not in self._round_keys:
-                    self._round_keys = {first: self.streams.key128("subsample", tree=first)}
+                    self._round_keys = {first: self.streams.sampling_key("subsample", tree=first)}
                 return self._round_keys[first], (0.0, p.subsample)
-            return self.streams.key128("subsample", tree=tree), (0.0, p.subsample)
+            return self.streams.sampling_key("subsample", tree=tree), (0.0, p.subsample)
         return 0, (0.0, 2.0)
 
     def _ensemble_share(self, tree):
@@ -147,5 +143,5 @@ class TreeRows:
                                  "inside [0, 1]: the trees would not be disjoint")
         if e not in self._ensemble_keys:
             # One key per ensemble: its trees take disjoint intervals of the same numbers.
-            self._ensemble_keys[e] = self.streams.key128("ensemble_rows", tree=e)
+            self._ensemble_keys[e] = self.streams.sampling_key("ensemble_rows", tree=e)
         return self._ensemble_keys[e], (lo, hi if k + 1 < size else 1.0 + 1e-9)

@@ -379,7 +379,7 @@ class Selection:
         self._publish_to = publish or (lambda event: None)
         first = plan.configurations[0]
         self.streams, self.warnings = FitStreams.for_fit(first)
-        holdout = (self.streams.key128("holdout"), float(plan.spec.holdout))
+        holdout = (self.streams.sampling_key("holdout"), float(plan.spec.holdout))
         for run_plan in plan.plans:  # every run holds out the same rows
             run_plan.holdout = holdout
         self._accountant = RDPAccountant()

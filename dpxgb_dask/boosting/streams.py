@@ -2,8 +2,9 @@
 
 The DP noise and the secret row subsamples are keyed by a secret drawn afresh for every fit
 (:class:`~dpxgb_dask.privacy.randomness.NoiseSource`), so two fits never share noise unless
-the user opts in with ``reproducible_noise``; ``random_state`` alone keys the public,
-data-independent choices (the structure of random trees). Every stream is keyed by
+the user opts in with ``reproducible_noise`` (which keys them by ``random_state``);
+``random_state`` keys the public, data-independent choices (the structure of random trees)
+in another domain, so the noise and the structure never share a key. Every stream is keyed by
 (purpose, tree, depth, index), so a release replayed after a fault draws the same noise.
 """
 import warnings
@@ -48,12 +49,12 @@ class FitStreams:
             warnings.simplefilter("always")
             if params.reproducible_noise:
                 warnings.warn(REPRODUCIBLE_NOISE_WARNING, PrivacyLeakWarning)
-                # one seed keys both (as the committed benchmark tables were made)
-                streams = cls(NoiseSource(params.random_state),  # warns about guessable seeds
-                              NoiseSource(params.random_state))
+                noise = NoiseSource(params.random_state)  # warns about guessable seeds
             else:
-                # a public domain: a published structure reveals no secret stream
-                streams = cls(NoiseSource(), NoiseSource(params.random_state, secret=False))
+                noise = NoiseSource()
+            # the structure in a public domain, whatever keys the noise: a published
+            # structure reveals no secret stream, even under the same seed
+            streams = cls(noise, NoiseSource(params.random_state, secret=False))
         return streams, list(dict.fromkeys((w.category, str(w.message)) for w in caught))
 
     def noise_stream(self, purpose, tree=None, depth=None, index=0):
@@ -75,12 +76,13 @@ class FitStreams:
         :class:`~dpxgb_dask.privacy.randomness.SequentialStream`)."""
         return self.structure.stream(purpose="random_tree", tree=tree, sequential=True)
 
-    def key128(self, purpose, tree=None):
-        """A secret 128-bit key (row subsamples).
+    def sampling_key(self, purpose, tree=None):
+        """A secret 256-bit key of row subsamples
+        (:func:`~dpxgb_dask.boosting.sampling.row_uniforms`).
 
         Returns
         -------
         int
         """
-        words = self.noise_stream(purpose, tree).uint64(2)
-        return int(words[0]) | (int(words[1]) << 64)
+        words = self.noise_stream(purpose, tree).uint64(4)
+        return sum(int(word) << (64 * i) for i, word in enumerate(words))

@@ -286,11 +286,12 @@ class DaskBackend:
                                     release)
 
     async def agree_silo_keys(self, context):
-        """Secure aggregation: every silo's fresh public key, relayed to every silo, which
-        derives its pairwise masks (:mod:`~dpxgb_dask.privacy.secure_sum`); ``context``:
-        bytes naming the fit."""
+        """Secure aggregation: every silo's fresh public key (signed by its operator's
+        identity, if any), relayed with the silos' addresses to every silo, which derives
+        its pairwise masks (:mod:`~dpxgb_dask.privacy.secure_sum`); ``context``: bytes
+        naming the fit."""
         keys = await self._all("silo_key", None)
-        await self._all("silo_peers", (self.workers, keys, context))
+        await self._all("silo_peers", ((self.workers, keys), context))
 
     async def prepare(self, spec):
         self._prepare, self._rounds = spec, []

@@ -30,6 +30,7 @@ TYPES = {
     "TreeStart": "dpxgb_dask.boosting.protocol",
     "SiloRelease": "dpxgb_dask.boosting.silos",
     "FieldNoise": "dpxgb_dask.boosting.silos",
+    "SignedKey": "dpxgb_dask.privacy.silo_identity",
     "Objective": "dpxgb_dask.objective",
     "FilterTerm": "dpxgb_dask.privacy.filter",
     "RowFilter": "dpxgb_dask.privacy.filter",

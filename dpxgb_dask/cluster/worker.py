@@ -20,8 +20,10 @@ client and its coordinator; the worker keeps only its SHA-256), and names an act
 ``round``       one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition,
                 passed on to this worker's children in the reduction tree and its sum
                 added to theirs (:mod:`~dpxgb_dask.cluster.reduction`)
-``silo_key``    a cross-silo fit with secure aggregation: this silo's fresh public key
-``silo_peers``  every silo's public key: derive this silo's pairwise masks
+``silo_key``    a cross-silo fit with secure aggregation: this silo's fresh public key,
+                signed by its operator's identity if it has one
+``silo_peers``  every silo's address and public key: derive this silo's pairwise masks
+                (from keys its operator's peers signed, if it configured them)
 ``touch``       keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
 ``drop``        forget the fit
 ==============  =====================================================================
@@ -32,7 +34,9 @@ noise scales the request names: the silo trusts its caller for those) and refuse
 from elsewhere, aggregates per partition or without a release, rounds whose step names
 no release, a round number run before, and a second key agreement, whoever holds the
 capability; its replies carry no compute time. Its operator may cap what it releases in
-one fit (:func:`silo_budget`, Dask config ``dpxgb.silo.max-epsilon``).
+one fit (:func:`~dpxgb_dask.cluster.silo_config.silo_budget`, Dask config
+``dpxgb.silo.max-epsilon``), and configures what else it takes from no caller
+(:mod:`~dpxgb_dask.cluster.silo_config`).
 
 The plugin is registered once per cluster by the first fit and stays, like an installed
 library: it holds no data between fits. This module imports only what a partition needs
@@ -46,7 +50,6 @@ dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
 """
 import asyncio
 import hmac
-import os
 import sys
 import threading
 import time
@@ -63,9 +66,10 @@ from ..boosting.silos import release_at_silo, round_sensitivity_floors
 from ..inputs import read_silo_rows
 from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
-from ..privacy.silo_budget import SiloBudget
+from ..privacy.silo_identity import SignedKey, authenticated_keys
 from .codec import ARRAY_KINDS, decode
 from .reduction import FORWARDS, SubtreeRound
+from .silo_config import check_silo_path, configured_peers, silo_budget, silo_identity
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
 
 #: How often a worker looks for expired fits.
@@ -114,44 +118,6 @@ class DPXGBWorkerPlugin(WorkerPlugin):
         forget_worker(address)
 
 
-#: Dask's config keys of a silo's cap on one fit's releases (:func:`silo_budget`).
-SILO_MAX_EPSILON, SILO_DELTA = "dpxgb.silo.max-epsilon", "dpxgb.silo.delta"
-#: ... and of the file that makes that cap a budget over every fit (:func:`silo_budget`).
-SILO_LEDGER = "dpxgb.silo.ledger"
-#: Dask's config key of the number of silos a silo aggregates securely with, all of them
-#: (``_FitOnWorker.silo_peers``).
-SILO_SHARES = "dpxgb.silo.shares"
-#: Dask's config key of the directories a silo's worker reads rows from
-#: (:func:`check_silo_path`).
-SILO_PATHS = "dpxgb.silo.paths"
-
-
-def check_silo_path(path):
-    """Refuse a silo's path outside the directories its operator allows.
-
-    The operator lists them in Dask's config on the worker: ``dpxgb.silo.paths``, a list of
-    directories (environment ``DASK_DPXGB__SILO__PATHS``, a YAML list such as
-    ``'["/data/silo"]'``). The path is resolved first (symbolic links, ``..``), so that it
-    cannot leave them. Unset, the worker reads whatever path a fit names that its process
-    can read: a silo that shares a worker with other files should set it.
-
-    Raises
-    ------
-    PermissionError
-        Naming the allowed directories (the operator's public configuration).
-    """
-    allowed = dask.config.get(SILO_PATHS, None)
-    if allowed is None:
-        return
-    if isinstance(allowed, str):
-        allowed = [allowed]
-    real = os.path.realpath(path)
-    roots = [os.path.realpath(a) for a in allowed]
-    if not any(os.path.commonpath([real, root]) == root for root in roots):
-        raise PermissionError(f"this silo reads rows only under {roots} "
-                              f"(dpxgb.silo.paths); the fit names {path!r}")
-
-
 class _FitOnWorker:
     """The partitions of one fit on one worker."""
 
@@ -175,37 +141,55 @@ class _FitOnWorker:
             self._silo_noise = NoiseSource()
         return self._silo_noise
 
-    def silo_key(self):
-        """This silo's public key for the fit's secure aggregation (its key pair, fresh
-        per fit and made once, never leaves the worker)."""
+    def silo_key(self, fit_id):
+        """This silo's public key for the fit's secure aggregation, a
+        :class:`~dpxgb_dask.privacy.silo_identity.SignedKey` (its key pair, fresh per fit and
+        made once, never leaves the worker), signed for ``fit_id`` by the silo's identity
+        if its operator gave it one (``dpxgb.silo.identity``)."""
         if self.key_pair is not None:
             raise PermissionError("silo_key is made once per fit: this silo has its key")
+        identity = silo_identity()
         self.key_pair = SiloKeyPair()
-        return self.key_pair.public_bytes
+        if identity is None:
+            return SignedKey(self.key_pair.public_bytes)
+        return identity.sign(self.key_pair.public_bytes, fit_id.encode())
 
-    def silo_peers(self, worker_address, addresses, public_keys, context):
+    def silo_peers(self, worker_address, fit_id, roster, context):
         """Derive this silo's pairwise masks
-        (:meth:`~dpxgb_dask.privacy.secure_sum.SiloKeyPair.masks`) from every silo's
-        public key, in the order of ``addresses``; refused unless the silos are as many as
-        its operator says (``dpxgb.silo.shares``, if set): a caller who adds peers whose
-        keys it holds could unmask this silo's value with only its share of the noise
-        (σ/√n of n shares), so the operator bounds n."""
-        addresses = list(addresses)
-        expected = dask.config.get(SILO_SHARES, None)
-        if expected is not None and len(addresses) != int(expected):
-            raise PermissionError(f"this silo aggregates securely with {int(expected)} silos "
-                                  f"in all (dpxgb.silo.shares); the fit names "
-                                  f"{len(addresses)}")
-        if worker_address not in addresses:
-            raise ValueError(f"addresses must list this silo's worker {worker_address}, "
-                             f"got {len(addresses)} other addresses")
+        (:meth:`~dpxgb_dask.privacy.secure_sum.SiloKeyPair.masks`) from every silo's key.
+
+        ``roster``: (addresses, signed keys) of every silo, in silo order, as the
+        coordinator relays them. With peers configured by its operator
+        (``dpxgb.silo.peers``, :func:`configured_peers`) the silo takes part only if every
+        other key is signed by one of them, each once, at the address its operator gave
+        (:func:`~dpxgb_dask.privacy.silo_identity.authenticated_keys`): a caller who added
+        silos whose keys it holds, or stood in for a peer, could unmask this silo's value
+        with only its share of the noise (σ/√n of n shares). Without, it uses the keys
+        it is given (the coordinator is trusted with them)."""
+        addresses, signed_keys = (list(part) for part in roster)
+        if worker_address not in addresses or len(signed_keys) != len(addresses):
+            raise ValueError(f"the roster must list this silo's worker {worker_address} and "
+                             f"one key per address; got {len(addresses)} addresses and "
+                             f"{len(signed_keys)} keys")
         if self.key_pair is None:
             raise ValueError("silo_peers needs this silo's key: call silo_key first")
         if self.silo_masks is not None:  # (new masks would use their labels again)
             raise PermissionError("silo_peers is agreed once per fit: this silo has its "
                                   "masks")
-        self.silo_masks = self.key_pair.masks(addresses.index(worker_address),
-                                              list(public_keys), context)
+        own = addresses.index(worker_address)
+        peers = configured_peers()
+        if peers is None:
+            public_keys = [key.public_key for key in signed_keys]
+        else:
+            public_keys = authenticated_keys(signed_keys, own, silo_identity(), list(peers),
+                                             fit_id.encode())
+            for j, (address, key) in enumerate(zip(addresses, signed_keys)):
+                expected = peers.get(key.identity)
+                if expected is not None and expected != address:
+                    raise PermissionError(f"this silo's operator places the peer of the "
+                                          f"key at position {j} at {expected}; the fit "
+                                          f"names {address}")
+        self.silo_masks = self.key_pair.masks(own, public_keys, context)
 
     def release(self, total, release, floors=None):
         """This worker's release of its sums ``total`` as a silo
@@ -259,25 +243,6 @@ class _FitOnWorker:
                                       f"round {self.last_round} ran, and a silo never "
                                       "runs a round again")
             self.last_round = step.seq
-
-
-def silo_budget(path):
-    """The cap this worker's operator sets on what a silo releases of the rows at ``path``,
-    from Dask's config on the worker: ``dpxgb.silo.max-epsilon`` (environment
-    ``DASK_DPXGB__SILO__MAX_EPSILON``; unset: no cap) at ``dpxgb.silo.delta`` (default
-    1e-6); with ``dpxgb.silo.ledger`` (a file on the silo's storage) the cap holds over
-    every fit on the same file, else over one fit.
-
-    Returns
-    -------
-    SiloBudget or None
-    """
-    epsilon = dask.config.get(SILO_MAX_EPSILON, None)
-    if epsilon is None:
-        return None
-    ledger = dask.config.get(SILO_LEDGER, None)
-    return SiloBudget(epsilon, dask.config.get(SILO_DELTA, 1e-6), ledger,
-                      None if ledger is None else os.path.realpath(path))
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -424,9 +389,9 @@ def execute(worker_address, fit_id, capability, action, args):
     try:
         with fit.lock:
             if action == "silo_key":
-                return fit.silo_key()
+                return fit.silo_key(fit_id)
             if action == "silo_peers":
-                return fit.silo_peers(worker_address, *args)
+                return fit.silo_peers(worker_address, fit_id, *args)
             fit.check_silo_call(action, args)
             return _execute(fit, action, args)
     finally:

@@ -47,6 +47,7 @@ _EXPORTS = {
     "PrivacyBudget": ".budget",
     "NoiseSource": ".randomness",
     "RandomStream": ".randomness",
+    "SiloIdentity": ".silo_identity",
     "as_stream": ".randomness",
     "dpboost_gain_sensitivity": ".sensitivity",
     "dpxgboost_gain_sensitivity": ".sensitivity",

@@ -5,6 +5,10 @@ arguments are checked) written one value at a time with Python integers, reading
 lanes of the same ChaCha20 request in the same order (``_Lane``). The compiled samplers
 therefore return the same integers for one stream key and leave the stream at the same
 counter; the tests compare them. Only the tests call these.
+
+:func:`keyed_uniforms` is the twin of :func:`~dpxgb_dask.privacy.randomness.keyed_uniforms`
+(which starts the cipher at the block of its first position): it reads each lane's
+keystream from its start.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from .randomness import chacha20_keystream
 
 #: Values per lane, as in the compiled samplers.
 CHUNK_VALUES = 4096
@@ -175,3 +181,16 @@ def discrete_laplace(scale, size, stream):
 def discrete_gaussian(scale, mean_shift, size, stream):
     """Twin of :func:`dpxgb_dask.privacy.samplers.discrete_gaussian`."""
     return _draw(stream, size, lambda lane, i: lane.gaussian(int(scale), int(mean_shift)))
+
+
+def keyed_uniforms(key, first, count):
+    """Positions ``first`` .. ``first + count - 1`` of the stream ``key``, one at a time:
+    word ``i mod 2**35`` of lane ``i // 2**35`` of request 0, read from the lane's start,
+    its top 53 bits over 2**53."""
+    lane_words = 1 << 35
+    out = []
+    for i in range(first, first + count):
+        lane, word = divmod(i, lane_words)
+        raw = chacha20_keystream(key, 0, lane, 8 * (word + 1))[8 * word:]
+        out.append((int.from_bytes(raw, "little") >> 11) / 2**53)
+    return np.array(out, dtype=np.float64)

@@ -83,7 +83,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from . import _samplers
 from .validation import PrivacyLeakWarning
 
-__all__ = ["NoiseSource", "RandomStream", "as_stream"]
+__all__ = ["NoiseSource", "RandomStream", "as_stream", "keyed_uniforms"]
 
 _MASTER_DOMAIN = b"dpxgb_dask.seed.v1"
 #: Domain of the sources of public choices (``secret=False``): their streams never equal a
@@ -118,10 +118,52 @@ def chacha20_keystream(key, request, lane, n_bytes):
     return _lane_encryptor(key, request, lane).update(bytes(n_bytes))
 
 
-def _lane_encryptor(key, request, lane):
+def _lane_encryptor(key, request, lane, block=0):
     # cryptography takes OpenSSL's 16-byte IV: the 32-bit block counter, then the nonce
-    iv = bytes(4) + int(request).to_bytes(8, "little") + int(lane).to_bytes(4, "little")
+    iv = (int(block).to_bytes(4, "little") + int(request).to_bytes(8, "little")
+          + int(lane).to_bytes(4, "little"))
     return Cipher(algorithms.ChaCha20(key, iv), mode=None).encryptor()
+
+
+#: uint64 words of one lane (2**32 blocks of 8 words).
+_LANE_WORDS = 1 << 35
+
+
+def keyed_uniforms(key, first, count):
+    """Uniform numbers in [0, 1) at positions ``first`` .. ``first + count - 1`` of the
+    stream ``key``: a pure function of (key, position), whatever the calls' split.
+
+    Position ``i`` is word ``i mod 2**35`` of lane ``i // 2**35`` of request 0 (the
+    little-endian uint64 words of the ChaCha20 keystream, as :func:`chacha20_keystream`
+    reads it), its top 53 bits times 2**-53. A row ``i`` of a subsample joins when its
+    number is below the rate, so the secret sample (amplification needs it secret) comes
+    from the same cryptographic keystream as the noise.
+
+    Parameters
+    ----------
+    key : bytes
+        32-byte secret key.
+    first, count : int
+        ``first >= 0``, ``count >= 0``.
+
+    Returns
+    -------
+    ndarray of float64, shape (count,)
+    """
+    first, count = int(first), int(count)
+    if first < 0 or count < 0:
+        raise ValueError(f"first and count must be >= 0, got {first} and {count}")
+    out = np.empty(count, dtype=np.float64)
+    done = 0
+    while done < count:
+        lane, word = divmod(first + done, _LANE_WORDS)
+        n = min(count - done, _LANE_WORDS - word)
+        block, skip = divmod(word, 8)  # (8 words per 64-byte block)
+        raw = _lane_encryptor(key, 0, lane, block).update(_zero_bytes(8 * (skip + n)))
+        words = np.frombuffer(raw, dtype="<u8")[skip:]
+        out[done:done + n] = (words >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+        done += n
+    return out
 
 
 _zeros = b""

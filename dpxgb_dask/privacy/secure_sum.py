@@ -8,8 +8,9 @@ discrete Gaussian noise). The coordinator must learn ``sum_i x_i`` and nothing e
 module implements the pairwise masks of Bonawitz et al. [1]_ without their dropout recovery:
 
 1. Per fit, each silo makes a fresh X25519 key pair (:class:`SiloKeyPair`) and sends its
-   public key to the coordinator, which relays the list of all public keys, in silo order,
-   to every silo.
+   public key to the coordinator (signed by the silo's long-term identity, if it has one:
+   :mod:`~dpxgb_dask.privacy.silo_identity`), which relays the list of all public keys, in
+   silo order, to every silo (which checks the signatures against its configured peers).
 2. Silo ``i`` computes, for every other silo ``j``, the X25519 shared secret with ``j`` and
    derives the pairwise key ``k_ij = k_ji`` with HKDF-SHA256 (:meth:`SiloKeyPair.masks`)::
 
@@ -45,14 +46,18 @@ Threat model
   sum. A coalition of the coordinator and ``n - 2`` silos learns the remaining two silos'
   sum only, and a coalition including all silos but one learns that silo's vector from the
   sum, as any sum reveals.
-* The public keys are relayed by the coordinator and are **not authenticated**. A malicious
-  coordinator can therefore mount a man-in-the-middle attack: it can hand silo ``i`` a list
-  in which the other silos' keys are replaced by keys of its own, learn all of silo ``i``'s
-  pairwise keys and unmask ``x_i`` exactly. Binding the keys to the whole list of public keys
-  (the SHA-256 in ``info``) only makes the masks of silos that were shown different lists
-  fail to cancel; it does not prevent the attack. Protection against a malicious coordinator
-  needs authenticated keys (e.g. signatures under keys distributed out of band), which this
-  module does not provide.
+* The public keys are relayed by the coordinator. Unauthenticated, they let a malicious
+  coordinator mount a man-in-the-middle attack: it hands silo ``i`` a list in which the
+  other silos' keys are replaced by keys of its own, learns all of silo ``i``'s pairwise
+  keys and unmasks ``x_i`` exactly (or adds fake silos, whose share of the noise is then
+  missing from ``x_i``). Binding the keys to the whole list of public keys (the SHA-256 in
+  ``info``) only makes the masks of silos that were shown different lists fail to cancel.
+  Authenticated keys close it: each silo's operator holds a long-term Ed25519 identity
+  and configures its peers' identity public keys out of band; a silo signs its fresh
+  X25519 key with its identity and derives masks only from a list whose every other key
+  is signed by one of its configured peers, each exactly once, and by no one else
+  (:mod:`~dpxgb_dask.privacy.silo_identity`). The coordinator can then neither replace,
+  add nor drop a silo.
 * The masks hide the silos' vectors from the coordinator; they do not make the sum
   differentially private. The DP guarantee comes from the noise shares inside the ``x_i``.
 * A mask reused for two releases leaks the difference of the two vectors
@@ -403,3 +408,4 @@ def unmask_sum(masked):
         else:
             np.add(total, vector, out=total)
     return total.view(np.int64)
+

@@ -240,3 +240,34 @@ def test_a_sequential_stream_reads_one_keystream_in_order():
     assert stats.chisquare(np.bincount(a[0], minlength=7)).pvalue > 1e-4
     source = NoiseSource(2**200 + 1, secret=False)
     assert isinstance(source.stream(purpose="t", sequential=True), SequentialStream)
+
+
+def test_keyed_uniforms_match_their_twin_however_the_positions_are_split():
+    """The row subsamples' numbers (issue 42: ChaCha20, not NumPy's Philox): position i of
+    the stream, whatever the calls' split, equal to the twin that reads the keystream
+    from its start; uniform; another key, other numbers."""
+    from dpxgb_dask.privacy import naive_samplers
+    from dpxgb_dask.privacy.randomness import keyed_uniforms
+
+    key = bytes(range(32))
+    whole = keyed_uniforms(key, 0, 700)
+    np.testing.assert_array_equal(whole, naive_samplers.keyed_uniforms(key, 0, 700))
+    for first, count in [(0, 1), (1, 7), (7, 9), (13, 300), (699, 1), (5, 0)]:
+        np.testing.assert_array_equal(keyed_uniforms(key, first, count),
+                                      whole[first:first + count])
+    assert stats.kstest(whole, "uniform").pvalue > 1e-4
+    assert not np.array_equal(keyed_uniforms(bytes(32), 0, 700), whole)
+    with pytest.raises(ValueError, match="first and count must be >= 0"):
+        keyed_uniforms(key, -1, 3)
+
+
+def test_keyed_uniforms_cross_a_lane_at_2_to_the_35():
+    """A lane holds 2**35 words; position 2**35 is the first word of lane 1."""
+    from dpxgb_dask.privacy.randomness import chacha20_keystream, keyed_uniforms
+
+    key, edge = bytes(range(32)), 1 << 35
+    across = keyed_uniforms(key, edge - 3, 6)
+    np.testing.assert_array_equal(across, np.concatenate(
+        [keyed_uniforms(key, edge - 3, 3), keyed_uniforms(key, edge, 3)]))
+    lane_one = np.frombuffer(chacha20_keystream(key, 0, 1, 24), dtype="<u8")
+    np.testing.assert_array_equal(across[3:], (lane_one >> np.uint64(11)) / 2**53)

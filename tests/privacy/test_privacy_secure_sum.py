@@ -1,5 +1,6 @@
 """Pairwise masking of secure aggregation: masks cancel, one masked vector looks uniform,
-labels and key pairs give fresh masks, the private key stays put, arguments are checked."""
+labels and key pairs give fresh masks, the private key stays put, arguments are checked;
+the silos' keys signed by their identities, and a roster other than the peers refused."""
 
 import copy
 import pickle
@@ -13,6 +14,7 @@ from dpxgb_dask.privacy.secure_sum import (
     mask_values,
     unmask_sum,
 )
+from dpxgb_dask.privacy.silo_identity import SignedKey, SiloIdentity, authenticated_keys
 
 CONTEXT = b"fit-0001"
 
@@ -264,3 +266,89 @@ def test_pairwise_masks_constructor_checks_its_keys():
         PairwiseMasks(0, 1, {})
 
 
+
+
+def _signed_roster(n=3, context=CONTEXT):
+    """n silos' identities, key pairs and signed keys for one fit."""
+    identities = [SiloIdentity.generate() for _ in range(n)]
+    pairs = [SiloKeyPair() for _ in range(n)]
+    signed = [i.sign(p.public_bytes, context) for i, p in zip(identities, pairs)]
+    return identities, pairs, signed
+
+
+def test_signed_keys_from_configured_peers_give_masks_that_cancel():
+    identities, pairs, signed = _signed_roster(3)
+    masks = []
+    for i, (identity, pair) in enumerate(zip(identities, pairs)):
+        peers = [other.public_bytes for j, other in enumerate(identities) if j != i]
+        keys = authenticated_keys(signed, i, identity, peers[::-1], CONTEXT)  # (any order)
+        assert keys == [p.public_bytes for p in pairs]
+        masks.append(pair.masks(i, keys, b"masks"))
+    np.testing.assert_array_equal(wrapped_sum([m.mask(0, 50) for m in masks]), 0)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("a stranger instead of a peer", r"position 2 is not signed by a peer"),
+    ("a fake peer added", r"its 2 configured peers, 3 silos in all; the fit names 4"),
+    ("a peer dropped", r"3 silos in all; the fit names 2"),
+    ("a peer twice", r"position 2 is signed by a peer already listed"),
+    ("unsigned", r"position 1 is not signed by a peer"),
+    ("signed for another fit", r"position 1 does not carry a valid signature"),
+    ("another key under a peer's signature", r"position 2 does not carry a valid signature"),
+    ("own key not own", r"position 0 \(this silo's\) is not signed by this silo's identity"),
+])
+def test_a_roster_other_than_the_configured_peers_is_refused(case, match):
+    identities, pairs, signed = _signed_roster(3)
+    peers = [identities[1].public_bytes, identities[2].public_bytes]
+    stranger = SiloIdentity.generate()
+    if case == "a stranger instead of a peer":
+        signed[2] = stranger.sign(SiloKeyPair().public_bytes, CONTEXT)
+    elif case == "a fake peer added":
+        signed.append(stranger.sign(SiloKeyPair().public_bytes, CONTEXT))
+    elif case == "a peer dropped":
+        signed.pop()
+    elif case == "a peer twice":
+        signed[2] = identities[1].sign(SiloKeyPair().public_bytes, CONTEXT)
+    elif case == "unsigned":
+        signed[1] = SignedKey(pairs[1].public_bytes)
+    elif case == "signed for another fit":
+        signed[1] = identities[1].sign(pairs[1].public_bytes, b"another fit")
+    elif case == "another key under a peer's signature":
+        signed[2] = SignedKey(SiloKeyPair().public_bytes, signed[2].identity,
+                              signed[2].signature)
+    elif case == "own key not own":
+        signed[0] = stranger.sign(pairs[0].public_bytes, CONTEXT)
+    with pytest.raises(PermissionError, match=match):
+        authenticated_keys(signed, 0, identities[0], peers, CONTEXT)
+
+
+def test_a_signed_key_checks_its_fields():
+    key = SiloKeyPair().public_bytes
+    for fields, match in [((key[:31],), "public_key must be 32 bytes"),
+                          ((key, bytes(32)), "both be given or both be None"),
+                          ((key, bytes(31), bytes(64)), "identity must be 32 bytes"),
+                          ((key, bytes(32), bytes(63)), "signature 64 bytes")]:
+        with pytest.raises(ValueError, match=match):
+            SignedKey(*fields)
+    with pytest.raises(ValueError, match="peers must be distinct 32-byte"):
+        authenticated_keys([], 0, SiloIdentity.generate(), [bytes(32)] * 2, CONTEXT)
+
+
+def test_an_identity_is_written_once_for_its_owner_and_never_copied(tmp_path):
+    identity = SiloIdentity.generate()
+    path = tmp_path / "silo.pem"
+    identity.write(path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert SiloIdentity.load(path).public_bytes == identity.public_bytes
+    with pytest.raises(FileExistsError):
+        SiloIdentity.generate().write(path)
+    assert SiloIdentity.load(path).public_bytes == identity.public_bytes
+    for copier in (pickle.dumps, copy.deepcopy):
+        with pytest.raises(TypeError, match="private key must not leave"):
+            copier(identity)
+    assert repr(identity) == f"SiloIdentity(public_bytes={identity.public_bytes.hex()!r})"
+    (tmp_path / "not-a-key.pem").write_text("hello")
+    with pytest.raises(ValueError, match="holds no unencrypted PEM Ed25519 private key"):
+        SiloIdentity.load(tmp_path / "not-a-key.pem")
+    with pytest.raises(ValueError, match="context must be non-empty bytes"):
+        identity.sign(SiloKeyPair().public_bytes, b"")

@@ -137,12 +137,14 @@ def release_plan():
 @pytest.fixture
 def fit_streams():
     """``fit_streams(noise_seed, structure_seed=None)`` -> FitStreams keyed by those seeds
-    (> 128 bits: no guessable-seed warning), the structure by the noise seed by default."""
+    (> 128 bits: no guessable-seed warning), the structure by the noise seed by default, in
+    the public domain as a fit's."""
     from dpxgb_dask.boosting.streams import FitStreams
     from dpxgb_dask.privacy import NoiseSource
 
     def make(noise_seed, structure_seed=None):
         structure_seed = noise_seed if structure_seed is None else structure_seed
-        return FitStreams(NoiseSource(2**200 + noise_seed), NoiseSource(2**200 + structure_seed))
+        return FitStreams(NoiseSource(2**200 + noise_seed),
+                          NoiseSource(2**200 + structure_seed, secret=False))
 
     return make

@@ -449,3 +449,27 @@ def test_equal_noise_refuses_releases_that_are_not_gaussian_queries(change):
     with pytest.raises(ValueError, match=f"equal_noise.*{name}"):
         resolve_params("binary:logistic", preset="maddock", feature_bounds=bounds,
                        budget_shares="equal_noise", **change)
+
+
+def test_reproducible_noise_keys_the_noise_and_the_structure_apart():
+    """Issue 42: under reproducible_noise one seed keyed the noise and the structure in one
+    domain, so a "split" noise stream equalled the structure stream of the same tree and
+    depth. The structure is now public-domain whatever keys the noise: the two differ,
+    and the structure is the same with and without reproducible_noise."""
+    from dpxgb_dask.boosting.streams import FitStreams
+
+    seed = 2**200 + 5
+    params = resolve_params("binary:logistic", epsilon=1.0, random_state=seed,
+                            reproducible_noise=True, feature_bounds=np.tile([0.0, 1.0], (3, 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        streams, said = FitStreams.for_fit(params)
+        again, _ = FitStreams.for_fit(params)
+    assert said and said[0][0] is PrivacyLeakWarning
+    structure = streams.structure_stream(3, 1).uint64(4)
+    assert not np.array_equal(streams.noise_stream("split", 3, 1).uint64(4), structure)
+    np.testing.assert_array_equal(again.noise_stream("split", 3, 1).uint64(4),
+                                  streams.noise.stream(purpose="split", tree=3, depth=1,
+                                                       replay=True).uint64(4))
+    fresh, _ = FitStreams.for_fit(with_overrides(params, reproducible_noise=False))
+    np.testing.assert_array_equal(fresh.structure_stream(3, 1).uint64(4), structure)

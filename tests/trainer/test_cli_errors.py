@@ -118,3 +118,17 @@ def test_report_shows_the_totals_first_and_the_releases_with_verbose(files, caps
     assert full[:len(short) - 1] == short[:-1]
     assert any(line.startswith("purpose     mechanism  tree") for line in full)
     assert len(full) > len(short)
+
+
+def test_silo_identity_makes_an_identity_once_and_shows_its_key(tmp_path, capsys):
+    path = tmp_path / "silo.pem"
+    assert main(["silo-identity", str(path)]) == 0
+    made = capsys.readouterr().out.strip()
+    assert re.fullmatch("[0-9a-f]{64}", made) and path.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(SystemExit, match="exists; an identity is never overwritten"):
+        main(["silo-identity", str(path)])
+    assert main(["silo-identity", str(path), "--show"]) == 0
+    assert capsys.readouterr().out.strip() == made
+    (tmp_path / "bounds.json").write_text("{}")
+    with pytest.raises(SystemExit, match="silo-identity: .* holds no unencrypted PEM"):
+        main(["silo-identity", str(tmp_path / "bounds.json"), "--show"])

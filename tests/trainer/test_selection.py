@@ -157,7 +157,7 @@ def test_the_held_out_rows_change_no_tree_of_a_run():
                   reproducible_noise=True, init_score="zero", n_estimators=20)
     select = {"configurations": [{}, {}], "mean_runs": 1.0, "holdout": 0.25}
     first = resolve_params("binary:logistic", **params)
-    held = row_uniforms(FitStreams.for_fit(first)[0].key128("holdout"), 0, 4000) < 0.25
+    held = row_uniforms(FitStreams.for_fit(first)[0].sampling_key("holdout"), 0, 4000) < 0.25
     with pytest.warns(Warning):  # (reproducible noise)
         one, _ = select_in_process(params, X, y, select, n_partitions=3)
         two, _ = select_in_process(params, X, np.where(held, 1.0 - y, y), select, 3)

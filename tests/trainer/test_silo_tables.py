@@ -30,11 +30,12 @@ from dpxgb_dask.cluster.scheduler import DPXGBSchedulerPlugin
 from dpxgb_dask.cluster.wire import PLUGIN_NAME, capability_digest
 from dpxgb_dask.boosting import protocol
 from dpxgb_dask.boosting.silos import FieldNoise, SiloRelease
-from dpxgb_dask.cluster import worker
+from dpxgb_dask.cluster import silo_config, worker
 from dpxgb_dask.cluster.worker import DPXGBWorkerPlugin, fits_on
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.privacy.ledger import Ledger
 from dpxgb_dask.privacy.secure_sum import SiloKeyPair
+from dpxgb_dask.privacy.silo_identity import SignedKey, SiloIdentity
 from dpxgb_dask.model.certificate import stated_total
 
 FEATURES = [f"c{i}" for i in range(6)]
@@ -372,17 +373,12 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
             with pytest.raises(PermissionError, match="never runs a round again"):
                 call("round", replay, None)
         key = worker.execute(address, fit, capability, "silo_key", None)
+        assert key.identity is None  # (no identity configured: the keys go unsigned)
         with pytest.raises(PermissionError, match="made once per fit"):
             worker.execute(address, fit, capability, "silo_key", None)
-        peers = ([address, "tcp://peer:1"], [key, SiloKeyPair().public_bytes], b"c" * 16)
-        # (issue 42: 63 peers whose keys the caller holds would unmask this silo's value
-        # with σ/√64 of the noise; its operator says how many silos there are)
-        fakes = [SiloKeyPair() for _ in range(63)]
-        with dask.config.set({"dpxgb.silo.shares": 2}):
-            with pytest.raises(PermissionError, match="with 2 silos in all"):
-                call("silo_peers", [address] + [f"tcp://fake:{i}" for i in range(63)],
-                     [key] + [k.public_bytes for k in fakes], b"c" * 16)
-            call("silo_peers", *peers)
+        peers = (([address, "tcp://peer:1"], [key, SignedKey(SiloKeyPair().public_bytes)]),
+                 b"c" * 16)
+        call("silo_peers", *peers)
         with pytest.raises(PermissionError, match="agreed once per fit"):
             call("silo_peers", *peers)
         answer = asyncio.run(worker.handle_call(
@@ -400,6 +396,115 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
             call("load_silo", 1, source, objective, 1, fit_id=other)
     finally:
         worker.forget_worker(address)
+
+
+def test_a_silo_aggregates_securely_only_with_the_peers_its_operator_configured(
+        silo_files, tmp_path):
+    """Issue 42, item 2: the peers and their keys came from the caller. With 63 fake
+    peers whose keys the caller held, a silo's share was recovered with σ/√64 of the
+    central noise (the true ρ of what left it: 0.89 where it charged 0.0139). With its
+    identity and its peers configured by its operator (dpxgb.silo.identity,
+    dpxgb.silo.peers), the silo signs its key and derives masks only from a roster of
+    exactly its peers' signed keys at their addresses: fake peers, a stand-in for a peer,
+    a peer's key signed for another fit, and a peer at another address are refused."""
+    address, fit, capability = "tcp://silo-under-test:4", "f" * 32, os.urandom(32)
+    source = SiloTable(silo_files(), FEATURES, "target").source("0")
+    own, peer, caller = (SiloIdentity.generate() for _ in range(3))
+    own.write(tmp_path / "own.pem")
+    config = {"dpxgb.silo.identity": str(tmp_path / "own.pem"),
+              "dpxgb.silo.peers": [{"public-key": peer.public_bytes.hex(),
+                                    "address": "tcp://peer-b:1"}]}
+
+    def call(action, *args):
+        return worker.execute(address, fit, capability, action, args)
+
+    def peers(addresses, keys):
+        call("silo_peers", (addresses, [signed] + keys), b"c" * 16)
+
+    try:
+        with dask.config.set(config):
+            call("load_silo", 0, source, objective := Objective("binary:logistic"), 1)
+            signed = call("silo_key")
+            assert signed.identity == own.public_bytes
+            fakes = [caller.sign(SiloKeyPair().public_bytes, fit.encode()) for _ in range(63)]
+            with pytest.raises(PermissionError, match="its 1 configured peers, 2 silos in "
+                                                      "all; the fit names 64"):
+                peers([address] + [f"tcp://fake:{i}" for i in range(63)], fakes)
+            for stand_in, match in [
+                    (fakes[0], "not signed by a peer this silo's operator configured"),
+                    (SignedKey(SiloKeyPair().public_bytes), "not signed by a peer"),
+                    (peer.sign(SiloKeyPair().public_bytes, b"another fit"),
+                     "valid signature of its peer for this fit"),
+                    (replace(peer.sign(SiloKeyPair().public_bytes, fit.encode()),
+                             public_key=SiloKeyPair().public_bytes), "valid signature")]:
+                with pytest.raises(PermissionError, match=match):
+                    peers([address, "tcp://peer-b:1"], [stand_in])
+            honest = peer.sign(SiloKeyPair().public_bytes, fit.encode())
+            with pytest.raises(PermissionError, match="places the peer of the key at position "
+                                                      "1 at tcp://peer-b:1"):
+                peers([address, "tcp://elsewhere:1"], [honest])
+            with pytest.raises(PermissionError, match="is not signed by this silo's identity"):
+                call("silo_peers", ([address, "tcp://peer-b:1"],
+                                    [caller.sign(signed.public_key, fit.encode()), honest]),
+                     b"c" * 16)
+            peers([address, "tcp://peer-b:1"], [honest])
+            with pytest.raises(PermissionError, match="agreed once per fit"):
+                peers([address, "tcp://peer-b:1"], [honest])
+        with dask.config.set({"dpxgb.silo.peers": [peer.public_bytes.hex()]}):
+            worker.execute(address, "g" * 32, capability, "load_silo",
+                           (0, source, objective, 1))
+            with pytest.raises(PermissionError, match="no identity"):
+                worker.execute(address, "g" * 32, capability, "silo_key", ())
+    finally:
+        worker.forget_worker(address)
+
+
+@pytest.mark.parametrize("entry, match", [
+    ("ab" * 16, "64 hex digits"), ({"address": "tcp://a:1"}, "must have the key 'public-key'"),
+    ({"public-key": "ab" * 32, "port": 1}, "must have the key"), (5, "64 hex digits")])
+def test_a_silos_peers_are_checked_by_entry(entry, match):
+    with dask.config.set({"dpxgb.silo.peers": [entry]}):
+        with pytest.raises(ValueError, match=r"dpxgb\.silo\.peers\[0\] .*" + match):
+            silo_config.configured_peers()
+    with dask.config.set({"dpxgb.silo.peers": ["ab" * 32, "AB" * 32]}):
+        with pytest.raises(ValueError, match=r"peers\[1\] lists a peer already listed"):
+            silo_config.configured_peers()
+
+
+def test_a_secure_fit_runs_among_the_silos_whose_operators_signed_each_other_in(
+        client, silo_files, silo_rows, tmp_path):
+    """Through the cluster: each silo's worker has its own identity and lists the other as
+    its peer (at its address, for one of them); the secure fit learns. When silo 1's
+    operator lists another peer instead, the fit is refused by silo 1, naming why."""
+    _, X_test, y_test = silo_rows
+    table = SiloTable(silo_files(), FEATURES, "target")
+    workers = {str(info["name"]): address
+               for address, info in client.scheduler_info()["workers"].items()}
+    identities = {}
+    for name in ("0", "1"):
+        identities[name] = SiloIdentity.generate()
+        identities[name].write(tmp_path / f"{name}.pem")
+
+    def configure(name, peers):
+        identity = None if peers is None else str(tmp_path / f"{name}.pem")
+        client.run(dask.config.set, {"dpxgb.silo.identity": identity,  # (in its process)
+                                     "dpxgb.silo.peers": peers}, workers=[workers[name]])
+
+    try:
+        configure("0", [{"public-key": identities["1"].public_bytes.hex(),
+                         "address": workers["1"]}])
+        configure("1", [identities["0"].public_bytes.hex()])
+        booster = train(dict(PARAMS, cross_silo="secure", n_estimators=5), table, None,
+                        client=client)
+        assert roc_auc_score(y_test, booster.predict(X_test)) > 0.6
+        configure("1", [SiloIdentity.generate().public_bytes.hex()])
+        with pytest.raises(PermissionError, match="not signed by a peer this silo's operator "
+                                                  "configured"):
+            train(dict(PARAMS, cross_silo="secure", n_estimators=5), table, None,
+                  client=client)
+    finally:
+        for name in ("0", "1"):
+            configure(name, None)
 
 
 def test_a_silos_operator_caps_what_it_releases_in_a_fit(silo_files):
