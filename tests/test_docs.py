@@ -89,6 +89,22 @@ def test_the_code_blocks_of_the_page_run(page, tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
 
 
+def test_the_readmes_example_runs_saved_as_a_script(tmp_path):
+    """Issue 43: saved as a file and run, the example crashed (about 500 lines of
+    "An attempt has been made to start a new process before ... bootstrapping phase": the
+    embedded LocalCluster's worker processes import the script again), though it ran
+    inside the page's one interpreter."""
+    (code,) = [code for language, code, _, not_run in code_blocks(ROOT / "README.md")
+               if language == "python" and not_run is None]
+    (tmp_path / "example.py").write_text(code + "\n")
+    done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    accuracy, epsilon = done.stdout.split()
+    assert 0.5 < float(accuracy) <= 1.0 and float(epsilon) == 1.0
+    assert "bootstrapping phase" not in done.stderr
+
+
 def test_the_docs_build_with_warnings_as_errors(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-E", "-q", "-b", "html",
