@@ -26,12 +26,12 @@ import numpy as np
 # The package's public names load on first use: a command imports the cluster, the
 # estimators or the accountants only when it needs them (``dpxgb predict`` needs neither).
 import dpxgb_dask
+from dpxgb_dask.inputs import parse_classes, table_labels
 from dpxgb_dask.params.defaults import SELECTION_FAMILIES as FAMILIES
-from dpxgb_dask.params.silos import CROSS_SILO_MODES
 from dpxgb_dask.privacy.validation import BudgetError
-from dpxgb_dask.silo_table import SILO_FORMATS
 from dpxgb_dask.service.cli import add_commands as add_service_commands
 from dpxgb_dask.silo_cli import add_commands as add_silo_commands
+from dpxgb_dask.silo_cli import add_silo_arguments, silo_table
 
 
 class UsageError(SystemExit):
@@ -216,7 +216,7 @@ def _train_params(args):
               "budget": args.budget}
     for name in ("n_estimators", "max_depth", "learning_rate", "subsample", "bounds_epsilon",
                  "num_class", "accountant", "filter_rounds", "filter_spending",
-                 "cross_silo"):
+                 "cross_silo", "unknown_labels"):
         value = getattr(args, name, None)
         if value is not None:
             params[name] = value
@@ -259,6 +259,14 @@ def cmd_train(args):
     X, y, data = _training_data(args)
     columns = list(X.features) if y is None else [str(c) for c in X.columns]
     params = _train_params(args)
+    classes = None if args.classes is None else parse_classes(args.classes)
+    if classes is not None and args.objective == "multi:softprob":
+        params.setdefault("num_class", len(classes))
+    if y is None:  # (each silo maps its own labels by the classes)
+        X = X.with_classes(classes)
+    elif args.objective != "reg:squarederror":
+        y = table_labels(y, args.label, classes, params.get("num_class", 2),
+                         params.get("unknown_labels", "raise"))
     categorical = []
     if args.categories:
         params["categories"] = _read_json(args.categories, "--categories")
@@ -316,7 +324,7 @@ def _training_data(args):
     if args.silo:
         if args.data is not None:
             raise UsageError("give DATA or --silo NAME=PATH, not both")
-        return _silo_table(args), None, "the silo table"
+        return silo_table(args), None, "the silo table"
     if args.data is None:
         raise UsageError("give DATA (a CSV or Parquet file), or --silo NAME=PATH for each "
                          "silo with --features")
@@ -330,47 +338,6 @@ def _training_data(args):
         raise UsageError(f"--label {args.label!r} is not a column of {args.data} (its "
                          f"columns: {list(table.columns)})")
     return table.drop(columns=[args.label]), table[args.label], args.data
-
-
-def _silo_table(args):
-    """The :class:`~dpxgb_dask.silo_table.SiloTable` of ``--silo NAME=PATH`` (repeated),
-    ``--features``, ``--label`` and ``--format`` (default: csv when every path ends with
-    .csv, else parquet)."""
-    sources = {}
-    for spec in args.silo:
-        name, _, path = spec.partition("=")
-        if not name or not path:
-            raise UsageError(f"--silo must be NAME=PATH (a worker's name and a file on its "
-                             f"own storage), got {spec!r}")
-        if name in sources:
-            raise UsageError(f"--silo names silo {name!r} twice")
-        sources[name] = path
-    if not args.features:
-        raise UsageError("--silo needs --features COLUMN,COLUMN,... (the public feature "
-                         "columns of every silo's file)")
-    features = [f.strip() for f in args.features.split(",") if f.strip()]
-    csv = all(path.lower().endswith(".csv") for path in sources.values())
-    try:
-        return dpxgb_dask.SiloTable(sources, features, args.label,
-                                    args.format or ("csv" if csv else "parquet"))
-    except ValueError as exc:
-        raise UsageError(f"--silo: {exc}") from None
-
-
-def _add_silo_arguments(tr):
-    """``dpxgb train``'s arguments of a fit on silos' own files (a silo table)."""
-    tr.add_argument("--silo", action="append", metavar="NAME=PATH",
-                    help="instead of DATA, repeated: a silo (a Dask worker's name or "
-                         "address) and the path of its rows on its own storage, read there")
-    tr.add_argument("--features", metavar="COLUMN,...",
-                    help="with --silo: the public feature columns, comma-separated")
-    tr.add_argument("--format", choices=list(SILO_FORMATS),
-                    help="with --silo: of the silos' files (default: csv when every path "
-                         "ends with .csv, else parquet)")
-    tr.add_argument("--cross-silo", choices=[m for m in CROSS_SILO_MODES if m],
-                    help="each silo adds the noise to its own sums (local), or a share of it "
-                         "to masked sums (secure); default: the coordinator adds it "
-                         "(refused with --silo)")
 
 
 def cmd_predict(args):
@@ -496,7 +463,7 @@ def build_parser():
 
     tr = sub.add_parser("train", help="train on a CSV or Parquet file, or on silos' own files")
     tr.add_argument("data", nargs="?", help="a CSV or Parquet table (or --silo instead)")
-    _add_silo_arguments(tr)
+    add_silo_arguments(tr)
     tr.add_argument("--label", required=True)
     tr.add_argument("--objective", default="binary:logistic",
                     choices=["binary:logistic", "reg:squarederror", "multi:softprob"])
@@ -506,6 +473,13 @@ def build_parser():
     tr.add_argument("--bounds-epsilon", type=float, default=None,
                     help="budget for a DP estimate of the feature bounds")
     tr.add_argument("--label-bounds", type=float, nargs=2, metavar=("LO", "HI"))
+    tr.add_argument("--classes", metavar="A,B,...",
+                    help="the public label set, comma-separated (values that read as numbers "
+                         "are numbers): labels map to their index; default: the labels are "
+                         "the class indices 0, 1, ...")
+    tr.add_argument("--unknown-labels", choices=["raise", "missing"],
+                    help="a label outside the classes: refused (default) or its row left "
+                         "out")
     tr.add_argument("--categories", metavar="FILE",
                     help="public category lists of the categorical columns: JSON "
                          "{column: [values]} (a value outside its list is missing)")

@@ -15,6 +15,7 @@ import numpy as np
 
 from .categories import encode as encode_categories
 from .categories import is_frame
+from .objective import UNKNOWN_LABEL
 from .silo_table import SiloTable
 
 
@@ -207,11 +208,7 @@ def read_silo_rows(path, file_format, features, label, classes=None, categories=
     check_numeric_dtypes([X[c].dtype for c in numerical], [f"{c} (in {path})"
                                                              for c in numerical])
     if classes is not None:
-        present = y.notna().to_numpy()
-        encoded = np.full(len(y), np.nan)
-        encoded[present] = encode_labels(y.to_numpy()[present],
-                                         np.asarray(classes, dtype=object))
-        y = encoded
+        y = encode_labels(y.to_numpy(), np.asarray(classes, dtype=object))
     return X, y
 
 
@@ -264,13 +261,105 @@ def check_lengths(X, y):
 
 
 def encode_labels(y, classes):
-    """Labels as float64 class indices into the sorted ``classes`` (binary: 1.0 for
-    ``classes[1]``, else 0.0); NaN for a label outside ``classes`` (its row is left out)."""
+    """Labels as float64 indices into the public ``classes`` (binary: 1.0 for
+    ``classes[1]``, 0.0 for ``classes[0]``).
+
+    A missing label (NaN, None) stays NaN (its row is left out); a label outside
+    ``classes`` becomes :data:`~dpxgb_dask.objective.UNKNOWN_LABEL`, in no class, which
+    the fit refuses or leaves out (:meth:`~dpxgb_dask.objective.Objective.labels_in_domain`).
+    Numbers match across types (1 and 1.0), booleans as 0 and 1, strings exactly.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_rows,)
+    classes : array-like of shape (n_classes,)
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rows,)
+    """
+    import pandas as pd
+
     y = np.asarray(y)
-    if len(classes) == 2:
-        return (y == classes[1]).astype(np.float64)
-    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-    return np.where(classes[index] == y, index, np.nan).astype(np.float64)
+    if y.dtype == bool:
+        y = y.astype(np.int8)
+    codes = pd.Index(np.asarray(classes)).get_indexer(y).astype(np.float64)
+    codes[codes < 0] = UNKNOWN_LABEL
+    codes[pd.isna(y)] = np.nan
+    return codes
+
+
+def parse_classes(text):
+    """The public classes of a comma-separated list (the command line's ``--classes``):
+    a value that reads as an integer or a number is that number, any other a string.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 classes, or one listed twice.
+    """
+    def value(word):
+        for kind in (int, float):
+            try:
+                return kind(word)
+            except ValueError:
+                pass
+        return word
+
+    classes = [value(word.strip()) for word in text.split(",") if word.strip()]
+    if len(classes) < 2 or len(set(classes)) != len(classes):
+        raise ValueError(f"--classes must list 2 or more distinct labels, comma-separated, "
+                         f"got {text!r}")
+    return classes
+
+
+def table_labels(y, column, classes=None, n_classes=2, unknown_labels="raise"):
+    """The class labels of a table held in the user's own process (the command line's
+    DATA), as class indices, checked here so that the error names the column.
+
+    Parameters
+    ----------
+    y : pandas.Series
+        The label column.
+    column : str
+        Its name, for the messages.
+    classes : list, optional
+        The public classes (:func:`parse_classes`): labels are mapped to their index
+        (:func:`encode_labels`). Without it the labels must be the class indices
+        ``0 .. n_classes - 1``.
+    n_classes : int
+    unknown_labels : {"raise", "missing"}
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rows,)
+        NaN for a missing label, and (``"missing"``) for one outside the classes.
+
+    Raises
+    ------
+    ValueError
+        With ``unknown_labels="raise"``, a label outside the classes: naming the column,
+        the classes and a few such labels (the user's own file).
+    """
+    import pandas as pd
+
+    if classes is not None:
+        codes = encode_labels(y.to_numpy(), np.asarray(classes, dtype=object))
+        allowed = list(classes)
+    else:
+        numbers = pd.to_numeric(y, errors="coerce").to_numpy(dtype=np.float64)
+        known = np.isin(numbers, np.arange(n_classes)) | y.isna().to_numpy()
+        codes = np.where(known, numbers, UNKNOWN_LABEL)
+        allowed = list(range(n_classes))
+    outside = codes == UNKNOWN_LABEL
+    if outside.any() and unknown_labels == "raise":
+        examples = sorted(set(y[outside].astype(str)))[:5]
+        hint = ("" if classes is not None else
+                "; give the label set as --classes A,B,... to map other labels")
+        raise ValueError(f"--label {column}: labels outside the classes {allowed}, such as "
+                         f"{examples}{hint}, or --unknown-labels missing to leave their "
+                         "rows out")
+    return np.where(outside, np.nan, codes)
 
 
 def encode_labels_lazily(y, classes):

@@ -64,6 +64,14 @@ def metric_names(objective, eval_metric=None, private=False):
     return names
 
 
+#: The code of a label outside the public classes once mapped to class indices
+#: (:func:`~dpxgb_dask.inputs.encode_labels`): in no class, refused or left out by
+#: :meth:`Objective.labels_in_domain`.
+UNKNOWN_LABEL = -1.0
+#: What a classification label outside its classes meets (``unknown_labels``).
+UNKNOWN_LABEL_RULES = ("raise", "missing")
+
+
 @dataclass(frozen=True)
 class Objective:
     """The public description of an objective for one fit.
@@ -75,17 +83,22 @@ class Objective:
         Public (lo, hi) of regression labels.
     n_classes : int, optional
         Public number of classes K >= 3 of ``multi:softprob``.
+    unknown_labels : {"raise", "missing"}, default "raise"
+        What a classification label outside its classes meets
+        (:meth:`labels_in_domain`): a ``ValueError``, or its row left out as unlabelled.
     """
 
     name: str
     label_bounds: tuple = None
     n_classes: int = None
+    unknown_labels: str = "raise"
 
     @classmethod
     def of(cls, params):
         """The objective of a fit's parameters (``TrainParams`` or a model's dict)."""
         get = params.get if isinstance(params, dict) else lambda k: getattr(params, k)
-        return cls(get("objective"), get("label_bounds"), get("num_class"))
+        return cls(get("objective"), get("label_bounds"), get("num_class"),
+                   get("unknown_labels") or "raise")  # (a model from before it: None)
 
     @property
     def is_multiclass(self):
@@ -148,12 +161,19 @@ class Objective:
         the identity for classification)."""
         return self.scale_labels(margins)
 
-    def clip_labels(self, y, label_bounds=None):
-        """Labels moved into the public label domain (never refused: a refusal would tell
-        whether some private row lies outside it); NaN stays NaN (the row is left out).
+    def labels_in_domain(self, y, label_bounds=None):
+        """Labels of one partition in the public label domain; NaN stays NaN (its row is
+        left out of every sum).
 
-        Binary labels are clipped to [0, 1], class indices rounded and clipped to
-        [0, K - 1], regression labels clipped to ``label_bounds`` when given.
+        Regression labels are clipped to ``label_bounds`` when given (never refused: a
+        refusal would tell whether some private row lies beyond them). A classification
+        label is a class index, 0 and 1 (binary) or 0 .. K - 1: labels mapped by their
+        public classes arrive so (:func:`~dpxgb_dask.inputs.encode_labels`, which gives a
+        label outside them :data:`UNKNOWN_LABEL`). Any other label is never moved into a
+        class (1 and 2 would both train as class 1): with ``unknown_labels="raise"`` it
+        is refused, with ``"missing"`` its row is left out. The refusal reaches only the
+        process that sent the rows, trusted with them (a Dask client's user); a silo and
+        the service, whose callers are not, leave such rows out instead.
 
         Parameters
         ----------
@@ -162,13 +182,30 @@ class Objective:
         Returns
         -------
         ndarray of float64, shape (n_rows,)
+
+        Raises
+        ------
+        ValueError
+            A classification label outside the class indices, with
+            ``unknown_labels="raise"`` (naming the allowed values, never the label).
         """
-        if self.name == "binary:logistic":
-            return np.clip(y, 0.0, 1.0)
-        if self.is_multiclass:
-            return np.clip(np.rint(y), 0.0, self.n_classes - 1.0)
-        bounds = self.label_bounds if label_bounds is None else label_bounds
-        return y if bounds is None else np.clip(y, *bounds)
+        if self.is_regression:
+            bounds = self.label_bounds if label_bounds is None else label_bounds
+            return y if bounds is None else np.clip(y, *bounds)
+        n_classes = self.n_classes if self.is_multiclass else 2
+        with np.errstate(invalid="ignore"):
+            known = np.isnan(y) | ((y == np.floor(y)) & (y >= 0) & (y < n_classes))
+        if known.all():
+            return y
+        if self.unknown_labels == "missing":
+            return np.where(known, y, np.nan)
+        indices = "0 and 1" if n_classes == 2 else f"0 .. {n_classes - 1}"
+        raise ValueError(
+            f"y holds labels outside the classes of {self.name}: its labels are the class "
+            f"indices {indices}, or labels of the public classes given (classes=, "
+            "--classes) mapped to them. Give the public label set as classes= to map "
+            "other labels, or unknown_labels='missing' to leave rows with a label outside "
+            "it out of the fit")
 
     def gradients(self, y, margin):
         """First and second derivatives of the loss at ``margin``.

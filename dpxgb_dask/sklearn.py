@@ -14,7 +14,9 @@ is a missing value (routed by each split's default direction) and ±inf lies bey
 feature's public bounds (binned to their ends, as every value outside them is). Regression
 labels outside ``label_bounds`` are clipped to them. Dask inputs are not read in the user's
 process: only their metadata is checked, and values outside the public domain are
-clipped on the workers, never refused (:func:`~dpxgb_dask.boosting.partition.make_part`).
+clipped on the workers, never refused (:func:`~dpxgb_dask.boosting.partition.make_part`),
+except a classification label outside its classes, refused to the user who sent it unless
+``unknown_labels="missing"``.
 """
 import warnings
 
@@ -88,8 +90,10 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
     early_stopping_rounds : int, optional
         With ``fit(eval_set=...)``: ``best_iteration`` is the round after which this many
         rounds did not improve the last metric on the last evaluation set, and predictions
-        use the rounds up to it (XGBoost's rule). Every round was trained and released: it
-        picks the model, it saves no budget.
+        use the rounds up to it (XGBoost's rule on a public set; on a private set, whose
+        scores are noisy, a round counts as worse only beyond what the noise explains:
+        :func:`~dpxgb_dask.evaluation.noisy_early_stopping`). Every round was trained and
+        released: it picks the model, it saves no budget.
     eval_metric : str or list of str, optional
         Metrics of ``evals_result_``: "logloss", "error", "auc" (binary; not of private
         sets), "mlogloss", "merror" (multiclass), "rmse", "mae" (regression); default the
@@ -251,7 +255,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         booster = train(params, X, y, client=self.client, verbose=self.verbose,
                         xgb_model=xgb_model, callbacks=self.callbacks,
                         sample_weight=sample_weight, evals=list(evals), evals_result=scores,
-                        base_margin=base_margin, select=self.select)
+                        base_margin=base_margin, select=self.select,
+                        early_stopping_rounds=self.early_stopping_rounds if evals else None)
         self.booster_ = booster
         if classes is not None:
             self.classes_ = classes
@@ -376,10 +381,12 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         from in-memory labels, which is not differentially private (the set of labels
         present is revealed, e.g. that no row has a rare label) and warns with a
         :class:`~dpxgb_dask.privacy.validation.PrivacyLeakWarning`, as diffprivlib does;
-        with it a ``y`` that lacks some classes trains. Dask labels are never read in the user's process: with ``classes``
-        they are encoded lazily (binary: a label other than ``classes[1]`` counts as
-        ``classes[0]``; multiclass: a label outside ``classes`` leaves its row out of the
-        fit), without it they must be 0 and 1.
+        with it a ``y`` that lacks some classes trains. Dask labels are never read in the
+        user's process: with ``classes`` they are encoded lazily, without it they must be
+        the class indices 0 and 1 (or 0 .. K - 1); a label outside the classes is refused
+        by the workers, or its row left out with ``unknown_labels="missing"``
+        (:meth:`~dpxgb_dask.objective.Objective.labels_in_domain`), never counted as
+        another class.
     """
 
     _objective = "binary:logistic"
@@ -470,13 +477,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         if not _is_dask(y):
             return encode_labels(np.asarray(y).reshape(-1), classes)
         if self.classes is None:
-            return y
-        if classes.size > 2:
-            return encode_labels_lazily(y, classes)
-        positive = (y == classes[1]).astype(np.float64)
-        missing = y != y
-        return (positive.mask(missing) if hasattr(positive, "mask")
-                else _dask_where(missing, np.nan, positive))
+            return y  # (class indices: any other label is refused on the workers)
+        return encode_labels_lazily(y, classes)
 
     def _classes_of(self, y_values):
         """The classes of in-memory labels: ``classes`` (checked), else read from them
@@ -542,12 +544,6 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         if margin.ndim == 2:
             return self.classes_[np.argmax(margin, axis=1)]
         return self.classes_[(margin > 0).astype(int)]
-
-
-def _dask_where(condition, a, b):
-    import dask.array as da
-
-    return da.where(condition, a, b)
 
 
 @_with_shared_parameters

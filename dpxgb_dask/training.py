@@ -27,6 +27,7 @@ from .boosting.calibration import make_plan
 from .boosting.protocol import LocalBackend
 from .boosting.selection import Selection, SelectionPlan, resolve_selection
 from .cluster.client import client_or_embedded, run_fit
+from .evaluation import check_early_stopping_rounds, stop_early
 from .inputs import (base_margin_rows, describe_features, feature_names_of,
                      float_values, is_dask_collection, label_array, target_columns,
                      weight_shares)
@@ -376,52 +377,46 @@ def emit_warnings(records, stacklevel=3):
 
 def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
           xgb_model=None, callbacks=None, sample_weight=None, evals=None, evals_result=None,
-          base_margin=None, select=None):
+          base_margin=None, select=None, *, early_stopping_rounds=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters
     ----------
     params : dict or TrainParams
-        ``objective`` ("binary:logistic", "reg:squarederror", or "multi:softprob" with
-        ``num_class``), optional ``preset`` and any field of
-        :class:`~dpxgb_dask.params.TrainParams` (e.g. ``epsilon``, ``feature_bounds``,
-        ``n_estimators``).
+        ``objective`` (default "binary:logistic"; "multi:softprob" with ``num_class``),
+        optional ``preset`` and any field of :class:`~dpxgb_dask.params.TrainParams`.
     X : ndarray, pandas.DataFrame, dask.array.Array, dask.dataframe.DataFrame or SiloTable
         Shape (n_rows, n_features), numeric; NaN marks missing values. A
         :class:`~dpxgb_dask.silo_table.SiloTable` (``y=None``, cross_silo): silos read theirs.
     y : array-like or dask collection, shape (n_rows,); None with a SiloTable
-        Labels: 0/1, real values within ``label_bounds``, or class indices 0..K-1.
+        Labels: 0/1, real values within ``label_bounds``, or class indices 0..K-1 (any
+        other class label: ``unknown_labels``).
     client : distributed.Client or str, optional
-        A client, or the address of a scheduler to connect to for this call. Default: the
-        current default client, else an embedded LocalCluster (2 workers) that this call
-        starts and closes.
+        A client, or a scheduler's address. Default: the current default client, else an
+        embedded LocalCluster (2 workers) for this call.
     verbose : bool
         Show a progress bar of the coordinator's events.
     n_partitions : int, optional
         For NumPy / pandas inputs: row chunks to scatter (default one per worker).
     return_timings : bool
-        Also return the coordinator's timings (per tree, per level, bytes gathered), for
-        benchmarks: wall-clock times depend on node sizes, so they are not DP.
+        Also return the coordinator's timings (benchmarks; not DP).
     xgb_model : Booster or path, optional
-        Continue this model (warm start): the fit starts from its margins, with its
-        bounds and cuts, adds ``n_estimators`` trees and spends ``epsilon`` more
-        (:func:`continuation_params`). The returned model holds both parts' trees and one
-        ledger whose totals compose them; a budget is charged with the new part only.
+        Continue this model (warm start): the fit starts from its margins, bounds and
+        cuts, adds ``n_estimators`` trees and spends ``epsilon`` more
+        (:func:`continuation_params`), in one model and ledger; a budget is charged with
+        the new part only.
     callbacks : list of callable, optional
         Each is called, in this process, with every public progress event of the fit (a
-        dict: :mod:`~dpxgb_dask.progress` lists them: trees built, levels, the releases'
-        noise parameters, never a released value or a timing). They cannot stop the fit;
-        an exception of one is raised once the fit ended.
+        dict, :mod:`~dpxgb_dask.progress`: never a released value or a timing). They
+        cannot stop the fit; an exception of one is raised once the fit ended.
     sample_weight : array-like or dask collection, shape (n_rows,), optional
         Row weights, with their public upper bound ``weight_bound`` in ``params``: each
-        row enters every sum with its share ``min(w, W) / W`` (negative or NaN: 0; never
-        refused), so the sensitivities are the unweighted ones. Dask weights need the
-        partitions of ``y``. Needs Gaussian leaves (``leaf_method="gaussian"``).
+        row enters every sum with its share ``min(w, W) / W`` (negative or NaN: 0), so the
+        sensitivities are the unweighted ones. Dask weights need the partitions of ``y``.
     evals : list of (X, y) or (X, y, base_margin), optional
-        Private evaluation sets (in memory or dask; their rows stay on the workers), scored
-        after every round with a DP metric, ``eval_metric`` in ``params`` (among
-        :data:`~dpxgb_dask.objective.PRIVATE_METRICS`), charged to ε under the budget
-        share "eval" (:mod:`~dpxgb_dask.boosting.scores`).
+        Private evaluation sets (in memory or dask), scored after every round with a DP
+        metric, ``eval_metric`` in ``params``, charged to ε under the budget share "eval"
+        (:mod:`~dpxgb_dask.boosting.scores`).
     evals_result : dict, optional
         Filled with their DP scores, ``{"validation_i": {metric: [after round 1, ...]}}``.
     base_margin : array-like or dask collection, shape (n_rows,) or (n_rows, K), optional
@@ -430,12 +425,17 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
     select : str or dict, optional
         Choose privately among configurations, all for ``epsilon``: ``"shapes"``, or
         ``{"configurations": [dict, ...], ...}`` (:func:`~dpxgb_dask.boosting.selection.resolve_selection`).
+    early_stopping_rounds : int, optional
+        XGBoost's: with ``evals``, sets the model's ``best_iteration`` and ``best_score`` on
+        the last set's last metric, noise-aware (:func:`~dpxgb_dask.evaluation.stop_early`);
+        every round was trained and spent all the same.
 
     Returns
     -------
     Booster
         (and a dict of timings when ``return_timings``)
     """
+    check_early_stopping_rounds(early_stopping_rounds, evals)
     p, X, init_model, not_dp = _fit_params(params, X, xgb_model)
     p, feature_names, n_features = _described(X, y, p, init_model, sample_weight=sample_weight,
                                               base_margin=base_margin, evals=evals)
@@ -450,6 +450,7 @@ def train(params, X, y, client=None, verbose=False, n_partitions=None, return_ti
                          verbose, n_partitions, return_timings, init_model,
                          list(callbacks or ()), eval_sets, selection)
     booster = _received_model(result, evals_result, not_dp)  # (checked like a model file)
+    stop_early(booster, result.get("score_estimates"), early_stopping_rounds, p.label_bounds)
     emit_warnings(result.get("warnings", ()), stacklevel=3)
     if p.epsilon is None:  # dp_epsilon_per_tree: the total is known only now
         warn_if_large_epsilon(booster.ledger["epsilon"], stacklevel=3)

@@ -94,6 +94,10 @@ class Coordinator:
         (not DP: they stay in the cluster unless a benchmark asks for them).
     scores : list of dict
         After the fit, each private evaluation set's DP metrics (``_evaluate``).
+    score_estimates : list of dict
+        ... and each set's unclipped mean row losses with their noise's standard
+        deviation, for early stopping
+        (:meth:`~dpxgb_dask.boosting.scores.EvaluationScores.estimates_of`).
     """
 
     def __init__(self, params, plan, backend, n_features, feature_names=None, publish=None,
@@ -124,7 +128,7 @@ class Coordinator:
             raise ValueError(f"the fit has {len(self.evaluations)} private eval sets, its "
                              f"params private_eval_sets={params.private_eval_sets}")
         self.scorer = EvaluationScores(plan, self.streams) if self.evaluations else None
-        self.scores = []
+        self.scores, self.score_estimates = [], []
         self.timings = {"level": [], "tree": [], "bytes_per_level": [], "release": 0.0,
                         "noise": 0.0, "noise_wait": 0.0, "phases": {}}
         self._seq = 0
@@ -348,8 +352,8 @@ class Coordinator:
         sums = [await backend.reduce("round_loss_sums", booster, p.eval_metric,
                                      self.plan.scored_rounds, p.label_bounds)
                 for backend in self.evaluations]
-        scores = await self._cpu(self._recorded, self.scorer.release, sums,
-                                 n_values=sum(s.size for s in sums))
+        scores, self.score_estimates = await self._cpu(
+            self._recorded, self.scorer.release, sums, n_values=sum(s.size for s in sums))
         self._phase("evaluation", t0)
         return scores
 

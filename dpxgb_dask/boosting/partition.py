@@ -77,10 +77,11 @@ def make_part(X, y, objective):
     Raises
     ------
     ValueError
-        Naming ``X`` or ``y``: lengths differ, non-numeric values. Labels outside their
-        public domain are moved into it instead (``Objective.clip_labels``), NaN labels
-        kept (their rows are left out of the fit's sums), and infinite features kept
-        (binned to the ends of their public bounds).
+        Naming ``X`` or ``y``: lengths differ, non-numeric values, or a classification
+        label outside its classes (``Objective.labels_in_domain``, unless its rule leaves
+        such rows out). Regression labels beyond their bounds are clipped to them, NaN
+        labels kept (their rows are left out of the fit's sums), and infinite features
+        kept (binned to the ends of their public bounds).
     """
     X = float_values(X, "X")
     y = np.array(float_values(y, "y"), dtype=np.float64, copy=True)
@@ -103,10 +104,11 @@ def make_part(X, y, objective):
         raise ValueError("X and y must have the same number of rows in every partition")
     # Values outside the public domain are clipped, never refused (a refusal would tell
     # whether some private row lies outside): ±inf features go to the first or last bin of
-    # the public bounds like any value beyond them; labels into their domain. A NaN
+    # the public bounds like any value beyond them, regression labels into their bounds.
+    # A class label is never moved into another class (Objective.labels_in_domain). A NaN
     # label stays NaN: its row is left out of every sum (as if absent, a neighbouring
     # dataset) but still gets predictions.
-    return RawPart(X, objective.clip_labels(y), weights, margins)
+    return RawPart(X, objective.labels_in_domain(y), weights, margins)
 
 
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):

@@ -221,8 +221,9 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         Returns
         -------
         dict
-            ``{"model": Booster.to_dict(arrays=True), "warnings": [...]}``, ``"scores"`` with
-            private evaluation sets (their DP metrics): public and DP values only; plus
+            ``{"model": Booster.to_dict(arrays=True), "warnings": [...]}``, ``"scores"`` and
+            ``"score_estimates"`` with private evaluation sets (DP metrics; unclipped means
+            and their noise): public and DP values only; plus
             ``"timings"`` only when asked (wall-clock times grow with the rows
             of each node: a coarse side channel, which is why they are not sent by
             default).
@@ -274,6 +275,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                                                for category, message in coordinator.warnings]}
         if coordinator.scores:
             result["scores"] = coordinator.scores
+            result["score_estimates"] = coordinator.score_estimates
         if with_timings:
             result["timings"] = dict(coordinator.timings, **backend.counts())
         return result

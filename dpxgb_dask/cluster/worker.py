@@ -49,7 +49,9 @@ this module's registry, inside the worker process, until the fit ends, fails, it
 dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
 """
 import asyncio
+from dataclasses import replace
 import hmac
+import logging
 import sys
 import threading
 import time
@@ -71,6 +73,8 @@ from .codec import ARRAY_KINDS, decode
 from .reduction import FORWARDS, SubtreeRound
 from .silo_config import check_silo_path, configured_peers, silo_budget, silo_identity
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
+
+logger = logging.getLogger("dpxgb_dask.silo")
 
 #: How often a worker looks for expired fits.
 SWEEP_SECONDS = 1.0
@@ -379,7 +383,17 @@ def execute(worker_address, fit_id, capability, action, args):
                                       "this fit already holds partitions here")
             fit.silo = True  # (before the rows are read, and for the fit's life)
             fit.silo_budget = silo_budget(source["path"])
-        state = load_partition(*read_silo_rows(**source), objective, index, n_threads)
+        X, y = read_silo_rows(**source)
+        # a silo never refuses on its rows (its caller would learn that some label is
+        # not a class): it leaves such rows out and tells its operator, in its own log
+        state = load_partition(X, y, replace(objective, unknown_labels="missing"), index,
+                               n_threads)
+        missing = int(np.isnan(np.asarray(y, dtype=np.float64)).sum())
+        left_out = int(np.isnan(state.labels).sum()) - missing
+        if left_out:
+            logger.warning("silo file %s: %d rows have a label outside the fit's classes "
+                           "%s and are left out of the fit", source["path"], left_out,
+                           source.get("classes") or [0, 1])
         with fit.lock:
             fit.states[int(index)] = state
         return None

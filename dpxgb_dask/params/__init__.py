@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
-from ..objective import OBJECTIVES, metric_names
+from ..objective import OBJECTIVES, UNKNOWN_LABEL_RULES, metric_names
 from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
                        carried_leaf_regime, default_schedule_overrides, split_method_defaults)
 from .bounds import check_feature_bounds, check_label_bounds
@@ -90,6 +90,13 @@ class TrainParams:
         Public per-feature (lo, hi). Without them, ``bounds_epsilon`` must be given.
     label_bounds : tuple, optional
         Public (lo, hi) of the label (regression).
+    unknown_labels : {"raise", "missing"}, default "raise"
+        A classification label outside its classes (the class indices, or the public
+        ``classes`` that map labels to them) is refused with a ``ValueError`` in the
+        process that sent the rows, or ("missing") its row is left out of the fit as
+        unlabelled; never moved into a class
+        (:meth:`~dpxgb_dask.objective.Objective.labels_in_domain`). A silo leaves such
+        rows out whatever the fit says.
     categories : dict or list, optional
         Public category lists of the categorical features: ``{column: [categories]}`` or one
         entry (a list, or None) per feature (``categories.py``); pandas ``category`` columns
@@ -240,6 +247,7 @@ class TrainParams:
     dp_epsilon_per_tree: float | None = None
     feature_bounds: object = None
     label_bounds: object = None
+    unknown_labels: str = "raise"
     weight_bound: float | None = None
     categories: object = None
     bounds_epsilon: float | None = None
@@ -446,6 +454,7 @@ def _check_methods(p):
     _check_choice("leaf_clipping", p.leaf_clipping, LEAF_CLIPPINGS)
     _check_choice("gain_sensitivity", p.gain_sensitivity, GAIN_SENSITIVITIES)
     _check_choice("gain_estimate", p.gain_estimate, GAIN_ESTIMATES)
+    _check_choice("unknown_labels", p.unknown_labels, UNKNOWN_LABEL_RULES)
     _check_choice("init_score", p.init_score, INIT_SCORES)
     _check_number("n_sketch_bins", p.n_sketch_bins, lo=2, integer=True)
     _check_number("iterative_hessian_rounds", p.iterative_hessian_rounds, lo=0, integer=True)

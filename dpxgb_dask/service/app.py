@@ -21,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from ..boosting.calibration import calibration_time_limit
 from ..model.booster import Booster
 from ..model.xgboost_json import to_xgboost_json
 from ..privacy.validation import BudgetError
@@ -35,6 +36,9 @@ MAX_BODY_BYTES = 1 << 20
 #: Job submissions an analyst may make in any 60 s (each is planned, which takes up to a few
 #: seconds of the service's CPU, even when its budget then refuses it).
 SUBMISSIONS_PER_MINUTE = 30
+#: A submission whose planning takes longer is refused (422): at most this many seconds of
+#: the service's CPU per request (a usual job plans in under 0.4 s).
+PLANNING_SECONDS = 5.0
 
 
 class SubmissionLimit:
@@ -272,7 +276,8 @@ def submit(body: JobRequest, request: Request, who=Depends(analyst)):
     store.check_total(who[0], dataset, body.params.epsilon)
     params = body.params.model_dump(exclude_none=True)
     try:
-        _, events = planned_events(dataset, params)
+        with calibration_time_limit(PLANNING_SECONDS):  # (in a worker thread: sync def)
+            _, events = planned_events(dataset, params)
     except ValueError as exc:
         raise HTTPException(422, [{"field": "params", "error": str(exc)}]) from None
     job_id = store.submit(who[0], dataset, params, events)

@@ -13,7 +13,10 @@ import threading
 import time
 import warnings
 
+import numpy as np
+
 from ..boosting.calibration import make_plan
+from ..inputs import encode_labels_lazily
 from ..privacy.validation import NoBudgetWarning
 from ..training import train
 from .schemas import DatasetSchema, JobParams, train_params
@@ -44,7 +47,10 @@ def read_dataset(dataset):
         frame = dd.read_parquet(dataset.location, columns=columns)
     else:
         frame = dd.read_csv(dataset.location, usecols=columns)
-    return frame[[f.name for f in schema.features]], frame[schema.label]
+    y = frame[schema.label]
+    if schema.classes is not None:  # (the registered classes map the labels, strings too)
+        y = encode_labels_lazily(y, np.asarray(schema.classes, dtype=object))
+    return frame[[f.name for f in schema.features]], y
 
 
 def check_dataset(location, format, schema):
@@ -91,6 +97,17 @@ def check_dataset(location, format, schema):
         raise ValueError(f"schema.label: {schema.label!r} is of dtype "
                          f"{frame.dtypes[schema.label]} in the data; a regression label "
                          "must be numeric")
+    if schema.classes is not None:
+        # (the whole label column, read here for the owner: a job leaves out a row whose
+        # label is not a registered class, since its failure would depend on that row)
+        column = (dd.read_parquet(location, columns=[schema.label]) if format == "parquet"
+                  else dd.read_csv(location, usecols=[schema.label]))[schema.label]
+        labels = column.dropna().unique().compute()
+        unknown = sorted(set(labels.tolist()) - set(schema.classes), key=str)
+        if unknown:
+            raise ValueError(f"schema.classes: the label column {schema.label!r} holds "
+                             f"labels that are not classes, {unknown[:10]!r}; the classes "
+                             f"are {list(schema.classes)!r}")
 
 
 def planned_events(dataset, params):

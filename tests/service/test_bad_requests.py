@@ -141,6 +141,11 @@ CASES = [
      "params.subsample"),
     ("subsample 1e-3", "alice", "POST", "/v1/jobs", job(subsample=1e-3), 422,
      "params.subsample"),
+    # (issue 42: each parameter within its range, the plan took 19 s of the service's CPU;
+    # planning stops at PLANNING_SECONDS)
+    ("a plan past the time limit", "alice", "POST", "/v1/jobs",
+     job(epsilon=0.001, n_estimators=1000, max_depth=10, split_method="exponential"), 422,
+     "takes longer than this service allows"),
     # the owner's requests
     ("dataset: unknown field", "owner", "POST", "/v1/datasets", dataset(owner="x"), 422,
      "owner"),

@@ -264,3 +264,36 @@ def test_a_job_that_fails_before_its_rows_are_read_is_not_charged(deployment):
     assert view["status"] == "failed" and view["spent_epsilon"] == 0.0
     assert "n_estimators" in view["error"]
     assert _spent(deployment["url"], deployment["alice"])["survey"] == pytest.approx(spent)
+
+
+def test_the_registered_classes_map_the_labels_strings_included(deployment, tmp_path,
+                                                                 fresh_rows, service_schema):
+    """Issue 43, item 1: the service never used the registered classes. Labels 1 and 2
+    (classes [1, 2]) trained as one class (AUC 0.658), and Adult-style string labels failed
+    every job ("y must hold numbers only") while charging it. Now the registered classes
+    map the labels (classes[1] the positive class); a registration whose label column
+    holds a label outside its classes is refused, for the owner to fix."""
+    from sklearn.metrics import roc_auc_score
+
+    frame, test = fresh_rows(21), fresh_rows(22)
+    features = test[[f["name"] for f in service_schema["features"]]].to_numpy()
+    cases = {"numbers": ([1, 2], frame["label"] + 1),
+             "strings": (["<=50K", ">50K"], frame["label"].map({0.0: "<=50K", 1.0: ">50K"}))}
+    with Client(deployment["url"], deployment["owner"]) as owner:
+        for name, (classes, labels) in cases.items():
+            frame.assign(label=labels).to_parquet(tmp_path / f"{name}.parquet")
+            owner.register_dataset(f"classes-{name}", str(tmp_path / f"{name}.parquet"),
+                                   "parquet", dict(service_schema, classes=classes))
+            owner.set_budget("alice", f"classes-{name}", 2.0)
+        frame.assign(label=cases["strings"][1].replace("<=50K", "<=50k")).to_parquet(
+            tmp_path / "typo.parquet")
+        with pytest.raises(ServiceError, match=r"schema\.classes: the label column 'label' "
+                                               r"holds labels that are not classes, "
+                                               r"\['<=50k'\]"):
+            owner.register_dataset("classes-typo", str(tmp_path / "typo.parquet"), "parquet",
+                                   dict(service_schema, classes=["<=50K", ">50K"]))
+    with Client(deployment["url"], deployment["alice"]) as alice:
+        for name in cases:
+            job = alice.submit(f"classes-{name}", epsilon=1.0)
+            model = alice.wait(job["id"], timeout=300)
+            assert roc_auc_score(test["label"], model.predict(features)) > 0.75, name

@@ -200,6 +200,15 @@ DATA_CASES = [
      ValueError, "c"),
     ("X a dict", lambda: {"a": X[:, 0]}, None, TypeError, "X"),
     ("X None", lambda: None, None, TypeError, "X"),
+    # (issue 43: labels 1 and 2, 0.5 and 1.5, or ±inf were clipped into [0, 1], and the
+    # fit ended without a word with a useless model; the refusal reaches only the process
+    # that sent the rows)
+    ("labels 1 and 2", None, lambda: Y + 1, ValueError,
+     r"labels outside the classes of binary:logistic: its labels are the class indices "
+     r"0 and 1"),
+    ("labels 0.5 and 1.5", None, lambda: Y + 0.5, ValueError, "labels outside the classes"),
+    ("an inf label", None, lambda: _with(Y, [0, 5], np.inf), ValueError,
+     "labels outside the classes"),
 ]
 
 
@@ -220,8 +229,10 @@ def _with(values, rows, value):
 # (id, X, y, params): private values outside the public domain train, handled DP-safely
 SAFE_CASES = [
     ("NaN labels are left out", None, lambda: _with(Y, [0, 5], np.nan), {}),
-    ("inf labels are clipped", None, lambda: _with(Y, [0, 5], np.inf), {}),
-    ("labels outside [0, 1] are clipped", None, lambda: _with(Y, [0, 5], 7.0), {}),
+    ("inf labels are left out on request", None, lambda: _with(Y, [0, 5], np.inf),
+     {"unknown_labels": "missing"}),
+    ("labels outside 0 and 1 are left out on request", None, lambda: _with(Y, [0, 5], 7.0),
+     {"unknown_labels": "missing"}),
     ("NaN features are missing values", lambda: _with(X, (slice(0, 50), 1), np.nan), None, {}),
     ("inf features fall in the end bins", lambda: _with(X, (0, 2), -np.inf), None, {}),
     ("features outside their bounds are clipped", lambda: X * 100, None, {}),

@@ -379,11 +379,14 @@ def test_the_classifier_trains_softmax_for_three_or_more_public_classes(client):
     X_dask = da.from_array(X, chunks=1000)
     np.testing.assert_allclose(model.predict_proba(X_dask).compute(), model.predict_proba(X))
     np.testing.assert_array_equal(model.predict(X_dask).compute(), model.predict(X))
-    # dask labels are encoded lazily; a label outside classes leaves its row out
+    # dask labels are encoded lazily; a label outside classes is refused (issue 43: it
+    # was left out without a word), or its row left out with unknown_labels="missing"
     y_dask = da.from_array(np.where(np.arange(3000) % 10 == 0, "fox", labels), chunks=1000)
+    with pytest.raises(ValueError, match="labels outside the classes of multi:softprob"):
+        model.fit(X_dask, y_dask)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # public classes: no PrivacyLeakWarning
-        model.fit(X_dask, y_dask)
+        model.set_params(unknown_labels="missing").fit(X_dask, y_dask)
     assert model.booster_.n_classes == 5
 
 

@@ -36,9 +36,14 @@ def _heap(is_split, feats, bins, miss):
 def test_make_part_validates_and_names_the_argument():
     with pytest.raises(ValueError, match="same number of rows"):
         partition.make_part(np.zeros((3, 2)), np.zeros(2), Objective("reg:squarederror"))
-    # outside {0, 1}: clipped to [0, 1], not refused
-    part = partition.make_part(np.zeros((2, 2)), np.array([-1.0, 2.0]), Objective("binary:logistic"))
-    np.testing.assert_array_equal(part.y, [0.0, 1.0])
+    # outside the classes 0 and 1: never moved into one (issue 43); refused to the process
+    # that sent the rows, or left out on request
+    with pytest.raises(ValueError, match="labels outside the classes of binary:logistic"):
+        partition.make_part(np.zeros((2, 2)), np.array([-1.0, 1.0]),
+                            Objective("binary:logistic"))
+    part = partition.make_part(np.zeros((2, 2)), np.array([-1.0, 1.0]),
+                               Objective("binary:logistic", unknown_labels="missing"))
+    np.testing.assert_array_equal(part.y, [np.nan, 1.0])
     # outside label_bounds: clipped, not refused
     part = partition.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]),
                          Objective("reg:squarederror", (0.0, 1.0)))
@@ -56,10 +61,12 @@ def test_make_part_validates_and_names_the_argument():
     # left out of the exact extremes of feature_bounds='data'
     part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
                          Objective("reg:squarederror"))
-    # class indices: rounded and clipped to 0..K-1, NaN kept
-    part = partition.make_part(np.zeros((4, 1)), np.array([-1.0, 1.4, 7.0, np.nan]),
-                         Objective("multi:softprob", n_classes=3))
-    np.testing.assert_array_equal(part.y, [0.0, 1.0, 2.0, np.nan])
+    # class indices 0..K-1 kept, NaN kept, any other label left out on request (never
+    # rounded or clipped into a class: issue 43)
+    part = partition.make_part(np.zeros((5, 1)), np.array([0.0, 1.0, 2.0, 1.4, np.nan]),
+                               Objective("multi:softprob", n_classes=3,
+                                         unknown_labels="missing"))
+    np.testing.assert_array_equal(part.y, [0.0, 1.0, 2.0, np.nan, np.nan])
     np.testing.assert_array_equal(aggregates.class_counts(part, 3), [1.0, 1.0, 1.0])
     part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
                          Objective("reg:squarederror"))

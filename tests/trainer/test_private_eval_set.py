@@ -13,7 +13,7 @@ from dpxgb_dask.boosting.aggregates import round_loss_sums
 from dpxgb_dask.boosting.partition import RawPart
 from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.boosting.scores import EvaluationScores
-from dpxgb_dask.evaluation import early_stopping, evaluate
+from dpxgb_dask.evaluation import early_stopping, evaluate, noisy_early_stopping
 from dpxgb_dask.model.certificate import check_privacy_claims
 from dpxgb_dask.model.metrics import LOGLOSS_FLOOR, METRICS, round_margins
 from dpxgb_dask.params import resolve_params
@@ -203,7 +203,8 @@ def test_a_private_eval_set_trains_on_the_cluster_with_early_stopping_and_a_budg
                                                                                  "error"}
     series = result["validation_0"]["error"]  # the last metric decides
     assert len(series) == 20 and all(0.0 <= v <= 1.0 for v in series)
-    assert (model.best_iteration, model.best_score) == early_stopping(series, 4)
+    # (noise-aware early stopping: on the unclipped means, not the series; issue 43)
+    assert 0 <= model.best_iteration < 20 and 0.0 <= model.best_score <= 1.0
     np.testing.assert_array_equal(
         model.predict_proba(X_val)[:, 1],
         model.get_booster()[:model.best_iteration + 1].predict(X_val))
@@ -252,3 +253,62 @@ def test_bad_private_evaluation_arguments_are_refused(client, kwargs, eval_set, 
                             client=client, **kwargs)
     with pytest.raises(ValueError, match=message):
         model.fit(X, y, eval_set=sets, eval_set_public=eval_set == "dask public")
+
+
+def test_noisy_early_stopping_keeps_a_later_round_unless_the_noise_cannot_explain_it():
+    """On a moving average of the released means: noise-free and with patience 1 (no
+    smoothing) it is XGBoost's rule, ties to the later round; a round counts as worse
+    only beyond the noise of the smoothed difference; a curve that rises far beyond the
+    noise stops; on a falling curve the noise alone never stops it (XGBoost's rule on the
+    noisy values does)."""
+    falling_then_rising = [5.0, 4.0, 3.0, 2.5, 2.6, 2.7, 2.8, 2.9, 3.0, 3.1, 3.2]
+    assert noisy_early_stopping(falling_then_rising, 0.0, 1) == \
+        early_stopping(falling_then_rising, 1) == (3, 2.5)
+    assert noisy_early_stopping([3.0, 2.0, 2.0, 2.5], 0.0, 1)[0] == 2  # (a tie: the later)
+    assert noisy_early_stopping(falling_then_rising, 10.0, 3)[0] == 10  # (nothing is worse)
+    best, mean = noisy_early_stopping(falling_then_rising + [9.0] * 5, 0.01, 3)
+    assert best <= 6 and mean == pytest.approx(np.mean(falling_then_rising[best - 1:best + 2]))
+    rng = np.random.default_rng(0)
+    falling = 0.3 + 0.2 * np.exp(-np.arange(100) / 20)
+    chosen, xgboost = [], []
+    for _ in range(50):
+        noisy = falling + rng.normal(scale=0.05, size=100)
+        chosen.append(noisy_early_stopping(noisy, 0.05, 10)[0])
+        xgboost.append(early_stopping(noisy, 10)[0])
+    assert np.mean(falling[chosen] - falling[-1]) < 0.02 < np.mean(
+        falling[xgboost] - falling[-1])
+
+
+def test_the_estimates_are_the_unclipped_means_and_their_noise(release_plan, fit_streams):
+    plan = release_plan(3, epsilon=1.0, n_estimators=10, private_eval_sets=1,
+                        eval_metric=["error"])
+    scorer = EvaluationScores(plan, fit_streams(0))
+    noisy = np.concatenate([np.linspace(-30.0, 80.0, 10), [500.0]])
+    estimate = scorer.estimates_of(noisy)
+    np.testing.assert_allclose(estimate["means"]["error"], noisy[:-1] / 500.0)
+    assert estimate["sd"] == pytest.approx(scorer.mechanism.sigma / 500.0)
+    assert scorer.scores_of(noisy)["error"][0] == 0.0  # (the score: clipped)
+
+
+def test_early_stopping_on_a_private_set_loses_no_more_than_noise_to_every_tree(client):
+    """Issue 43, item 2: at ε = 1 the released RMSE of 16-20 of 50 rounds was clipped to
+    exactly 0, early stopping picked one of them (best_score 0.000 in 4 of 4 seeds), and
+    the model predicted with RMSE 1.56-2.14 against 1.00-1.16 with every tree. Early
+    stopping now reads the unclipped means and their noise: over 3 seeds its test RMSE is
+    within 5% of every tree's, and its best score is never a clipped 0."""
+    from sklearn.metrics import mean_squared_error
+
+    rng = np.random.default_rng(43)
+    X = rng.uniform(-4, 4, size=(12000, 3))
+    y = 2.0 * X[:, 0] - 1.5 * X[:, 1] + rng.normal(size=12000)
+    train_rows, val_rows, test_rows = slice(0, 8000), slice(8000, 10000), slice(10000, None)
+    for seed in range(3):
+        model = DPXGBRegressor(epsilon=1.0, label_bounds=(-10.0, 10.0), n_estimators=50,
+                               feature_bounds=BOUNDS, eval_metric="rmse",
+                               early_stopping_rounds=10, client=client)
+        model.fit(X[train_rows], y[train_rows], eval_set=[(X[val_rows], y[val_rows])])
+        stopped = mean_squared_error(y[test_rows], model.predict(X[test_rows])) ** 0.5
+        every = mean_squared_error(y[test_rows], model.predict(
+            X[test_rows], iteration_range=(0, 50))) ** 0.5
+        assert model.best_score > 0.0, seed
+        assert stopped <= 1.05 * every, (seed, model.best_iteration, stopped, every)
