@@ -118,7 +118,6 @@ class EvaluationScores:
         dict
             ``{metric: [score after round 1, ..., round T]}``.
         """
-        count = max(float(noisy[-1]), 1.0)
-        means = np.clip(noisy[:-1].reshape(len(self.metrics), self.n_rounds) / count, 0.0, 1.0)
-        return {name: [float(METRICS[name].from_mean(v, self.label_bounds)) for v in means[m]]
-                for m, name in enumerate(self.metrics)}
+        means = self.estimates_of(noisy)["means"]
+        return {name: [float(METRICS[name].from_mean(v, self.label_bounds))
+                       for v in np.clip(values, 0.0, 1.0)] for name, values in means.items()}
