@@ -54,15 +54,15 @@ def _file_problem(exc):
     return first
 
 
-def _read_table(path, what="DATA"):
-    """A CSV or Parquet table; a file that is missing, empty or not a table is a one-line
-    error naming it."""
+def _read_table(path, what="DATA", sep=","):
+    """A CSV (columns separated by ``sep``) or Parquet table; a file that is missing, empty
+    or not a table is a one-line error naming it."""
     import pandas as pd
 
     try:
         if str(path).endswith((".parquet", ".pq")):
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        return pd.read_csv(path, sep=sep)
     except pd.errors.EmptyDataError:
         raise UsageError(f"{what} {path} is empty") from None
     except (OSError, ValueError) as exc:  # (pandas' and pyarrow's parse errors included)
@@ -293,6 +293,9 @@ def cmd_train(args):
     if args.label_bounds:
         params["label_bounds"] = tuple(args.label_bounds)
     key = _read_key(args.key_file)  # before the fit: a bad key file must not waste it
+    if os.path.exists(args.out) and not args.force:  # (before the fit, too)
+        raise UsageError(f"--out {args.out} exists: give --force to overwrite it, or "
+                         "another --out")
     continued = None
     if args.xgb_model is not None:
         # with --key-file, the model continued must carry a signature under that key too:
@@ -331,7 +334,7 @@ def _training_data(args):
     if args.features is not None or args.format is not None:
         raise UsageError("--features and --format describe the --silo files; DATA's "
                          "features are its columns but --label")
-    table = _read_table(args.data)
+    table = _read_table(args.data, sep=args.sep)
     if len(table) == 0:
         raise UsageError(f"DATA {args.data} has no rows")
     if args.label not in table.columns:
@@ -345,7 +348,7 @@ def cmd_predict(args):
     import pandas as pd
 
     booster = _load_model(args.model, _read_key(args.key_file))
-    table = _read_table(args.data)
+    table = _read_table(args.data, sep=args.sep)
     if booster.feature_names:
         missing = [c for c in booster.feature_names if c not in table.columns]
         if missing:
@@ -497,6 +500,9 @@ def build_parser():
                     help="with --filter-rounds: rows pace what they have left over the extra "
                          "rounds (default) or take part in full while they can (S-BDT)")
     tr.add_argument("--out", default="model.json")
+    tr.add_argument("--force", action="store_true",
+                    help="overwrite the --out file if it exists (refused otherwise)")
+    tr.add_argument("--sep", default=",", help="DATA's column separator, if CSV (default ,)")
     tr.add_argument("--xgb-model", metavar="MODEL",
                     help="continue this saved model: --n-estimators more trees for --epsilon "
                          "more, from its margins, bounds and cuts (with --key-file it must be "
@@ -513,6 +519,7 @@ def build_parser():
     pr = sub.add_parser("predict", help="score a CSV or Parquet file with a saved model")
     pr.add_argument("model")
     pr.add_argument("data")
+    pr.add_argument("--sep", default=",", help="DATA's column separator, if CSV (default ,)")
     pr.add_argument("--out", help="output CSV (default: standard output)")
     pr.add_argument("--margin", action="store_true", help="raw margins instead of predictions")
     pr.add_argument("--key-file", help="refuse a model not signed with the secret in this file")
@@ -556,6 +563,9 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # (`dpxgb predict ... | head`: the reader left; end quietly)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # (128 + SIGPIPE, as a command killed by the closed pipe)
     except (ValueError, TypeError, OSError, BudgetError) as exc:
         if os.environ.get("DPXGB_TRACEBACK"):
             raise

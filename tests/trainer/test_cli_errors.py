@@ -132,3 +132,36 @@ def test_silo_identity_makes_an_identity_once_and_shows_its_key(tmp_path, capsys
     (tmp_path / "bounds.json").write_text("{}")
     with pytest.raises(SystemExit, match="silo-identity: .* holds no unencrypted PEM"):
         main(["silo-identity", str(tmp_path / "bounds.json"), "--show"])
+
+
+def test_train_overwrites_no_model_file_without_force(files, capsys):
+    """Issue 43: with no --out, dpxgb train overwrote an existing model.json without a word
+    (a 2.7 MB one sat committed at the repository's root). It is refused before the fit;
+    --force overwrites."""
+    out = f"{files}/model.json"
+    before = open(out, "rb").read()
+    with pytest.raises(SystemExit, match=r"--out .*model\.json exists: give --force"):
+        main(["train", f"{files}/train.csv", "--label", "y", "--bounds",
+              f"{files}/bounds.json", "--out", out])
+    assert open(out, "rb").read() == before
+
+
+def test_a_semicolon_table_reads_with_sep_and_a_closed_pipe_ends_quietly(files, tmp_path):
+    """Issue 43: a semicolon CSV gave "unknown label column" (no --sep), and
+    `dpxgb predict ... | head` ended with "[Errno 32] Broken pipe"."""
+    import os
+    import subprocess
+    import sys
+
+    table = pd.read_csv(f"{files}/train.csv")
+    big = pd.concat([table] * 40, ignore_index=True)  # (24,000 rows: past a pipe's buffer)
+    big.drop(columns=["y"]).to_csv(tmp_path / "big.csv", sep=";", index=False)
+    assert main(["predict", f"{files}/model.json", str(tmp_path / "big.csv"), "--sep", ";",
+                 "--out", str(tmp_path / "p.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "p.csv")) == 24_000
+    dpxgb = os.path.join(os.path.dirname(sys.executable), "dpxgb")
+    done = subprocess.run(f"{dpxgb} predict {files}/model.json {tmp_path}/big.csv --sep ';' "
+                          "| head -n 2", shell=True, capture_output=True, text=True,
+                          timeout=300)
+    assert done.stdout.splitlines()[0] == "prediction" and len(done.stdout.splitlines()) == 2
+    assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr

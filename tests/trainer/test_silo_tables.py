@@ -218,6 +218,7 @@ def test_the_command_line_trains_on_silos(client, silo_files, silo_rows, tmp_pat
     assert roc_auc_score(y_test, booster.predict(X_test)) > MIN_AUC
     wrong = list(command)
     wrong[wrong.index(f"1={paths['1']}")] = f"nobody={paths['1']}"
+    wrong.append("--force")  # (its model file exists)
     done = subprocess.run(wrong, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "silo 'nobody'" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
