@@ -164,6 +164,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
 
     def _train_params(self, feature_names, n_classes=None, categorical_names=()):
         keywords = self._keywords()
+        self._check_xgboost_keywords(keywords)
         allowed = (TRAIN_PARAMETERS | set(XGBOOST_ALIASES)) - {"objective", "num_class"}
         unknown = sorted(set(keywords) - allowed)
         if unknown:
@@ -183,6 +184,22 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         if n_classes is not None and n_classes > 2:
             params["objective"], params["num_class"] = "multi:softprob", int(n_classes)
         return params
+
+    #: The objectives XGBoost's estimator of the same kind takes, which name this one's
+    #: (the classifier's follows its number of classes, as XGBoost's does).
+    _objectives = ()
+
+    def _check_xgboost_keywords(self, keywords):
+        """Take XGBoost's ``objective`` of this estimator's kind and ``missing=NaN``
+        (removed from ``keywords``); refuse any other value, naming the allowed ones."""
+        objective = keywords.pop("objective", None)
+        if objective is not None and objective not in self._objectives:
+            raise ValueError(f"objective must be one of {list(self._objectives)} for "
+                             f"{type(self).__name__}, got {objective!r}")
+        missing = keywords.pop("missing", np.nan)
+        if not (missing is None or (isinstance(missing, float) and np.isnan(missing))):
+            raise ValueError(f"missing must be NaN (np.nan), the only missing value here: "
+                             f"replace {missing!r} in X with NaN first")
 
     def _categories_of(self, X, xgb_model=None):
         """The public category lists of X's features (None without categorical ones):
@@ -390,6 +407,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
     """
 
     _objective = "binary:logistic"
+    _objectives = ("binary:logistic", "multi:softprob", "multi:softmax")
     _metric = staticmethod(accuracy_score)
     score = _DPXGBModel.score  # (ClassifierMixin's cannot score dask collections)
 
@@ -555,6 +573,7 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
     """
 
     _objective = "reg:squarederror"
+    _objectives = ("reg:squarederror",)
     _metric = staticmethod(r2_score)
     score = _DPXGBModel.score  # (RegressorMixin's cannot score dask collections)
 

@@ -437,3 +437,29 @@ def test_signed_model_files(client, seed, classification_data, tmp_path):
         load_model(signed, key=b"k" * 32)
     with pytest.raises(ValueError, match="key must be"):
         booster.save_model(tmp_path / "x.json", key=b"")
+
+
+def test_xgboost_keywords_of_the_same_kind_are_taken(client, seed, classification_data):
+    """Issue 43, item 4: objective="binary:logistic" on the classifier and missing=np.nan
+    were refused as unknown parameters. XGBoost's objectives of the estimator's kind are
+    taken (the classifier's follows its classes, as XGBoost's does), and missing=NaN, the
+    only missing value. Other values are refused naming the allowed ones."""
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(epsilon=2.0, feature_bounds=bounds, classes=[0, 1],
+                            n_estimators=5, objective="binary:logistic", missing=np.nan,
+                            random_state=seed, client=client).fit(X, y)
+    assert model.booster_.objective == "binary:logistic"
+    assert clone(model).get_params()["objective"] == "binary:logistic"
+    three = DPXGBClassifier(epsilon=2.0, feature_bounds=bounds, classes=[0, 1, 2],
+                            n_estimators=2, objective="binary:logistic", client=client)
+    assert three._train_params(None, 3)["objective"] == "multi:softprob"
+    for estimator, keywords, message in [
+            (DPXGBClassifier, {"objective": "reg:squarederror"},
+             r"objective must be one of \['binary:logistic', 'multi:softprob', "
+             r"'multi:softmax'\] for DPXGBClassifier"),
+            (DPXGBRegressor, {"objective": "binary:logistic"},
+             r"objective must be one of \['reg:squarederror'\]"),
+            (DPXGBClassifier, {"missing": -999.0}, "missing must be NaN")]:
+        with pytest.raises(ValueError, match=message):
+            estimator(epsilon=1.0, feature_bounds=bounds, label_bounds=(0.0, 1.0),
+                      client=client, **keywords).fit(X, y)
