@@ -33,7 +33,8 @@ from .evaluation import RoundScores, check_eval_set, check_public
 from .model.dask_predict import as_dask_array, binary_proba, gathered
 from .objective import softmax
 from .params import TRAIN_PARAMETERS
-from .params.names import XGBOOST_ALIASES, KeywordParameters, merge_keywords
+from .params.names import (XGBOOST_ALIASES, KeywordParameters, merge_keywords,
+                           take_estimator_keywords)
 from .privacy.validation import PrivacyLeakWarning
 from .silo_table import SiloTable
 from .training import train
@@ -164,7 +165,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
 
     def _train_params(self, feature_names, n_classes=None, categorical_names=()):
         keywords = self._keywords()
-        self._check_xgboost_keywords(keywords)
+        take_estimator_keywords(keywords, self._objectives, type(self).__name__)
         allowed = (TRAIN_PARAMETERS | set(XGBOOST_ALIASES)) - {"objective", "num_class"}
         unknown = sorted(set(keywords) - allowed)
         if unknown:
@@ -188,18 +189,6 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
     #: The objectives XGBoost's estimator of the same kind takes, which name this one's
     #: (the classifier's follows its number of classes, as XGBoost's does).
     _objectives = ()
-
-    def _check_xgboost_keywords(self, keywords):
-        """Take XGBoost's ``objective`` of this estimator's kind and ``missing=NaN``
-        (removed from ``keywords``); refuse any other value, naming the allowed ones."""
-        objective = keywords.pop("objective", None)
-        if objective is not None and objective not in self._objectives:
-            raise ValueError(f"objective must be one of {list(self._objectives)} for "
-                             f"{type(self).__name__}, got {objective!r}")
-        missing = keywords.pop("missing", np.nan)
-        if not (missing is None or (isinstance(missing, float) and np.isnan(missing))):
-            raise ValueError(f"missing must be NaN (np.nan), the only missing value here: "
-                             f"replace {missing!r} in X with NaN first")
 
     def _categories_of(self, X, xgb_model=None):
         """The public category lists of X's features (None without categorical ones):

@@ -8,6 +8,26 @@ XGBOOST_ALIASES = {"eta": "learning_rate", "lambda": "reg_lambda", "seed": "rand
                    "n_jobs": "n_threads", "nthread": "n_threads"}
 
 
+def take_estimator_keywords(keywords, objectives, estimator):
+    """Take XGBoost's estimator keywords that name what the estimator already is, removed
+    from ``keywords``: an ``objective`` among ``objectives`` (its kind's), and
+    ``missing=NaN``, the only missing value.
+
+    Raises
+    ------
+    ValueError
+        Another objective or missing value, naming the allowed ones and ``estimator``.
+    """
+    objective = keywords.pop("objective", None)
+    if objective is not None and objective not in objectives:
+        raise ValueError(f"objective must be one of {list(objectives)} for {estimator}, got "
+                         f"{objective!r}")
+    missing = keywords.pop("missing", np.nan)
+    if not (missing is None or (isinstance(missing, float) and np.isnan(missing))):
+        raise ValueError(f"missing must be NaN (np.nan), the only missing value here: "
+                         f"replace {missing!r} in X with NaN first")
+
+
 def canonical_names(given):
     """``given`` with XGBoost's aliases renamed (:data:`XGBOOST_ALIASES`); a parameter
     given under both names is refused.
