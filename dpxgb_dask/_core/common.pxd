@@ -28,3 +28,17 @@ cdef packed struct hist_struct:
     Y_DTYPE_C sum_gradients
     Y_DTYPE_C sum_hessians
     COUNT_DTYPE_C count
+
+from libc.stdint cimport uint64_t
+
+cdef extern from *:
+    """
+    /* 128-bit products, in C: Cython would narrow a 128-bit type to 64 bits in mixed arithmetic */
+    static inline uint64_t dpxgb_mul_high(uint64_t a, uint64_t b, uint64_t* low) {
+        unsigned __int128 m = (unsigned __int128)a * b;
+        *low = (uint64_t)m;
+        return (uint64_t)(m >> 64);
+    }
+    """
+    # the high word of a * b, the low one in *low (Lemire's draws)
+    uint64_t mul_high "dpxgb_mul_high" (uint64_t a, uint64_t b, uint64_t* low) noexcept nogil

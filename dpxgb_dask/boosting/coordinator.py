@@ -52,7 +52,7 @@ from .silo_plan import SiloFitLedger, SiloPlan
 from .summaries import summary_cuts
 from .splits import make_split_method
 from .streams import FitStreams
-from .tree import Tree, child_ranges, children, merge_levels
+from .tree import Tree, child_ranges, children
 
 #: Releases of at most this many values run on the event loop (about 1 ms of sampling).
 INLINE_RELEASE_VALUES = 4096
@@ -482,35 +482,18 @@ class Coordinator:
         tree : Tree
             Splits only.
         tree_splits : tuple of ndarray or None
-            Its decisions, heap-indexed (:func:`~dpxgb_dask.boosting.tree.merge_levels` of
-            ``LevelSplits.as_heap_arrays``; None for a lone leaf): one message's few
-            arrays, whatever the depth.
+            Its decisions, heap-indexed (``RandomSplits.draw_tree``; None for a lone leaf
+            of a tree of depth 0): one message's few arrays, whatever the depth.
         leaves : ndarray of int64
             Heap ids of the leaves.
         leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2), or None
             Their reachable bins, in the order of ``leaves``; None unless the split
             method observes leaves (``observes_leaves``).
         """
-        tree, open_nodes, ranges = self._root(cuts, n_cuts)
-        closed_nodes, closed_ranges, levels = [], [], []
-        keep_ranges = self.splitter.observes_leaves
-        rng = self.streams.tree_structure_stream(t)
-        for _ in range(self.params.max_depth):
-            if open_nodes.size == 0:
-                break
-            t_level = time.perf_counter()
-            splits = self.splitter.draw(t, open_nodes, ranges, n_cuts, rng=rng)
-            levels.append(splits.as_heap_arrays())
-            self._add_splits(tree, open_nodes, splits)
-            closed_nodes.extend(open_nodes[~splits.is_split].tolist())
-            if keep_ranges:
-                closed_ranges.append(ranges[~splits.is_split])
-            ranges = child_ranges(ranges, splits)
-            open_nodes = children(splits)
-            self.timings["level"].append(time.perf_counter() - t_level)
-        leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
-        leaf_ranges = np.concatenate(closed_ranges + [ranges]) if keep_ranges else None
-        return tree, (merge_levels(levels) if levels else None), leaves, leaf_ranges
+        heap, leaves, leaf_ranges = self.splitter.draw_tree(t, n_cuts)
+        tree = Tree(cuts)
+        tree.add_heap_splits(*heap)
+        return tree, (heap if heap[0].size else None), leaves, leaf_ranges
 
     async def _grow_levels(self, t, cuts, n_cuts, first):
         """Grow tree ``t`` level by level from noisy statistics: one round and one release

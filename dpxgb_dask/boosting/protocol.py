@@ -146,7 +146,7 @@ class Round:
         the smaller child is built, its sibling is the parent's minus it).
     tree_splits : tuple of ndarray, optional
         The decisions of a whole data-independent tree, heap-indexed
-        (:func:`~dpxgb_dask.boosting.tree.merge_levels` of its levels): route the rows to
+        (:meth:`~dpxgb_dask.boosting.splits.RandomSplits.draw_tree`): route the rows to
         its leaves.
     leaf_nodes : ndarray of int64, optional
         Return the (G, H, count) sums of these nodes.

@@ -10,6 +10,15 @@ put its random threshold at a random quantile of that mass within its reachable 
 instead of uniformly among its candidates, most of which lie where few rows are when the
 public bounds are wide: its children then both hold rows, and the tree's paths combine
 features where the data is.
+
+The draw itself is the random-tree kernel's
+(``_core.random_tree.draw_random_tree``, with ``mass``): threshold
+``start + j`` among a node's ``width`` candidates weighs
+
+    w_j = floor(2**WEIGHT_BITS · ((1 - u) m_j / Σ m + u / width)) + 1,   u = UNIFORM_SHARE,
+
+its bin's released mass mixed with a uniform share, and the pick is exact integer
+arithmetic on the structure stream.
 """
 import numpy as np
 
@@ -24,57 +33,9 @@ UNIFORM_SHARE = 0.1
 WEIGHT_BITS = 24
 
 
-def quantile_weights(mass, width):
-    """Integer weights of a node's candidate thresholds.
-
-    Threshold ``start + j`` (left child: bins up to it) weighs the released mass of its bin,
-    mixed with :data:`UNIFORM_SHARE` of uniform weight:
-
-        w_j = floor(2**WEIGHT_BITS · ((1 - u) m_j / Σ m + u / width)) + 1.
-
-    Parameters
-    ----------
-    mass : ndarray of float64, shape (width,)
-        The released mass of the candidates' bins (non-negative; all 0: uniform).
-    width : int
-        The number of candidates (>= 1).
-
-    Returns
-    -------
-    ndarray of int64, shape (width,), positive
-    """
-    total = float(np.cumsum(mass)[-1])  # (in order: the same sum as the rows' kernel)
-    share = mass / total if total > 0 else np.zeros(width)
-    probability = (1.0 - UNIFORM_SHARE) * share + (UNIFORM_SHARE if total > 0 else 1.0) / width
-    return np.floor(probability * 2.0**WEIGHT_BITS).astype(np.int64) + 1
-
-
-def quantile_weight_rows(mass, width):
-    """:func:`quantile_weights` of several nodes at once (the draw's kernel; the function
-    above is its one-node twin, and the tests compare them).
-
-    Parameters
-    ----------
-    mass : ndarray of float64, shape (n_nodes, max_width)
-        Each node's candidates' mass, 0 past its ``width``.
-    width : ndarray of int64, shape (n_nodes,)
-
-    Returns
-    -------
-    ndarray of int64, shape (n_nodes, max_width)
-        0 past each node's width.
-    """
-    total = np.cumsum(mass, axis=1)[:, -1:]  # (trailing zeros leave an ordered sum as is)
-    has_mass = total > 0
-    share = np.divide(mass, total, out=np.zeros_like(mass), where=has_mass)
-    uniform = np.where(has_mass, UNIFORM_SHARE, 1.0) / width[:, None]
-    weights = np.floor(((1.0 - UNIFORM_SHARE) * share + uniform)
-                       * 2.0**WEIGHT_BITS).astype(np.int64) + 1
-    return np.where(np.arange(mass.shape[1])[None, :] < width[:, None], weights, 0)
-
-
 class ReleasedMass:
-    """The released mass of every feature's bins, over the current cuts.
+    """The released mass of every feature's bins, over the current cuts (``mass``: float64
+    of shape (n_features, max(n_cuts) + 1), the random-tree kernel's ``mass``).
 
     Parameters
     ----------
@@ -101,32 +62,3 @@ class ReleasedMass:
         row = self.mass[feature]
         for (lo, hi), h in zip(leaf_ranges, noisy_denominators):
             row[lo:hi + 1] += max(float(h), 0.0) / (hi - lo + 1)
-
-    def draw_thresholds(self, features, start, width, rng):
-        """One threshold per node at a random quantile of its feature's reachable mass.
-
-        Parameters
-        ----------
-        features, start, width : ndarray of int64, shape (n_nodes,)
-            Each node's feature and candidates ``start .. start + width - 1`` (width >= 1).
-        rng : RandomStream
-            The tree's structure stream: one exact draw per node
-            (:meth:`~dpxgb_dask.privacy.randomness.RandomStream.uniform_below` of the node's
-            total weight), in the nodes' order.
-
-        Returns
-        -------
-        ndarray of int64, shape (n_nodes,)
-        """
-        features = np.asarray(features, dtype=np.int64)
-        start = np.asarray(start, dtype=np.int64)
-        width = np.asarray(width, dtype=np.int64)
-        span = np.arange(int(width.max(initial=1)))
-        inside = span[None, :] < width[:, None]
-        bins = np.where(inside, start[:, None] + span[None, :], 0)
-        mass = np.where(inside, self.mass[features[:, None], bins], 0.0)
-        weights = quantile_weight_rows(mass, width)
-        cumulative = np.cumsum(weights, axis=1)
-        picks = rng.uniform_below(cumulative[:, -1])
-        # the first candidate whose cumulative weight exceeds the pick
-        return start + np.argmax(cumulative > picks[:, None], axis=1)

@@ -22,12 +22,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import categories
+from .._core.random_tree import draw_random_tree
 from ..privacy.exponential import ExponentialMechanism
 from ..privacy.mechanisms import histogram_mechanism
 from .gains import (ReleasedNoise, argmax_random_ties, candidate_mask, category_order,
                     collapse_at_thresholds, decode_candidates, random_category_subset,
                     reachable_bins, split_gains, threshold_ranges)
-from .released_mass import ReleasedMass
+from .released_mass import UNIFORM_SHARE, WEIGHT_BITS, ReleasedMass
 from .tree import child_totals, level_splits, node_totals
 
 
@@ -54,6 +55,10 @@ class LevelChoice(NamedTuple):
     child_sums: np.ndarray
 
 
+#: No released mass: the random thresholds are uniform.
+_NO_MASS = np.zeros((0, 0))
+
+
 class SplitMethod:
     """What every split method of a fit holds: its plan, streams and per-fit constants.
 
@@ -76,7 +81,7 @@ class SplitMethod:
     -----
     A data-dependent method (:class:`LevelSplitMethod`) decides each level from its
     histograms; a data-independent one draws a whole tree before any row is read
-    (:meth:`RandomSplits.draw`).
+    (:meth:`RandomSplits.draw_tree`).
     """
 
     #: The method reads the rows: one message round and one release per level.
@@ -162,7 +167,7 @@ class RandomSplits(SplitMethod):
     bin range (a categorical feature: a uniformly random non-empty proper subset of its
     categories), and a direction for missing values by a fair coin, from the fit's public
     structure stream. Nothing here reads the data: no privacy is spent, and the whole tree
-    is drawn before its one round (:meth:`draw`).
+    is drawn before its one round (:meth:`draw_tree`).
 
     With ``interaction_thresholds="quantile"`` a node that draws its own feature puts its
     threshold at a random quantile of the feature's mass that the one-feature trees' leaf
@@ -182,6 +187,14 @@ class RandomSplits(SplitMethod):
         self.released_mass = None
         #: "staged": the rounds before this one grow one-feature trees (public).
         self.main_effect_rounds = -(-plan.params.n_estimators // 2)
+        self.max_depth = plan.params.max_depth
+        self._categorical_codes = np.zeros(self.n_features, dtype=np.uint8) \
+            if self.categorical is None else self.categorical.astype(np.uint8)
+        # words a tree reads: per split node at most three bounded draws (a second word
+        # is rare) and twice a categorical subset's words on average
+        set_words = 0 if self.categorical is None else 2 * -(-(int(plan.params.max_bin) + 1)
+                                                          // 64)
+        self._words_per_tree = 64 + (2**self.max_depth) * (4 + set_words)
 
     def one_feature(self, boosting_round, n_features):
         """The one feature every node of the round's trees splits on, or None when each
@@ -228,57 +241,42 @@ class RandomSplits(SplitMethod):
         if feature is not None:
             self.released_mass.add_tree(feature, leaf_ranges[:, feature, :], covers)
 
-    def draw(self, tree, nodes, ranges, n_cuts, *, rng):
-        """The random splits of one level of tree ``tree``.
+    def draw_tree(self, tree, n_cuts):
+        """Draw tree ``tree``'s whole structure from its structure stream
+        (``FitStreams.tree_structure_stream``), in one kernel call
+        (``_core.random_tree.draw_random_tree``, whose notes give the order of the
+        draws).
 
         Parameters
         ----------
         tree : int
-        nodes : ndarray of int64, shape (n_nodes,)
-        ranges : ndarray of int, shape (n_nodes, n_features, 2)
         n_cuts : ndarray of int, shape (n_features,)
-        rng : RandomStream
-            The tree's structure stream (``FitStreams.tree_structure_stream``), read by
-            the levels in order.
 
         Returns
         -------
-        LevelSplits
+        heap : tuple of ndarray
+            ``(is_split, feature, split_bin, missing_left, category_set)`` by heap id, the
+            layout of ``_core.partition.route_to_leaves``.
+        leaves : ndarray of int64
+            Heap ids of the leaves.
+        leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2), or None
+            Their reachable bins, in the order of ``leaves``, when the method observes
+            leaves (``observes_leaves``).
         """
-        n_nodes, n_features = ranges.shape[:2]
-        categorical = self.categorical
-        start_all, width_all = threshold_ranges(ranges, n_cuts, categorical)
-        splittable = ranges[:, :, 1] > ranges[:, :, 0]
-        one_feature = self.one_feature(tree // self.trees_per_round, n_features)
-        if one_feature is not None:
-            allowed = np.zeros_like(splittable)
-            allowed[:, one_feature] = True
-            splittable = splittable & allowed
-        n_ok = splittable.sum(axis=1)
-        is_split = n_ok > 0
-        feature = np.zeros(n_nodes, dtype=np.int32)
-        threshold = np.zeros(n_nodes, dtype=np.int32)
-        missing_left = np.zeros(n_nodes, dtype=bool)
-        rows = np.flatnonzero(is_split)
-        if rows.size:
-            # The k-th splittable feature of each node, k uniform in [0, n_ok).
-            k = rng.uniform_below(n_ok[rows])
-            rank = np.cumsum(splittable[rows], axis=1) - 1
-            f = np.argmax(splittable[rows] & (rank == k[:, None]), axis=1)
-            feature[rows] = f
-            if one_feature is None and self.released_mass is not None:
-                threshold[rows] = self.released_mass.draw_thresholds(
-                    f, start_all[rows, f], width_all[rows, f], rng)
-            else:
-                threshold[rows] = start_all[rows, f] + rng.uniform_below(width_all[rows, f])
-            missing_left[rows] = rng.uniform_below(2, size=rows.size).astype(bool)
-        left_codes = None
-        if categorical is not None:  # a categorical feature: a random subset of its categories
-            left_codes = [random_category_subset(int(n_cuts[feature[i]]) + 1, rng)
-                          if is_split[i] and categorical[feature[i]] else None
-                          for i in range(n_nodes)]
-        return level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
-                            left_codes)
+        n_cuts = np.ascontiguousarray(n_cuts, dtype=np.int64)
+        one_feature = self.one_feature(tree // self.trees_per_round, self.n_features)
+        mass = (self.released_mass.mass if one_feature is None
+                and self.released_mass is not None else _NO_MASS)
+        n_words, replay = self._words_per_tree, False
+        while True:  # a longer buffer starts with the same words (public: no data read)
+            words = self.streams.tree_structure_stream(tree, replay).uint64(n_words)
+            drawn = draw_random_tree(n_cuts, self._categorical_codes,
+                                     -1 if one_feature is None else one_feature,
+                                     self.max_depth, mass, UNIFORM_SHARE, WEIGHT_BITS, words,
+                                     self.observes_leaves)
+            if drawn is not None:
+                return drawn[1:]
+            n_words, replay = 4 * n_words, True
 
 
 class ExponentialSplits(LevelSplitMethod):

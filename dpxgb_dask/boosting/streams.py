@@ -70,11 +70,13 @@ class FitStreams:
         """The stream of the data-independent choices of tree ``tree`` at ``depth``."""
         return self.structure.stream(purpose="split", tree=tree, depth=depth)
 
-    def tree_structure_stream(self, tree):
-        """The one stream of a totally random tree's whole structure (every level's draws,
+    def tree_structure_stream(self, tree, replay=False):
+        """The one stream of a totally random tree's whole structure (every node's draws,
         in order, from one cipher context:
-        :class:`~dpxgb_dask.privacy.randomness.SequentialStream`)."""
-        return self.structure.stream(purpose="random_tree", tree=tree, sequential=True)
+        :class:`~dpxgb_dask.privacy.randomness.SequentialStream`); ``replay``: read it
+        again from its start (a longer buffer of the same words)."""
+        return self.structure.stream(purpose="random_tree", tree=tree, sequential=True,
+                                     replay=replay)
 
     def sampling_key(self, purpose, tree=None):
         """A secret 256-bit key of row subsamples

@@ -58,6 +58,14 @@ class Tree:
         self.splits[int(node)] = (int(feature), int(bin_threshold), bool(missing_left),
                                   bool(categorical), words)
 
+    def add_heap_splits(self, is_split, feature, split_bin, missing_left, category_set):
+        """Record the splits of heap-indexed decision arrays (the layout of
+        :meth:`LevelSplits.as_heap_arrays`; ``is_split`` 1 numerical, 2 categorical)."""
+        for node in np.flatnonzero(is_split).tolist():
+            categorical = bool(is_split[node] == 2)
+            self.add_split(node, feature[node], split_bin[node], missing_left[node],
+                           categorical, category_set[node] if categorical else None)
+
     def add_leaf(self, node, value, cover=1.0):
         """Record that heap node ``node`` is a leaf with output ``value`` and ``cover`` (a
         released denominator, or 1: :func:`~dpxgb_dask.boosting.leaves.leaf_covers`)."""
@@ -286,28 +294,3 @@ def child_totals(histograms, splits):
             left = left + cells[-1]
         out.extend([left, total - left])
     return np.array(out, dtype=np.float64).reshape(-1, 3)
-
-
-def merge_levels(levels):
-    """The heap-indexed decisions of several levels of one tree as one set of arrays
-    (levels hold different node ids): a whole random tree's structure, sent to the
-    partitions in one :class:`~dpxgb_dask.boosting.protocol.Round` (``tree_splits``) for
-    ``_core.partition.route_to_leaves``.
-
-    Parameters
-    ----------
-    levels : list of tuple of ndarray
-        ``(is_split, feature, split_bin, missing_left, category_set)`` of each level
-        (:meth:`~dpxgb_dask.boosting.tree.LevelSplits.as_heap_arrays`).
-
-    Returns
-    -------
-    tuple of ndarray
-    """
-    size = max(level[0].shape[0] for level in levels)
-    merged = [np.zeros((size,) + a.shape[1:], dtype=a.dtype) for a in levels[0]]
-    for level in levels:
-        where = np.flatnonzero(level[0])
-        for out, values in zip(merged, level):
-            out[where] = values[where]
-    return tuple(merged)

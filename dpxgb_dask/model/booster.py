@@ -105,6 +105,7 @@ class Booster:
         self._node_arrays = {name: np.zeros(0, dtype=dtype)
                              for name, dtype in NODE_FIELDS.items()}
         self._appended = []  # trees appended since the nodes were last joined
+        self._appended_nodes = 0  # their nodes
         self._tree_roots = np.zeros(0, dtype=np.int32)
         self._tree_class = np.zeros(0, dtype=np.int32)
 
@@ -125,11 +126,11 @@ class Booster:
         if (output_class is None) != (self.n_classes is None):
             raise ValueError("output_class is given for a multi:softprob forest, and only then")
         arrays = tree.to_arrays()
-        offset = self._node_arrays["feature"].shape[0] + sum(
-            a["feature"].shape[0] for a in self._appended)
+        offset = self._node_arrays["feature"].shape[0] + self._appended_nodes
         for name in ("left", "right"):
             arrays[name] = np.where(arrays[name] >= 0, arrays[name] + offset, -1).astype(np.int32)
         self._appended.append(arrays)  # (joined when next read: not once per tree)
+        self._appended_nodes += arrays["feature"].shape[0]
         self._tree_roots = np.append(self._tree_roots, np.int32(offset)).astype(np.int32)
         self._tree_class = np.append(self._tree_class, np.int32(output_class or 0))
 
@@ -140,7 +141,7 @@ class Booster:
             self._node_arrays = {name: np.concatenate(
                 [self._node_arrays[name]] + [a[name] for a in self._appended])
                 for name in NODE_FIELDS}
-            self._appended = []
+            self._appended, self._appended_nodes = [], 0
         return self._node_arrays
 
     def append_forest(self, other):

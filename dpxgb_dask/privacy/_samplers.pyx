@@ -33,14 +33,10 @@ from cython.parallel cimport prange
 
 import numpy as np
 
+from .._core.common cimport mul_high
+
 cdef extern from *:
     """
-    /* 128-bit products, in C: Cython would narrow a 128-bit type to 64 bits in mixed arithmetic */
-    static inline uint64_t dpxgb_mul_high(uint64_t a, uint64_t b, uint64_t* low) {
-        unsigned __int128 m = (unsigned __int128)a * b;
-        *low = (uint64_t)m;
-        return (uint64_t)(m >> 64);
-    }
     /* a*a = whole*den + frac, whole as (high, low) words; returns frac */
     static inline uint64_t dpxgb_square_divmod(uint64_t a, uint64_t den, uint64_t* whole_high,
                                                uint64_t* whole_low) {
@@ -57,7 +53,6 @@ cdef extern from *:
         return (uint64_t)(square - whole * den);
     }
     """
-    uint64_t mul_high "dpxgb_mul_high" (uint64_t a, uint64_t b, uint64_t* low) noexcept nogil
     uint64_t square_divmod "dpxgb_square_divmod" (uint64_t a, uint64_t den, uint64_t* whole_high,
                                                   uint64_t* whole_low) noexcept nogil
 

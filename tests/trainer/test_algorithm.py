@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from dpxgb_dask.boosting import gains, tree
+from dpxgb_dask.boosting import gains
 from dpxgb_dask.boosting.candidates import hessian_refined_cuts, uniform_cuts
 from dpxgb_dask.boosting.splits import ExponentialSplits, RandomSplits
 from dpxgb_dask.params import PRESETS, resolve_params, with_overrides
@@ -57,57 +57,63 @@ def test_learns_at_large_epsilon(seed, classification_data, split_method):
     assert roc_auc_score(y[3000:], booster.predict(X[3000:])) > 0.85
 
 
-def test_random_splits_respect_reachable_ranges(release_plan, fit_streams):
+def test_random_trees_split_within_reachable_ranges(release_plan, fit_streams):
+    """``RandomSplits.draw_tree``: each split within its node's reachable bins (the
+    kernel's own test checks every case against its twin); a cyclic round's one feature."""
     streams = fit_streams(0)
-    method = RandomSplits(release_plan(3, feature_selection="random"), streams)
+    method = RandomSplits(release_plan(3, feature_selection="random", max_depth=4), streams)
     n_cuts = np.array([5, 1, 0])
-    ranges = np.zeros((4, 3, 2), dtype=np.int64)
-    ranges[:, :, 1] = n_cuts
-    ranges[3, 0] = [2, 2]  # feature 0 exhausted at node 3
-    ranges[3, 1] = [1, 1]
-    nodes = np.arange(4)
-    rng = streams.tree_structure_stream(0)
-    for _ in range(50):
-        splits = method.draw(0, nodes, ranges, n_cuts, rng=rng)
-        assert not splits.is_split[3]
-        for i in range(3):
-            f, t = splits.feature[i], splits.bin_threshold[i]
-            assert f in (0, 1) and ranges[i, f, 0] <= t < ranges[i, f, 1]
-        children = tree.child_ranges(ranges[:3], splits)
-        assert children.shape == (6, 3, 2)
-    cyclic = RandomSplits(release_plan(3, feature_selection="cyclic"), streams)
-    assert np.all(cyclic.draw(4, nodes[:3], ranges[:3], n_cuts,
-                              rng=streams.tree_structure_stream(4)).feature == 1)  # 4 mod 3
+    for t in range(30):
+        (is_split, feature, split_bin, _, _), leaves, _ = method.draw_tree(t, n_cuts)
+        ranges = {0: np.stack([np.zeros(3, np.int64), n_cuts], axis=1)}
+        for node in np.flatnonzero(is_split):
+            f, b = feature[node], split_bin[node]
+            assert f in (0, 1) and ranges[node][f, 0] <= b < ranges[node][f, 1]
+            left, right = ranges[node].copy(), ranges[node].copy()
+            left[f, 1], right[f, 0] = b, b + 1
+            ranges[2 * node + 1], ranges[2 * node + 2] = left, right
+        assert set(leaves.tolist()) <= set(ranges)
+    cyclic = RandomSplits(release_plan(3, feature_selection="cyclic"), fit_streams(1))
+    heap = cyclic.draw_tree(4, n_cuts)[0]
+    assert heap[0][0] and np.all(heap[1][heap[0] > 0] == 1)  # 4 mod 3
+
+
+def test_a_tree_whose_words_run_out_is_drawn_again_from_the_same_stream(release_plan,
+                                                                         fit_streams):
+    plan = release_plan(3, feature_selection="random", max_depth=5)
+    short = RandomSplits(plan, fit_streams(0))
+    short._words_per_tree = 3  # every tree reads its stream again, longer
+    enough = RandomSplits(plan, fit_streams(0))
+    n_cuts = np.array([30, 7, 12])
+    for t in range(5):
+        for a, b in zip(short.draw_tree(t, n_cuts)[0], enough.draw_tree(t, n_cuts)[0]):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_mixed_trees_alternate_one_feature_and_a_feature_per_node(release_plan, fit_streams):
     """feature_selection="mixed": round 2k grows a one-feature tree on feature k mod m, round
-    2k + 1 draws a feature per node (uniform over the splittable ones: chi-square), from
-    the public structure stream alone."""
+    2k + 1 draws a feature per node (uniform over the splittable ones at the root:
+    chi-square), from the public structure stream alone."""
     from scipy.stats import chisquare
 
-    method = RandomSplits(release_plan(4, feature_selection="mixed"), fit_streams(0, 9))
+    plan = release_plan(4, feature_selection="mixed", max_depth=3)
+    method = RandomSplits(plan, fit_streams(0, 9))
     n_cuts = np.full(4, 8)
-    ranges = np.zeros((64, 4, 2), dtype=np.int64)
-    ranges[:, :, 1] = n_cuts
-    nodes = np.arange(64)
-    for boosting_round in range(8):
+    roots = []
+    for boosting_round in range(400):
         assert method.one_feature(boosting_round, 4) == (
             (boosting_round // 2) % 4 if boosting_round % 2 == 0 else None)
-        features = method.draw(boosting_round, nodes, ranges, n_cuts,
-                               rng=method.streams.tree_structure_stream(boosting_round)).feature
+        is_split, features = method.draw_tree(boosting_round, n_cuts)[0][:2]
         if boosting_round % 2 == 0:
-            assert np.all(features == (boosting_round // 2) % 4)
+            assert np.all(features[is_split > 0] == (boosting_round // 2) % 4)
         else:
-            counts = np.bincount(features, minlength=4)
-            assert chisquare(counts).pvalue > 1e-3 and np.count_nonzero(counts) == 4
-    other_noise = RandomSplits(release_plan(4, feature_selection="mixed"), fit_streams(1, 9))
-    again = RandomSplits(release_plan(4, feature_selection="mixed"), fit_streams(0, 9))
-    np.testing.assert_array_equal(
-        other_noise.draw(5, nodes, ranges, n_cuts,
-                         rng=other_noise.streams.tree_structure_stream(5)).feature,
-        again.draw(5, nodes, ranges, n_cuts,
-                   rng=again.streams.tree_structure_stream(5)).feature)
+            roots.append(features[0])
+    counts = np.bincount(roots, minlength=4)
+    assert chisquare(counts).pvalue > 1e-3 and np.count_nonzero(counts) == 4
+    other_noise = RandomSplits(plan, fit_streams(1, 9))
+    again = RandomSplits(plan, fit_streams(0, 9))
+    for a, b in zip(other_noise.draw_tree(5, n_cuts)[0], again.draw_tree(5, n_cuts)[0]):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_leaf_value_sensitivity_holds_and_is_tight_by_brute_force():

@@ -237,28 +237,33 @@ def test_version_1_model_files_still_load_and_predict_the_same():
 def test_random_category_splits_draw_every_category_and_keep_the_ranges(release_plan,
                                                                        fit_streams):
     n_cuts = np.array([4, 9])  # feature 0: 5 categories
-    ranges = np.zeros((400, 2, 2), dtype=np.int64)
-    ranges[:, :, 1] = n_cuts
-    ranges[:, 1] = [3, 5]  # a numerical range narrowed by ancestors
-    method = RandomSplits(release_plan(2, feature_selection="random",
+    method = RandomSplits(release_plan(2, feature_selection="random", max_depth=3,
                                        categories=[list("abcde"), None]), fit_streams(0))
-    splits = method.draw(0, np.arange(400), ranges, n_cuts,
-                         rng=method.streams.tree_structure_stream(0))
-    on_category = splits.feature == 0
-    sets = [set(category_set_codes(w)) for w in splits.category_set[on_category]]
+    sets, numerical = [], 0
+    for t in range(100):
+        (is_split, feature, split_bin, _, category_set), _, _ = method.draw_tree(t, n_cuts)
+        on_category = (is_split > 0) & (feature == 0)
+        assert np.all(is_split[on_category] == 2) and np.all(is_split[feature == 1] != 2)
+        for node in np.flatnonzero(on_category):
+            codes = category_set_codes(category_set[node])
+            assert split_bin[node] == min(codes)
+            sets.append(set(codes))
+        assert not category_set[~on_category].any()
+        numerical += int(np.count_nonzero(is_split == 1))
     # non-empty proper subsets, every category in some and out of some, all sizes
     assert all(0 < len(c) < 5 for c in sets)
     assert set().union(*sets) == set(range(5))
     assert all(any(k not in c for c in sets) for k in range(5))
     assert {len(c) for c in sets} == {1, 2, 3, 4}
-    assert splits.bin_threshold[on_category].tolist() == [min(c) for c in sets]
-    assert not splits.category_set[~on_category].any()
-    assert np.array_equal(splits.categorical, on_category)
-    assert np.all((splits.bin_threshold[~on_category] >= 3)
-                  & (splits.bin_threshold[~on_category] < 5))
+    assert numerical > 0
+    # a category split leaves the children's bin ranges as they are
+    ranges = np.zeros((1, 2, 2), dtype=np.int64)
+    ranges[0, :, 1] = n_cuts
+    splits = tree.level_splits(np.array([0]), np.array([True]), np.array([0]), np.array([2]),
+                               np.array([False]), np.array([True, False]), [[1, 3]])
     children = tree.child_ranges(ranges, splits)
-    first = np.flatnonzero(on_category)[0]
-    np.testing.assert_array_equal(children[2 * first], ranges[first])
+    np.testing.assert_array_equal(children[0], ranges[0])
+    np.testing.assert_array_equal(children[1], ranges[0])
 
 
 # -- fits ------------------------------------------------------------------------------------

@@ -162,6 +162,18 @@ def test_quantized_sums_are_exact_in_any_order():
     assert h.min() >= 0.0 and h.max() <= 0.25
 
 
+def _merge_levels(levels):
+    """The heap-indexed decisions of several levels of one tree as one set of arrays (the
+    layout of ``Round.tree_splits``)."""
+    size = max(level[0].shape[0] for level in levels)
+    merged = [np.zeros((size,) + a.shape[1:], dtype=a.dtype) for a in levels[0]]
+    for level in levels:
+        where = np.flatnonzero(level[0])
+        for out, values in zip(merged, level):
+            out[where] = values[where]
+    return tuple(merged)
+
+
 def _random_level(rng, nodes, n_features, n_cuts):
     size = int(max(nodes)) + 1
     heap = [np.zeros(size, np.uint8), np.zeros(size, np.int32), np.zeros(size, np.uint8),
@@ -178,7 +190,7 @@ def _random_level(rng, nodes, n_features, n_cuts):
 def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
     """TreeEnd reuses the positions found while growing (rows outside the tree included);
     the result must be what predicting the tree on the binned rows gives."""
-    from dpxgb_dask.boosting.tree import Tree, merge_levels
+    from dpxgb_dask.boosting.tree import Tree
 
     rng = np.random.default_rng(seed)
     state = _binned_part(rng, n_rows=3000, objective=Objective("reg:squarederror", (-1, 1)))
@@ -198,7 +210,7 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
             else:
                 tree.add_leaf(node, 0.0)
         nodes = children
-    state.run(protocol.Round(seq=2, tree_splits=merge_levels(levels[:-1])))
+    state.run(protocol.Round(seq=2, tree_splits=_merge_levels(levels[:-1])))
     leaf_values = rng.normal(size=2 ** 4)
     for node in nodes + [n for n in tree.leaves]:
         tree.add_leaf(node, leaf_values[node])
