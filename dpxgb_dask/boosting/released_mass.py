@@ -59,6 +59,10 @@ class ReleasedMass:
         noisy_denominators : ndarray of float64, shape (n_leaves,)
             The leaves' released denominators (covers), in the order of ``leaf_ranges``.
         """
-        row = self.mass[feature]
-        for (lo, hi), h in zip(leaf_ranges, noisy_denominators):
-            row[lo:hi + 1] += max(float(h), 0.0) / (hi - lo + 1)
+        lo, hi = leaf_ranges[:, 0], leaf_ranges[:, 1]
+        width = hi - lo + 1
+        share = np.maximum(np.asarray(noisy_denominators, dtype=np.float64), 0.0) / width
+        # every bin of every leaf, leaf by leaf: one addition per (leaf, bin), in leaf order
+        first = np.repeat(np.cumsum(width) - width, width)
+        bins = np.repeat(lo, width) + np.arange(int(width.sum())) - first
+        np.add.at(self.mass[feature], bins, np.repeat(share, width))
