@@ -100,6 +100,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import functools
 import math
 
 import dp_accounting
@@ -111,6 +112,7 @@ from .composition import (Sampled, Single, amplified_epsilon, as_ledger, check_f
                           composition_terms, distinct_terms, effective_multiplier,
                           gaussian_shares, has_pure_choice, is_pure_choice, part_profile,
                           pure_sum, rdp_only, selections)
+from .ledger import Ledger
 from .selection import repeat_and_select_rdp
 from .validation import check_delta, check_epsilon
 
@@ -572,6 +574,14 @@ def privacy_report(ledger, delta):
     """
     delta = check_delta(delta)
     ledger = as_ledger(ledger)
+    return dict(_ledger_report(ledger.to_json(), delta))
+
+
+@functools.lru_cache(maxsize=64)
+def _ledger_report(ledger_json, delta):
+    """:func:`privacy_report` of a ledger by its public events (a fit's scheduler and its
+    client, and fits of the same parameters, account the same ledger once)."""
+    ledger = Ledger.from_json(ledger_json)
     out = {"delta": delta, "n_events": len(ledger)}
     for name in ("basic", "rdp", "pld"):
         out[name] = get_accountant(name).get_epsilon(ledger, delta)
