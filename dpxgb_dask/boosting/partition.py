@@ -17,6 +17,7 @@ one returns its result without applying it again, so that a round retried after 
 idempotent.
 """
 from dataclasses import dataclass
+import os
 
 import numpy as np
 
@@ -111,6 +112,17 @@ def make_part(X, y, objective):
     return RawPart(X, objective.labels_in_domain(y), weights, margins)
 
 
+def kernel_threads(n_threads):
+    """The kernels' threads for ``n_threads``: itself, or for -1 every CPU this process may
+    run on (``n_jobs=-1``)."""
+    if int(n_threads) != -1:
+        return int(n_threads)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1
+
+
 def bin_rows(X, feature_bounds, cuts, missing_bin, n_threads=1, out=None):
     """Bin rows, clipped to the public bounds, with the (DP or public) cut points.
 
@@ -185,7 +197,7 @@ class PartitionState:
         self.raw = raw
         self.objective = objective
         self.index = int(index)
-        self.n_threads = int(n_threads)
+        self.n_threads = kernel_threads(n_threads)
         self.labels = self.y = objective.scale_labels(raw.y)
         self.held_out = None
         self.row_offset = 0

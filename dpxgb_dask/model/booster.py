@@ -20,6 +20,7 @@ from ..objective import OBJECTIVES, softmax
 from . import explain
 from .dask_predict import explain_dask, predict_dask
 from .signature import check_signature, signature
+from .xgboost_api import XGBoostMethods, dmatrix_inputs
 from .xgboost_json import to_xgboost_json
 
 #: Version of the JSON model format written by :meth:`Booster.save_model`.
@@ -51,7 +52,7 @@ NODE_FIELDS = {
 }
 
 
-class Booster:
+class Booster(XGBoostMethods):
     """A differentially private gradient-boosted forest.
 
     Parameters
@@ -226,34 +227,6 @@ class Booster:
         """Margins per row: K for multi:softprob, 1 otherwise."""
         return self.n_classes or 1
 
-    def feature_importance(self, importance_type="leaf_spread"):
-        """Importance of each feature, computed from the model's public values only: it
-        releases nothing the model does not.
-
-        Parameters
-        ----------
-        importance_type : {"leaf_spread", "weight", "cover", "total_cover"}
-            "weight": the number of splits on the feature (with random splits, how features
-            were drawn). "total_cover" and "cover": the sum and the mean over its splits of
-            the split node's cover (XGBoost's; covers are released leaf masses summed up
-            the tree). "leaf_spread": the sum over its splits of the absolute difference
-            between the unweighted mean leaf value under the left child and the right one
-            (which splits the noisy leaves say matter, for random splits too).
-
-        Returns
-        -------
-        ndarray of float64, shape (n_features,)
-            Normalised to sum to 1 (all zeros for a forest without splits).
-        """
-        return explain.feature_importance(self, importance_type)
-
-    def trees_to_dataframe(self):
-        """One row per node, like ``xgboost.Booster.trees_to_dataframe`` (needs pandas);
-        ``class`` is the class of the node's tree (0 unless multi:softprob); a
-        ``categorical`` split sends the categories of the list ``category`` left
-        (``threshold`` NaN)."""
-        return explain.trees_to_dataframe(self)
-
     # -- prediction -------------------------------------------------------------------
 
     def training_columns(self, X):
@@ -353,7 +326,8 @@ class Booster:
         ----------
         X : array-like, dask array or dask dataframe of shape (n_samples, n_features)
             Dask inputs are scored lazily where their blocks are (the model travels with
-            the tasks); anything else here, by the Cython kernel.
+            the tasks); anything else here, by the Cython kernel. An ``xgboost.DMatrix``
+            gives its rows and base margins (:func:`~dpxgb_dask.model.xgboost_api.dmatrix_inputs`).
         output_margin : bool
             Return the raw margin instead of the transformed prediction (regression
             predictions are the margin clipped to ``label_bounds``).
@@ -377,6 +351,7 @@ class Booster:
         ndarray of float64, shape (n_samples,), or (n_samples, K) for multi:softprob; a dask
         array (or series) for dask inputs
         """
+        X, base_margin = dmatrix_inputs(X, base_margin)
         if iteration_range is not None and tuple(iteration_range) != (0, 0):
             return self.rounds(iteration_range).predict(X, output_margin, n_threads, encoded,
                                                         pred_leaf, pred_contribs,

@@ -29,39 +29,84 @@ def node_covers(left, right, cover):
 
 
 #: Kinds of :func:`feature_importance` (public values only).
-IMPORTANCE_TYPES = ("leaf_spread", "weight", "cover", "total_cover")
+IMPORTANCE_TYPES = ("leaf_spread", "weight", "gain", "total_gain", "cover", "total_cover")
 
 
-def feature_importance(booster, importance_type="leaf_spread"):
-    """:meth:`Booster.feature_importance <dpxgb_dask.model.booster.Booster.feature_importance>`."""
+def _below(nodes, internal, leaf_values):
+    """Each node's sum of ``leaf_values`` over the leaves below it (children follow their
+    parent in the flat arrays: one backward pass)."""
+    out = np.where(nodes["left"] < 0, leaf_values, 0.0)
+    for j in internal[::-1]:
+        out[j] = out[nodes["left"][j]] + out[nodes["right"][j]]
+    return out
+
+
+def split_gains(booster):
+    """Each node's gain, estimated from the released leaves (post-processing).
+
+    A leaf's value is ``v = -η G / (H + λ)`` before its clipping, with H its released
+    denominator (its cover), so its gradient sum is taken as ``G = -(v / η)(H + λ)``; a
+    node's G and H are those of the leaves below it, and a split's gain is XGBoost's loss
+    change ``G_L²/(H_L + λ) + G_R²/(H_R + λ) - G²/(H + λ)``.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_nodes,)
+        0 at the leaves.
+    """
+    nodes = booster.nodes
+    internal = np.flatnonzero(nodes["left"] >= 0)
+    rate = float(booster.params.get("learning_rate", 1.0))
+    lam = float(booster.params.get("reg_lambda", 0.0))
+    is_leaf = nodes["left"] < 0
+    gradient = _below(nodes, internal, np.where(
+        is_leaf, -nodes["value"] / rate * (nodes["cover"] + lam), 0.0))
+    hessian = nodes["cover"]  # (a split node's: its leaves' sum, node_covers)
+    term = gradient ** 2 / np.maximum(hessian + lam, np.finfo(float).tiny)
+    gain = np.zeros(is_leaf.shape[0])
+    gain[internal] = (term[nodes["left"][internal]] + term[nodes["right"][internal]]
+                      - term[internal])
+    return gain
+
+
+def feature_scores(booster, importance_type):
+    """Each feature's importance before normalisation (XGBoost's ``get_score``): the number
+    of splits on it (``"weight"``), the sum (``"total_gain"``, ``"total_cover"``) or mean
+    (``"gain"``, ``"cover"``) over them of :func:`split_gains` or the split node's cover, or
+    ``"leaf_spread"`` (:meth:`Booster.feature_importance
+    <dpxgb_dask.model.booster.Booster.feature_importance>`).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_features,)
+    """
     if importance_type not in IMPORTANCE_TYPES:
         raise ValueError(f"importance_type must be one of {list(IMPORTANCE_TYPES)}, "
                          f"got {importance_type!r}")
     nodes = booster.nodes
     internal = np.flatnonzero(nodes["left"] >= 0)
+    features = nodes["feature"][internal]
+    splits = np.bincount(features, minlength=booster.n_features).astype(np.float64)
     if importance_type == "weight":
-        score = np.bincount(nodes["feature"][internal], minlength=booster.n_features)
-    elif importance_type in ("cover", "total_cover"):  # (XGBoost's, from released covers)
-        features = nodes["feature"][internal]
-        score = np.bincount(features, weights=nodes["cover"][internal],
-                            minlength=booster.n_features)
-        if importance_type == "cover":  # the mean over the feature's splits
-            splits = np.bincount(features, minlength=booster.n_features)
-            score = np.where(splits > 0, score / np.maximum(splits, 1), 0.0)
-    else:
-        # Children follow their parent in the flat arrays: one backward pass gives
-        # each node's sum and number of leaves below it.
-        leaf_sum = np.where(nodes["left"] < 0, nodes["value"], 0.0)
-        n_leaves = (nodes["left"] < 0).astype(np.float64)
-        for j in internal[::-1]:
-            left, right = nodes["left"][j], nodes["right"][j]
-            leaf_sum[j] = leaf_sum[left] + leaf_sum[right]
-            n_leaves[j] = n_leaves[left] + n_leaves[right]
-        mean = leaf_sum / np.maximum(n_leaves, 1.0)
-        spread = np.abs(mean[nodes["left"][internal]] - mean[nodes["right"][internal]])
-        score = np.bincount(nodes["feature"][internal], weights=spread,
-                            minlength=booster.n_features)
-    score = score.astype(np.float64)
+        return splits
+    if importance_type == "leaf_spread":
+        is_leaf = (nodes["left"] < 0).astype(np.float64)
+        mean = _below(nodes, internal, nodes["value"] * is_leaf) / np.maximum(
+            _below(nodes, internal, is_leaf), 1.0)
+        per_split = np.abs(mean[nodes["left"][internal]] - mean[nodes["right"][internal]])
+    elif importance_type.endswith("gain"):
+        per_split = split_gains(booster)[internal]
+    else:  # (XGBoost's cover, from released covers)
+        per_split = nodes["cover"][internal]
+    total = np.bincount(features, weights=per_split, minlength=booster.n_features)
+    if importance_type in ("gain", "cover"):  # the mean over the feature's splits
+        return np.where(splits > 0, total / np.maximum(splits, 1.0), 0.0)
+    return total
+
+
+def feature_importance(booster, importance_type="leaf_spread"):
+    """:meth:`Booster.feature_importance <dpxgb_dask.model.booster.Booster.feature_importance>`."""
+    score = feature_scores(booster, importance_type)
     total = score.sum()
     return score / total if total > 0 else score
 

@@ -8,7 +8,7 @@ def plot_importance(model, importance_type="leaf_spread", max_features=20, ax=No
     Parameters
     ----------
     model : Booster, DPXGBClassifier or DPXGBRegressor
-    importance_type : {"leaf_spread", "weight", "cover", "total_cover"}
+    importance_type : {"leaf_spread", "weight", "gain", "total_gain", "cover", "total_cover"}
         See :meth:`~dpxgb_dask.model.booster.Booster.feature_importance` (public values only).
     max_features : int
         Show at most this many features.

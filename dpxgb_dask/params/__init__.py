@@ -6,6 +6,7 @@ The papers' presets are in :mod:`~dpxgb_dask.params.presets`, the default's ε s
 :mod:`~dpxgb_dask.params.defaults`. Every parameter is public: it is saved with the model.
 """
 from dataclasses import asdict, dataclass, fields, replace
+import numbers
 
 import numpy as np
 
@@ -215,7 +216,8 @@ class TrainParams:
         fit can be reproduced exactly. Warns with a ``PrivacyLeakWarning``: two such fits on
         neighbouring datasets have identical noise, which cancels in their difference.
     n_threads : int
-        Threads of the kernels in each task.
+        Threads of the kernels in each task; -1 (XGBoost's and scikit-learn's
+        ``n_jobs=-1``): every CPU the worker's process may run on.
     private_eval_sets : int
         Evaluation sets of private rows scored after the fit, each with one DP release of
         its metrics' per-row loss sums at every round and its row count (``train(evals=)``
@@ -476,7 +478,10 @@ def _check_methods(p):
     if p.reproducible_noise and p.random_state is None:
         raise ValueError("reproducible_noise=True needs random_state: the noise is then keyed "
                          "by it")
-    _check_number("n_threads", p.n_threads, lo=1, integer=True)
+    if isinstance(p.n_threads, bool) or not isinstance(p.n_threads, numbers.Integral) \
+            or not (p.n_threads == -1 or p.n_threads >= 1):
+        raise ValueError("n_threads (XGBoost's n_jobs) must be -1 (every CPU of each worker) "
+                         f"or an integer >= 1, got {p.n_threads!r}")
     if p.budget_shares == "equal_noise":
         _check_equal_noise(p)
     elif p.budget_shares is not None:

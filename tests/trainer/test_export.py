@@ -116,7 +116,7 @@ def test_feature_importance_uses_public_values_and_finds_the_signal(fitted):
     spread = booster.feature_importance("leaf_spread")
     assert spread[[0, 1, 2]].sum() > spread[[3, 4]].sum()
     with pytest.raises(ValueError, match="importance_type must be one of"):
-        booster.feature_importance("gain")
+        booster.feature_importance("gini")
 
 
 def test_feature_importance_matches_a_slow_walk_of_the_trees(fitted):
@@ -146,3 +146,90 @@ def test_plot_importance(fitted):
     assert len(ax.patches) == 3
     with pytest.raises(ValueError, match="max_features"):
         plot_importance(fitted[0], max_features=0)
+
+
+def test_get_score_and_the_round_count_are_xgboosts_on_the_export(fitted):
+    """Issue 43, item 4: get_score, get_fscore and num_boosted_rounds were missing. Split
+    counts and covers are XGBoost's own on the exported file."""
+    booster, loaded, _ = fitted
+    assert booster.num_boosted_rounds() == loaded.num_boosted_rounds() == booster.n_rounds
+    assert booster.get_score() == loaded.get_score(importance_type="weight")
+    assert booster.get_fscore() == booster.get_score(importance_type="weight")
+    for kind in ("cover", "total_cover"):
+        theirs = loaded.get_score(importance_type=kind)
+        ours = booster.get_score(importance_type=kind)
+        assert ours.keys() == theirs.keys()
+        np.testing.assert_allclose([ours[k] for k in ours], [theirs[k] for k in ours],
+                                   rtol=1e-5)
+    with pytest.raises(ValueError, match="fmap must be ''"):
+        booster.get_score(fmap="features.txt")
+
+
+def test_gain_is_the_loss_change_of_the_gradient_sums_the_released_leaves_imply(fitted):
+    """"gain" and "total_gain" from the released leaves: a leaf's G = -(v / η)(H + λ), a
+    node's G and H those of its leaves; a slow walk of the trees gives the same."""
+    booster = fitted[0]
+    nodes, p = booster.nodes, booster.params
+    rate, lam = p["learning_rate"], p["reg_lambda"]
+
+    def sums(j):
+        if nodes["left"][j] < 0:
+            h = nodes["cover"][j]
+            return -nodes["value"][j] / rate * (h + lam), h
+        (gl, hl), (gr, hr) = sums(nodes["left"][j]), sums(nodes["right"][j])
+        return gl + gr, hl + hr
+
+    total, count = np.zeros(booster.n_features), np.zeros(booster.n_features)
+    for j in np.flatnonzero(nodes["left"] >= 0):
+        (gl, hl), (gr, hr) = sums(nodes["left"][j]), sums(nodes["right"][j])
+        gain = gl**2 / (hl + lam) + gr**2 / (hr + lam) - (gl + gr)**2 / (hl + hr + lam)
+        total[nodes["feature"][j]] += gain
+        count[nodes["feature"][j]] += 1
+    names = [f"f{i}" for i in range(booster.n_features)]
+    ours_total, ours_mean = booster.get_score(importance_type="total_gain"), \
+        booster.get_score(importance_type="gain")
+    for f, name in enumerate(names):
+        if count[f]:
+            assert ours_total[name] == pytest.approx(total[f], rel=1e-9, abs=1e-12)
+            assert ours_mean[name] == pytest.approx(total[f] / count[f], rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(booster.feature_importance("total_gain"),
+                               total / total.sum(), rtol=1e-9)
+
+
+def _dump_structure(text):
+    """(node id, split feature or None, yes, no, missing) of each line of a text dump."""
+    import re
+
+    out = []
+    for line in text.strip().splitlines():
+        split = re.match(r"\t*(\d+):\[(\w+)[<:].*\] yes=(\d+),no=(\d+),missing=(\d+)", line)
+        if split:
+            out.append((int(split[1]), split[2], int(split[3]), int(split[4]), int(split[5])))
+        else:
+            out.append((int(re.match(r"\t*(\d+):leaf=", line)[1]), None, None, None, None))
+    return sorted(out)
+
+
+def test_get_dump_has_the_export_s_trees_node_for_node(fitted):
+    booster, loaded, _ = fitted
+    ours, theirs = booster.get_dump(), loaded.get_dump()
+    assert len(ours) == len(theirs) == booster.n_trees
+    for a, b in zip(ours, theirs):
+        assert _dump_structure(a) == _dump_structure(b)
+    stats = booster.get_dump(with_stats=True)[0]
+    assert "gain=" in stats.splitlines()[0] and "cover=" in stats.splitlines()[-1]
+    tree = json.loads(booster.get_dump(dump_format="json")[0])
+    assert tree["nodeid"] == 0 and {"split", "yes", "no", "missing", "children"} <= set(tree)
+    with pytest.raises(ValueError, match="dump_format must be one of"):
+        booster.get_dump(dump_format="dot")
+
+
+def test_predict_takes_an_xgboost_dmatrix_with_its_missing_values_and_base_margins(fitted):
+    """Issue 43, item 4: booster.predict(xgboost.DMatrix(X)) failed."""
+    booster = fitted[0]
+    X = _data(500, 2, big=30.0).astype(np.float32).astype(np.float64)  # (a DMatrix's float32)
+    np.testing.assert_array_equal(booster.predict(xgboost.DMatrix(X)), booster.predict(X))
+    margin = np.full((500,) + ((booster.n_classes,) if booster.n_classes else ()), 0.25)
+    np.testing.assert_array_equal(
+        booster.predict(xgboost.DMatrix(X, base_margin=margin), output_margin=True),
+        booster.predict(X, output_margin=True, base_margin=margin))

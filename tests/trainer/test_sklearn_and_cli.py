@@ -463,3 +463,22 @@ def test_xgboost_keywords_of_the_same_kind_are_taken(client, seed, classificatio
         with pytest.raises(ValueError, match=message):
             estimator(epsilon=1.0, feature_bounds=bounds, label_bounds=(0.0, 1.0),
                       client=client, **keywords).fit(X, y)
+
+
+def test_n_jobs_minus_one_runs_the_kernels_on_every_cpu_of_each_worker(client, seed,
+                                                                       classification_data):
+    """Issue 43, item 4: n_jobs=-1 was refused ("n_threads must be in [1, inf]"). It means
+    every CPU the worker's process may run on, as in XGBoost and scikit-learn."""
+    import os
+
+    from dpxgb_dask.boosting.partition import kernel_threads
+
+    X, y, bounds = classification_data
+    model = DPXGBClassifier(epsilon=2.0, feature_bounds=bounds, n_estimators=3, n_jobs=-1,
+                            random_state=seed, client=client).fit(X, y)
+    assert model.booster_.params["n_threads"] == -1
+    assert kernel_threads(-1) == len(os.sched_getaffinity(0)) and kernel_threads(3) == 3
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=r"n_threads \(XGBoost's n_jobs\) must be -1"):
+            DPXGBClassifier(epsilon=2.0, feature_bounds=bounds, n_jobs=bad,
+                            client=client).fit(X, y)
