@@ -84,7 +84,8 @@ def test_quantile_thresholds_need_random_splits():
 
 def test_the_binary_default_grows_mixed_trees_with_quantile_thresholds():
     """Issue 41: the default's one shape (``benchmarks/default_suite.py``), except at its
-    smallest-ε point, whose 50 trees stay one-feature trees; the other objectives, the
+    smallest-ε point, whose 50 trees stay one-feature trees; regression's too up to ε 0.5
+    (``tuning/abalone-interactions-ablation.md``), then a random feature per node; the
     presets and a user's own choice keep theirs."""
     bounds = [[0.0, 1.0]] * 3
     for epsilon in (0.02, 0.05, 0.1, 0.5, 1.0, 4.0, 10.0):
@@ -93,9 +94,12 @@ def test_the_binary_default_grows_mixed_trees_with_quantile_thresholds():
             "mixed", "quantile"), epsilon
     tiny = resolve_params("binary:logistic", epsilon=0.01, feature_bounds=bounds)
     assert (tiny.feature_selection, tiny.interaction_thresholds) == ("cyclic", "uniform")
-    regression = resolve_params("reg:squarederror", epsilon=1.0, feature_bounds=bounds,
-                                label_bounds=(0, 1))
-    assert regression.interaction_thresholds == "uniform"
+    for epsilon, shape in ((0.05, ("mixed", "quantile")), (0.1, ("mixed", "quantile")),
+                           (0.25, ("mixed", "quantile")), (0.5, ("mixed", "quantile")),
+                           (1.0, ("random", "uniform")), (10.0, ("random", "uniform"))):
+        regression = resolve_params("reg:squarederror", epsilon=epsilon, feature_bounds=bounds,
+                                    label_bounds=(0, 1))
+        assert (regression.feature_selection, regression.interaction_thresholds) == shape
     for preset in ("s-bdt", "maddock"):
         assert resolve_params("binary:logistic", preset=preset, epsilon=1.0,
                               feature_bounds=bounds).interaction_thresholds == "uniform"
