@@ -20,7 +20,9 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
+import dask
 import numpy as np
 
 # The package's public names load on first use: a command imports the cluster, the
@@ -89,13 +91,18 @@ def _check_named_columns(names, columns, argument, data):
 
 
 def _read_bounds(path, columns, data):
-    """Bounds file: JSON ``{"column": [lo, hi], ...}`` or CSV with columns feature,lo,hi."""
+    """Bounds file: JSON ``{"column": [lo, hi], ...}`` or CSV with columns feature,lo,hi,
+    with that header or none (three columns)."""
     if str(path).endswith(".json"):
         spec = _read_json(path, "--bounds")
         if not isinstance(spec, dict):
             raise UsageError(f"--bounds {path} must hold a JSON object {{column: [lo, hi]}}")
     else:
         table = _read_table(path, "--bounds")
+        if len(table.columns) == 3 and "feature" not in table.columns:  # no header
+            import pandas as pd
+
+            table = pd.read_csv(path, header=None, names=["feature", "lo", "hi"])
         if not {"feature", "lo", "hi"} <= set(table.columns):
             raise UsageError(f"--bounds {path} must have the columns feature,lo,hi, got "
                              f"{list(table.columns)}")
@@ -456,6 +463,9 @@ def build_parser():
         p.add_argument("--budget", default=None, metavar="NAME",
                        help="charge the fit to this privacy budget on the scheduler (see "
                             "`dpxgb budget`); refused if it would exceed it")
+        p.add_argument("--budget-file", metavar="PATH",
+                       help="with --budget on the embedded cluster: the budgets file its "
+                            "scheduler keeps (`dpxgb budget create NAME --file PATH`)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     demo = sub.add_parser("demo", help="train on generated data; print accuracy and epsilon")
@@ -472,7 +482,8 @@ def build_parser():
                     choices=["binary:logistic", "reg:squarederror", "multi:softprob"])
     tr.add_argument("--num-class", type=int, default=None,
                     help="multi:softprob: the public number of classes K (labels 0..K-1)")
-    tr.add_argument("--bounds", help="public feature bounds: JSON {col: [lo, hi]} or CSV feature,lo,hi")
+    tr.add_argument("--bounds", help="public feature bounds: JSON {col: [lo, hi]} or CSV "
+                                     "feature,lo,hi (that header, or none)")
     tr.add_argument("--bounds-epsilon", type=float, default=None,
                     help="budget for a DP estimate of the feature bounds")
     tr.add_argument("--label-bounds", type=float, nargs=2, metavar=("LO", "HI"))
@@ -553,6 +564,11 @@ def build_parser():
     return parser
 
 
+def _warning_line(message, category, *_):
+    """A warning as one line on standard error (not the line of source that raised it)."""
+    sys.stderr.write(f"dpxgb: {category.__name__}: {' '.join(str(message).split())}\n")
+
+
 def main(argv=None):
     """Entry point of the ``dpxgb`` command.
 
@@ -561,8 +577,15 @@ def main(argv=None):
     message``, with exit status 1; ``DPXGB_TRACEBACK=1`` shows the traceback instead.
     """
     args = build_parser().parse_args(argv)
+    budget_file = getattr(args, "budget_file", None)
+    if budget_file is not None and args.scheduler is not None:
+        raise UsageError(f"{args.command}: --budget-file is for the embedded cluster; a "
+                         "running scheduler keeps its own (its dpxgb.budget-file)")
+    settings = {} if budget_file is None else {"dpxgb.budget-file": budget_file}
     try:
-        return args.func(args)
+        with warnings.catch_warnings(), dask.config.set(settings):
+            warnings.showwarning = _warning_line
+            return args.func(args)
     except BrokenPipeError:  # (`dpxgb predict ... | head`: the reader left; end quietly)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # (128 + SIGPIPE, as a command killed by the closed pipe)

@@ -29,6 +29,10 @@ from .privacy.ledger import Ledger, PrivacyEvent
 #: About this many points on a fit's ε curve (:meth:`FitProgress.epsilon_curve`).
 CURVE_POINTS = 40
 
+#: Lines a text display writes during a fit when its stream is not a terminal (a log file,
+#: a pipe): one per tenth of the trees, then the last.
+PLAIN_LINES = 10
+
 #: Shortest interval between two recomputations of the ε spent by a running fit (each is
 #: one accountant call: tens of milliseconds under PLD).
 EPSILON_REFRESH_SECONDS = 0.5
@@ -208,7 +212,9 @@ class ProgressDisplay:
     kind : {"auto", "text", "widget"}
         ``"auto"``: a widget inside a Jupyter kernel with ipywidgets, else text.
     stream : file, optional
-        For the text bar; default ``sys.stderr``.
+        For the text bar; default ``sys.stderr``. A terminal's bar is redrawn in place; a
+        stream that is not a terminal (a log, a pipe) gets a plain line per tenth of the
+        trees (:data:`PLAIN_LINES`) and the last one.
     """
 
     def __init__(self, n_trees, kind="auto", stream=None):
@@ -218,6 +224,8 @@ class ProgressDisplay:
             kind = "widget" if _in_notebook() else "text"
         self.kind = kind
         self.stream = stream or sys.stderr
+        #: a terminal redraws one bar in place; a file or a pipe gets a few plain lines
+        self._terminal = kind == "text" and bool(getattr(self.stream, "isatty", bool)())
         self.progress = FitProgress(None)
         self.progress.n_trees = n_trees
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="dpxgb-progress")
@@ -290,10 +298,13 @@ class ProgressDisplay:
                 self._bar.bar_style = "success"
             return
         if final:
-            self.stream.write(f"\rdpxgb: done, {p.trees_built} trees, {text}\n")
-        else:
+            start = "\r" if self._terminal else ""
+            self.stream.write(f"{start}dpxgb: done, {p.trees_built} trees, {text}\n")
+        elif self._terminal:
             bar = "#" * int(30 * p.trees_built / n)
             self.stream.write(f"\rdpxgb [{bar:<30}] tree {p.trees_built}/{n}  {text:<45}")
+        elif p.trees_built % max(1, n // PLAIN_LINES) == 0:  # a log: a line per tenth
+            self.stream.write(f"dpxgb: tree {p.trees_built}/{n}  {text}".rstrip() + "\n")
         self.stream.flush()
 
     def close(self, error=None):
@@ -304,6 +315,6 @@ class ProgressDisplay:
             if self.kind == "widget":
                 self._bar.bar_style = "danger"
                 self._label.value += f" &nbsp; stopped: {type(error).__name__}"
-            elif self.progress.trees_built:
+            elif self.progress.trees_built and self._terminal:
                 self.stream.write("\n")
                 self.stream.flush()

@@ -14,6 +14,10 @@ DP models on registered datasets through an HTTP API, with budgets in a database
 """
 from .._lazy import lazy_exports
 
+#: ``dpxgb serve``'s port (the k8s manifests' too): not one of Dask's (the scheduler's
+#: 8786, its dashboard's 8787), so the service runs next to a scheduler as it is.
+DEFAULT_PORT = 8000
+
 _EXPORTS = {
     "Client": ".client",
     "ServiceError": ".client",

@@ -24,7 +24,7 @@ def add_commands(sub):
                     help="address of the cluster's Dask scheduler (default: an embedded "
                          "LocalCluster)")
     sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8787)
+    sv.add_argument("--port", type=int, default=service_package.DEFAULT_PORT)
     sv.add_argument("--concurrency", type=int, default=2, help="jobs run at once")
     sv.add_argument("--status-quantum", type=float, default=None,
                     help="a job's end is written at a multiple of this many seconds after "
@@ -41,11 +41,12 @@ def add_commands(sub):
     sc.add_argument("args", nargs="*",
                     help="submit DATASET; job/model/report JOB; add-dataset NAME LOCATION "
                          "FORMAT SCHEMA.json; add-analyst NAME; set-budget ANALYST DATASET")
-    sc.add_argument("--url", default="http://127.0.0.1:8787")
+    sc.add_argument("--url", default=f"http://127.0.0.1:{service_package.DEFAULT_PORT}")
     sc.add_argument("--token-file", help=f"the file holding your token (default: "
                                          f"${TOKEN_VARIABLE})")
     sc.add_argument("--params", default="{}",
-                    help='submit: the training parameters as JSON, e.g. \'{"epsilon": 1}\'')
+                    help="submit: the training parameters, as JSON ('{\"epsilon\": 1}') or "
+                         "NAME=VALUE pairs (epsilon=1,n_estimators=50)")
     sc.add_argument("--epsilon", type=float, help="set-budget: total epsilon")
     sc.add_argument("--delta", type=float, default=1e-6, help="set-budget: delta")
     sc.add_argument("--accountant", default="pld", choices=["pld", "rdp", "basic", "best"])
@@ -89,8 +90,17 @@ def cmd_service(args):
     if len(args.args) != _ARITY[args.verb]:
         raise SystemExit(f"dpxgb service {args.verb}: takes {_ARITY[args.verb]} arguments, "
                          f"got {len(args.args)}")
-    with service_package.Client(args.url, _token(args)) as service:
-        result = _call(service, args)
+    import httpx
+
+    try:
+        with service_package.Client(args.url, _token(args)) as service:
+            result = _call(service, args)
+    except service_package.ServiceError as exc:
+        raise SystemExit(f"dpxgb service {args.verb}: the service answered {exc.status}: "
+                         f"{_said(exc.detail)}") from None
+    except httpx.TransportError as exc:
+        raise SystemExit(f"dpxgb service {args.verb}: no answer from {args.url}: "
+                         f"{exc}") from None
     if args.verb == "model" and args.out:
         with open(args.out, "w") as f:
             json.dump(result, f)
@@ -99,10 +109,39 @@ def cmd_service(args):
     print()
 
 
+def _said(detail):
+    """A service's refusal in one line: its reason, or each field with its error."""
+    if isinstance(detail, list):
+        return "; ".join(f"{d.get('field')}: {d.get('error')}" if isinstance(d, dict)
+                         else str(d) for d in detail)
+    return " ".join(str(detail).split())
+
+
+def job_params(text):
+    """``--params``: a JSON object, or ``NAME=VALUE`` pairs separated by commas (each value
+    read as JSON when it is, else as a string)."""
+    if text.strip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise SystemExit(f"dpxgb service submit: --params is not a JSON object: {exc}")
+    params = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        name, equals, value = pair.partition("=")
+        if not equals or not name.strip():
+            raise SystemExit("dpxgb service submit: --params must be a JSON object or "
+                             f"NAME=VALUE pairs (epsilon=1,n_estimators=50), got {text!r}")
+        try:
+            params[name.strip()] = json.loads(value)
+        except ValueError:
+            params[name.strip()] = value.strip()
+    return params
+
+
 def _call(service, args):
     a = args.args
     if args.verb == "submit":
-        return service.submit(a[0], **json.loads(args.params))
+        return service.submit(a[0], **job_params(args.params))
     if args.verb in ("job", "report"):
         return getattr(service, args.verb)(a[0])
     if args.verb == "model":

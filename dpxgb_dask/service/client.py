@@ -35,7 +35,7 @@ class Client:
     Parameters
     ----------
     url : str
-        The service's address, e.g. ``"http://127.0.0.1:8787"``.
+        The service's address, e.g. ``"http://127.0.0.1:8000"``.
     token : str
         Your bearer token (from the data owner).
     timeout : float

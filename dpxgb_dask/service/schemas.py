@@ -11,7 +11,7 @@ scheduler's own plan.
 """
 from typing import Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, StrictInt, model_validator
 
 from ..params import ACCOUNTANTS, SPLIT_METHODS, resolve_params
 from ..params.presets import PRESETS
@@ -112,18 +112,19 @@ class JobParams(_Strict):
     """The training parameters an analyst may choose, each within its range (XGBoost's
     names; what each means under DP: ``docs/getting-started.md``)."""
 
-    epsilon: float = Field(gt=0, le=100)
-    delta: float = Field(default=1e-6, ge=0, lt=0.01)
-    n_estimators: int = Field(default=100, ge=1, le=1000)
-    max_depth: int = Field(default=6, ge=1, le=10)
-    learning_rate: Optional[float] = Field(default=None, gt=0, le=1)
-    reg_lambda: Optional[float] = Field(default=None, ge=0, le=10_000)
-    max_bin: int = Field(default=64, ge=2, le=256)
-    subsample: float = Field(default=1.0, ge=SUBSAMPLE_FLOOR, le=1)
+    # (strict integers: a JSON true is no tree count; finite floats: NaN is no δ)
+    epsilon: FiniteFloat = Field(gt=0, le=100)
+    delta: FiniteFloat = Field(default=1e-6, ge=0, lt=0.01)
+    n_estimators: StrictInt = Field(default=100, ge=1, le=1000)
+    max_depth: StrictInt = Field(default=6, ge=1, le=10)
+    learning_rate: Optional[FiniteFloat] = Field(default=None, gt=0, le=1)
+    reg_lambda: Optional[FiniteFloat] = Field(default=None, ge=0, le=10_000)
+    max_bin: StrictInt = Field(default=64, ge=2, le=256)
+    subsample: FiniteFloat = Field(default=1.0, ge=SUBSAMPLE_FLOOR, le=1)
     split_method: Optional[Literal[SPLIT_METHODS]] = None
     preset: Optional[Literal[PRESETS]] = None
     accountant: Optional[Literal[ACCOUNTANTS]] = None
-    random_state: Optional[int] = Field(default=None, ge=0, lt=2**63)
+    random_state: Optional[StrictInt] = Field(default=None, ge=0, lt=2**63)
 
 
 class JobRequest(_Strict):

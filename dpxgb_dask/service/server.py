@@ -10,6 +10,7 @@ import time
 import uvicorn
 
 from ..cluster.client import client_or_embedded
+from . import DEFAULT_PORT
 from .app import create_app
 from .database import Database
 from .runner import STATUS_QUANTUM_SECONDS, JobRunner
@@ -116,7 +117,7 @@ def init_owner(database_url, name="owner"):
         database.close()
 
 
-def serve(database_url, scheduler=None, host="127.0.0.1", port=8787, concurrency=2,
+def serve(database_url, scheduler=None, host="127.0.0.1", port=DEFAULT_PORT, concurrency=2,
           n_workers=2, *, status_quantum=STATUS_QUANTUM_SECONDS):
     """Run the service until interrupted.
 

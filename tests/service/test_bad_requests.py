@@ -84,6 +84,12 @@ CASES = [
     ("epsilon as SQL", "alice", "POST", "/v1/jobs", job(epsilon="1; DROP TABLE budgets"), 422,
      "params.epsilon"),
     ("delta 0.5", "alice", "POST", "/v1/jobs", job(delta=0.5), 422, "params.delta"),
+    # (issue 43: NaN was "less than 0.01", and true was 1 tree)
+    ("delta NaN", "alice", "POST", "/v1/jobs",
+     b'{"dataset": "adult", "params": {"epsilon": 1, "delta": NaN}}', 422,
+     "'field': 'params.delta', 'error': 'Input should be a finite number'"),
+    ("trees true", "alice", "POST", "/v1/jobs", job(n_estimators=True), 422,
+     "'field': 'params.n_estimators', 'error': 'Input should be a valid integer'"),
     ("a million trees", "alice", "POST", "/v1/jobs", job(n_estimators=10**6), 422,
      "params.n_estimators"),
     ("no trees", "alice", "POST", "/v1/jobs", job(n_estimators=0), 422, "params.n_estimators"),

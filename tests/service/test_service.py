@@ -108,6 +108,38 @@ def test_the_command_line_calls_the_service(deployment, tmp_path):
     assert run.returncode != 0 and "409" in run.stderr
 
 
+def test_the_service_verbs_answer_in_one_line_and_take_name_value_params(deployment,
+                                                                          monkeypatch,
+                                                                          capsys):
+    """Issue 43, item 5: `dpxgb service` printed whole tracebacks for 404, 409, 422 and a
+    refused connection, `--params epsilon=1` answered "Expecting value: line 1 column 1",
+    and `dpxgb serve` took port 8787, the Dask dashboard's."""
+    from dpxgb_dask.cli import build_parser, main
+    from dpxgb_dask.service.cli import job_params
+
+    monkeypatch.setenv("DPXGB_TOKEN", deployment["bob"])
+    url = deployment["url"]
+    for argv, said in [
+            (["submit", "census", "--params", "epsilon=50"], "answered 409: "),
+            (["submit", "census", "--params", "epsilon=1,n_estimators=true"],
+             "answered 422: params.n_estimators: "),
+            (["job", "no-such-job"], "answered 404: "),
+            (["budgets", "--url", "http://127.0.0.1:9"], "no answer from http://127.0.0.1:9")]:
+        argv = ["service"] + argv + ([] if "--url" in argv else ["--url", url])
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        line = str(stopped.value.code)
+        assert said in line and "\n" not in line and "Traceback" not in line, line
+    assert job_params("epsilon=1, n_estimators=50,objective=binary:logistic") == {
+        "epsilon": 1, "n_estimators": 50, "objective": "binary:logistic"}
+    assert job_params('{"epsilon": 0.5}') == {"epsilon": 0.5}
+    with pytest.raises(SystemExit, match="NAME=VALUE pairs"):
+        job_params("epsilon")
+    parser = build_parser()
+    assert parser.parse_args(["serve"]).port == 8000
+    assert parser.parse_args(["service", "budgets"]).url == "http://127.0.0.1:8000"
+
+
 def test_a_restart_loses_nothing_and_an_interrupted_job_stays_charged(deployment,
                                                                        start_service):
     from dpxgb_dask.service.database import Database

@@ -165,3 +165,36 @@ def test_a_semicolon_table_reads_with_sep_and_a_closed_pipe_ends_quietly(files, 
                           timeout=300)
     assert done.stdout.splitlines()[0] == "prediction" and len(done.stdout.splitlines()) == 2
     assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_train_charges_a_budget_kept_in_a_file(files, tmp_path, capsys):
+    """Issue 43, item 5: `dpxgb budget create ... --file budgets.json` then `dpxgb train ...
+    --budget analysts` failed ("does not exist on this scheduler"), and train had no
+    --budget-file. The embedded cluster's scheduler keeps the file's budgets."""
+    budgets = str(tmp_path / "budgets.json")
+    assert main(["budget", "create", "analysts", "--epsilon", "3", "--file", budgets]) == 0
+    assert main(["train", f"{files}/train.csv", "--label", "y", "--bounds",
+                 f"{files}/bounds.json", "--n-estimators", "3", "--quiet", "--budget",
+                 "analysts", "--budget-file", budgets, "--out", str(tmp_path / "m.json")]) == 0
+    capsys.readouterr()
+    assert main(["budget", "show", "analysts", "--file", budgets, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["n_fits"] == 1 and 0.99 < status["spent"] <= 1.0
+    with pytest.raises(SystemExit, match="--budget-file is for the embedded cluster"):
+        main(["train", f"{files}/train.csv", "--label", "y", "--bounds",
+              f"{files}/bounds.json", "--budget-file", budgets, "--scheduler",
+              "tcp://127.0.0.1:9"])
+
+
+def test_warnings_are_one_line_each_and_bounds_csv_may_lack_its_header(files, cluster,
+                                                                        tmp_path, capsys):
+    """Issue 43, item 5: every run printed its warnings with a line of the package's source,
+    and a bounds CSV without its header was refused."""
+    (tmp_path / "bounds.csv").write_text("a,-4,4\nb,-4,4\nc,-4,4\n")
+    assert main(["train", f"{files}/train.csv", "--label", "y", "--bounds",
+                 str(tmp_path / "bounds.csv"), "--n-estimators", "3", "--quiet",
+                 "--reproducible-noise", "--seed", "5", "--scheduler",
+                 cluster.scheduler_address, "--out", str(tmp_path / "m.json")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("PrivacyLeakWarning: reproducible_noise=True" in line for line in lines)
+    assert all(re.match(r"dpxgb: \w+(Warning|Error): ", line) for line in lines), lines

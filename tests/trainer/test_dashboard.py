@@ -101,6 +101,30 @@ def test_text_display_shows_trees_and_the_models_epsilon(seed, classification_da
     assert text.endswith(f"done, 5 trees, ε = {info['epsilon']:.4g} (pld, δ = 1e-06)\n")
 
 
+def test_a_text_display_off_a_terminal_writes_a_few_plain_lines(seed, classification_data):
+    """Issue 43, item 5: with stderr in a file, the bar's redraws became 50+ lines. Off a
+    terminal, a line per tenth of the trees and the last; on one, the bar in place."""
+    _, events = _in_process_events(seed, classification_data, epsilon=1.0, n_estimators=40,
+                                   max_depth=2)
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    written = {}
+    for stream in (io.StringIO(), Terminal()):
+        display = ProgressDisplay(40, kind="text", stream=stream)
+        for event in events:
+            display(event)
+        display.close()
+        written[type(stream).__name__] = stream.getvalue()
+    log = written["StringIO"]
+    assert "\r" not in log and log.count("\n") == 11  # trees 4, 8, ..., 40, then done
+    assert log.splitlines()[0].startswith("dpxgb: tree 4/40")
+    assert log.splitlines()[-1].startswith("dpxgb: done, 40 trees")
+    assert written["Terminal"].count("\r") == 41 and written["Terminal"].count("\n") == 1
+
+
 def test_widget_display(seed, classification_data):
     pytest.importorskip("ipywidgets")
     booster, events = _in_process_events(seed, classification_data, epsilon=1.0,
