@@ -115,7 +115,6 @@ def test_the_service_verbs_answer_in_one_line_and_take_name_value_params(deploym
     refused connection, `--params epsilon=1` answered "Expecting value: line 1 column 1",
     and `dpxgb serve` took port 8787, the Dask dashboard's."""
     from dpxgb_dask.cli import build_parser, main
-    from dpxgb_dask.service.cli import job_params
 
     monkeypatch.setenv("DPXGB_TOKEN", deployment["bob"])
     url = deployment["url"]
@@ -130,6 +129,8 @@ def test_the_service_verbs_answer_in_one_line_and_take_name_value_params(deploym
             main(argv)
         line = str(stopped.value.code)
         assert said in line and "\n" not in line and "Traceback" not in line, line
+    from dpxgb_dask.service.cli import job_params
+
     assert job_params("epsilon=1, n_estimators=50,objective=binary:logistic") == {
         "epsilon": 1, "n_estimators": 50, "objective": "binary:logistic"}
     assert job_params('{"epsilon": 0.5}') == {"epsilon": 0.5}
