@@ -474,8 +474,8 @@ class Booster(XGBoostMethods):
         data = to_xgboost_json(self) if format == "xgboost" else self.to_dict()
         if key is not None:
             data["signature"] = signature(data, key)
-        with open(os.fspath(path), "w") as f:
-            json.dump(data, f)
+        with open(os.fspath(path), "w", encoding="utf-8") as f:  # (names as UTF-8: XGBoost
+            json.dump(data, f, ensure_ascii=format == "dpxgb")  # keeps a \u escape as text)
 
     @classmethod
     def load_model(cls, path, key=None):

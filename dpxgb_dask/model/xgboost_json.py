@@ -35,12 +35,44 @@ Differences of representation:
 * Our regression predictions are clipped to ``label_bounds``; XGBoost's are not (clip
   them, ``np.clip(pred, *label_bounds)``: the bounds are in the ``dpxgb_params``
   attribute).
+* Feature names are written as UTF-8 (XGBoost's reader keeps a ``\\u`` escape as its
+  six characters). XGBoost refuses ``[``, ``]`` and ``<`` in a name, so these, and ``%``,
+  are written percent-encoded (``x[1]`` as ``x%5B1%5D``: :func:`xgboost_feature_name`);
+  name a frame's columns so before predicting with XGBoost, and read a name back with
+  :func:`feature_name_from_xgboost`.
 """
 import json
+import re
 
 import numpy as np
 
 from .._core import category_set_codes
+
+#: The characters of a feature name written percent-encoded in the export: those XGBoost
+#: refuses, and the escape's own ``%`` (so that every ``%`` of the export starts an escape).
+_ENCODED = {"%": "%25", "[": "%5B", "]": "%5D", "<": "%3C"}
+_DECODED = {code: character for character, code in _ENCODED.items()}
+
+
+def xgboost_feature_name(name):
+    """Feature ``name`` as the export writes it (``%``, ``[``, ``]`` and ``<``
+    percent-encoded; any other character as it is).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+    """
+    return "".join(_ENCODED.get(character, character) for character in str(name))
+
+
+def feature_name_from_xgboost(name):
+    """The inverse of :func:`xgboost_feature_name`."""
+    return re.sub("%(25|5B|5D|3C)", lambda m: _DECODED[m.group(0)], str(name))
+
 
 #: XGBoost's "no parent" node id (the root's parent).
 _NO_PARENT = 2147483647
@@ -167,7 +199,7 @@ def to_xgboost_json(booster):
                 "dpxgb_ledger": json.dumps(booster.ledger),
                 "dpxgb_params": json.dumps(booster.params),
             },
-            "feature_names": list(booster.feature_names or []),
+            "feature_names": [xgboost_feature_name(n) for n in booster.feature_names or []],
             "feature_types": _feature_types(booster),
             "gradient_booster": {
                 "model": {

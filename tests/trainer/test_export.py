@@ -233,3 +233,30 @@ def test_predict_takes_an_xgboost_dmatrix_with_its_missing_values_and_base_margi
     np.testing.assert_array_equal(
         booster.predict(xgboost.DMatrix(X, base_margin=margin), output_margin=True),
         booster.predict(X, output_margin=True, base_margin=margin))
+
+
+def test_feature_names_travel_as_utf8_and_names_xgboost_refuses_are_encoded(tmp_path, client):
+    """Issue 43, item 3: a non-ASCII name was written escaped ("\\u00e2ge"), which XGBoost
+    keeps as text, so a frame's columns mismatched; "x[1]" exported, then XGBoost refused
+    the frame. Names are UTF-8, and "[", "]", "<" (and "%") percent-encoded, reversibly."""
+    import pandas as pd
+
+    from dpxgb_dask import train
+
+    names = ["âge", "x[1]", "a<b", "100%", "plain"]
+    frame = pd.DataFrame(_data(2000, 3), columns=names)
+    y = (frame["âge"].fillna(0) > 0).astype(float)
+    booster = train({"epsilon": 4.0, "n_estimators": 10,
+                     "feature_bounds": np.tile([-4.0, 4.0], (5, 1))}, frame, y, client=client)
+    assert booster.feature_names == names
+    booster.save_model(tmp_path / "model.json", format="xgboost")
+    loaded = xgboost.Booster(model_file=str(tmp_path / "model.json"))
+    exported = ["âge", "x%5B1%5D", "a%3Cb", "100%25", "plain"]
+    assert loaded.feature_names == exported
+    from dpxgb_dask.model.xgboost_json import feature_name_from_xgboost, xgboost_feature_name
+
+    assert [xgboost_feature_name(n) for n in names] == exported
+    assert [feature_name_from_xgboost(n) for n in exported] == names
+    rows = frame.astype(np.float32).astype(np.float64).clip(-1e30, 1e30)
+    theirs = loaded.predict(xgboost.DMatrix(rows.rename(columns=xgboost_feature_name)))
+    np.testing.assert_allclose(theirs, booster.predict(rows), atol=1e-5)
