@@ -97,9 +97,10 @@ def draw_random_tree(
     int64_t one_feature,                # IN every node's feature, or -1: each node draws one
     int max_depth,                      # IN levels of splits
     const double[:, ::1] mass,          # IN (n_features, n_bins), or (0, 0): uniform thresholds
+    const uint64_t[::1] words,          # IN uniform 64-bit words, read in order
+    *,
     double uniform_share,               # IN u of the weights
     int weight_bits,                    # IN the weights' scale 2**weight_bits
-    const uint64_t[::1] words,          # IN uniform 64-bit words, read in order
     bint keep_ranges,                   # IN also return the leaves' reachable ranges
 ):
     """Draw one totally random tree (see the module notes).
@@ -112,9 +113,9 @@ def draw_random_tree(
     max_depth : int
     mass : ndarray of float64, shape (n_features, n_bins) or (0, 0)
         Non-negative; ``n_bins > max(n_cuts) - 1``.
+    words : ndarray of uint64, shape (n_words,)
     uniform_share : float
     weight_bits : int
-    words : ndarray of uint64, shape (n_words,)
     keep_ranges : bool
 
     Returns

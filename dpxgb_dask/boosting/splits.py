@@ -272,8 +272,8 @@ class RandomSplits(SplitMethod):
             words = self.streams.tree_structure_stream(tree, replay).uint64(n_words)
             drawn = draw_random_tree(n_cuts, self._categorical_codes,
                                      -1 if one_feature is None else one_feature,
-                                     self.max_depth, mass, UNIFORM_SHARE, WEIGHT_BITS, words,
-                                     self.observes_leaves)
+                                     self.max_depth, mass, words, uniform_share=UNIFORM_SHARE,
+                                     weight_bits=WEIGHT_BITS, keep_ranges=self.observes_leaves)
             if drawn is not None:
                 return drawn[1:]
             n_words, replay = 4 * n_words, True

@@ -42,8 +42,8 @@ def quantile_weights(mass, width, uniform_share, weight_bits):
     return weights
 
 
-def draw_random_tree(n_cuts, categorical, one_feature, max_depth, mass, uniform_share,
-                     weight_bits, words, keep_ranges):
+def draw_random_tree(n_cuts, categorical, one_feature, max_depth, mass, words, *,
+                     uniform_share, weight_bits, keep_ranges):
     """One totally random tree from ``words``; see ``random_tree.draw_random_tree`` (the
     same arguments, the same return value, None when the words ran out)."""
     reader = _Words(words)
