@@ -11,8 +11,8 @@ from ._lazy import lazy_exports
 
 # Eager: cheap, and importing it registers the typed warnings' filters, which a user's own
 # filters set after ``import dpxgb_dask`` must be able to override.
-from .privacy.validation import (BudgetError, DPBoundsWarning, LargeEpsilonWarning,
-                                 NoBudgetWarning, PrivacyLeakWarning)
+from .privacy.validation import (BudgetError, CalibrationError, DPBoundsWarning,
+                                 LargeEpsilonWarning, NoBudgetWarning, PrivacyLeakWarning)
 
 __version__ = "0.1.0.dev0"
 
@@ -36,6 +36,7 @@ _EXPORTS = {
 __all__ = [
     "Booster",
     "BudgetError",
+    "CalibrationError",
     "DPBoundsWarning",
     "DPXGBClassifier",
     "DPXGBRegressor",

@@ -3,7 +3,8 @@
 The docs (``docs/``, MyST Markdown) build with Sphinx with warnings as errors: a broken
 cross-reference, or a public object without a docstring (numpydoc's GL08), fails. Every code
 block a reader would run, in ``README.md`` and the docs, is run: a page's ``python`` blocks
-in one interpreter, in order, and its ``bash`` blocks as commands, in a fresh directory. A
+in one interpreter, in order, and each ``bash`` block as a script (``bash -e``), in a
+fresh directory. A
 block marked ``<!-- not run: why -->`` on the line before it is shown only; the mark must
 say why.
 """
@@ -49,18 +50,16 @@ def page_script(path):
         where = f"{path.name}:{line}"
         if language == "python":
             steps.append(f"exec(compile({code!r}, {where!r}, 'exec'), namespace)")
-        else:
-            for command in code.splitlines():
-                if command.strip() and not command.lstrip().startswith("#"):
-                    steps.append(f"run({command!r}, {where!r})")
+        else:  # (a block is one script: its variables and traps hold to its end)
+            steps.append(f"run({code!r}, {where!r})")
     if not steps:
         return None
     return "\n".join([
         "import subprocess",
         "namespace = {'__name__': '__main__'}",
-        "def run(command, where):",
-        "    done = subprocess.run(command, shell=True)",
-        "    assert done.returncode == 0, f'{where}: {command} exited with {done.returncode}'",
+        "def run(script, where):",
+        "    done = subprocess.run(['bash', '-e', '-c', script])",
+        "    assert done.returncode == 0, f'{where}: {script} exited with {done.returncode}'",
         *steps,
     ])
 

@@ -17,7 +17,7 @@ import weakref
 
 from ..params import TrainParams
 from ..privacy.accountants import PLDAccountant, get_accountant
-from ..privacy.validation import BudgetError
+from ..privacy.validation import CalibrationError
 from .plan import ReleasePlan
 
 
@@ -57,8 +57,9 @@ def calibrate_budget_scale(params, n_features, rtol=1e-3):
 
     Raises
     ------
-    BudgetError
-        The target cannot be met (e.g. the bounds estimate alone spends it).
+    CalibrationError
+        The target cannot be met (e.g. the bounds estimate alone spends it); a
+        :class:`~dpxgb_dask.privacy.validation.BudgetError`, naming the parameter at fault.
     ValueError
         Past the time limit of :func:`calibration_time_limit`.
     """
@@ -69,12 +70,14 @@ def calibrate_budget_scale(params, n_features, rtol=1e-3):
     gaussian = sorted(r.purpose for r in ReleasePlan(p, n_features, 1.0).releases.values()
                       if r.mechanism == "gaussian")
     if p.delta == 0.0 and gaussian:
-        raise BudgetError(f"delta=0 cannot be met: this method's {', '.join(gaussian)} "
-                          "releases use the Gaussian mechanism, whose epsilon at delta=0 is "
-                          "infinite. Give delta > 0 (e.g. 1e-6), or a method with pure-epsilon "
-                          "releases only (preset='dp-xgboost' or 'dpboost').")
+        raise CalibrationError(
+            f"delta=0 cannot be met: this method's {', '.join(gaussian)} releases use the "
+            "Gaussian mechanism, whose epsilon at delta=0 is infinite. Give delta > 0 (e.g. "
+            "1e-6), or a method with pure-epsilon releases only (preset='dp-xgboost' or "
+            "'dpboost').", "delta")
     if p.bounds_epsilon is not None and p.feature_bounds is None and p.bounds_epsilon >= target:
-        raise BudgetError(f"bounds_epsilon={p.bounds_epsilon} leaves nothing of epsilon={target}")
+        raise CalibrationError(f"bounds_epsilon={p.bounds_epsilon} leaves nothing of "
+                               f"epsilon={target}", "bounds_epsilon")
     final = get_accountant(p.accountant)
     search = PLDAccountant(value_discretization_interval=1e-3) if p.accountant == "pld" else final
 
@@ -96,12 +99,15 @@ def calibrate_budget_scale(params, n_features, rtol=1e-3):
     s = snap_to_scale_grid(s)
     excess = log_excess(s, final)
     if excess > 0.0:
-        raise BudgetError(f"could not calibrate the noise to epsilon={target}")
+        raise CalibrationError(f"could not calibrate the noise to epsilon={target}",
+                               "epsilon")
     if excess < math.log1p(-10 * rtol):
         # ε(s) jumps over the target: the plan would silently spend far less than asked.
-        raise BudgetError(f"could not calibrate the noise to epsilon={target} within "
-                          f"rtol={rtol}: the {p.accountant} accountant's epsilon jumps over "
-                          f"the target (it reaches only {target * math.exp(excess):.4g})")
+        raise CalibrationError(
+            f"could not calibrate the noise to epsilon={target} within rtol={rtol}: the "
+            f"{p.accountant} accountant's epsilon jumps over the target (it reaches only "
+            f"{target * math.exp(excess):.4g}); a larger epsilon, or another accountant",
+            "epsilon")
     return s
 
 
@@ -145,14 +151,14 @@ def _solve_log(f, rtol, start=1.0, step=8.0):
         hi, f_hi = lo, f_lo
         lo /= step
         if lo < 1e-12:
-            raise BudgetError("epsilon is too small for the fixed releases of this plan "
-                              "(e.g. bounds_epsilon)")
+            raise CalibrationError("epsilon is too small for the fixed releases of this "
+                                   "plan (e.g. bounds_epsilon)", "epsilon")
         f_lo = f(lo)
     while f_hi <= 0:
         lo, f_lo = hi, f_hi
         hi *= step
         if hi > 1e12:
-            raise BudgetError("epsilon cannot be reached by this plan")
+            raise CalibrationError("epsilon cannot be reached by this plan", "epsilon")
         f_hi = f(hi)
     x_lo, x_hi = math.log(lo), math.log(hi)
     side = 0

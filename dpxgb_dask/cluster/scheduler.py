@@ -24,7 +24,7 @@ from ..boosting.selection import Selection, SelectionPlan
 from ..boosting.silo_plan import planned_silo_events
 from ..privacy.budget import BudgetStore, budget_record
 from ..privacy.ledger import PrivacyEvent
-from ..privacy.validation import BudgetError
+from ..privacy.validation import BudgetError, CalibrationError
 from .backend import DaskBackend, WorkerLost
 from .codec import register_error
 from .dashboard import FitBoard, install_routes
@@ -34,6 +34,7 @@ from .wire import KEEPALIVE_SECONDS, PLUGIN_NAME, ClientLeftError, error_reply, 
 logger = logging.getLogger("dpxgb_dask")
 
 register_error(BudgetError)  # (a refused fit's error keeps its type in the client)
+register_error(CalibrationError)
 
 #: How often the coordinator checks that its client is still connected.
 CLIENT_CHECK_SECONDS = 0.5

@@ -7,6 +7,7 @@ import numpy as np
 
 from .._core import category_set_codes
 from . import explain
+from .xgboost_json import to_xgboost_json
 
 #: ``dump_format`` values of :meth:`XGBoostMethods.get_dump`.
 DUMP_FORMATS = ("text", "json")
@@ -57,6 +58,29 @@ class XGBoostMethods:
     def get_fscore(self, fmap=""):
         """XGBoost's ``get_fscore``: :meth:`get_score` with ``importance_type="weight"``."""
         return self.get_score(fmap, "weight")
+
+    def to_xgboost(self):
+        """This model as an ``xgboost.Booster`` (its XGBoost export, loaded in memory), for
+        what takes XGBoost's own types only: ``shap.TreeExplainer`` recognises the model
+        types it lists, so ``shap.TreeExplainer(model.get_booster().to_xgboost())``
+        explains this model (its contributions agree with ``predict(pred_contribs=True)``
+        within float32 rounding).
+
+        Returns
+        -------
+        xgboost.Booster
+
+        Raises
+        ------
+        ImportError
+            Without xgboost (``pip install xgboost``).
+        """
+        try:
+            import xgboost
+        except ImportError:
+            raise ImportError("to_xgboost needs xgboost: pip install xgboost") from None
+        text = json.dumps(to_xgboost_json(self), ensure_ascii=False)
+        return xgboost.Booster(model_file=bytearray(text.encode("utf-8")))
 
     def num_boosted_rounds(self):
         """XGBoost's ``num_boosted_rounds``: the boosting rounds (``n_rounds``)."""

@@ -120,8 +120,18 @@ def noise_following_lambda(point_lambda, point_epsilon, point_trees, epsilon, n_
     Returns
     -------
     float
+
+    Raises
+    ------
+    ValueError
+        Naming ``epsilon``, when it is so small that λ overflows.
     """
     carried = point_lambda * (point_epsilon / epsilon) * math.sqrt(n_estimators / point_trees)
+    if not math.isfinite(carried):
+        # (the user gave ε, not λ: the error names what they sent)
+        raise ValueError(f"epsilon={epsilon!r} is too small: the default's reg_lambda grows "
+                         "as 1/epsilon and is no finite number here; give a larger epsilon "
+                         "(or reg_lambda)")
     return float(max(MIN_CARRIED_LAMBDA, carried))
 
 

@@ -48,6 +48,28 @@ class BudgetError(RuntimeError):
     """A release would make the accounted privacy loss exceed the budget the user granted."""
 
 
+class CalibrationError(BudgetError):
+    """No noise meets a fit's ε (or δ) under its accountant: the parameters, not a budget's
+    charges, are at fault. ``parameter`` names the one to change (``"epsilon"``,
+    ``"delta"``, ``"bounds_epsilon"``), so that a service answers for that field.
+
+    Parameters
+    ----------
+    message : str
+    parameter : str
+    """
+
+    #: (an error decoded from the wire carries its message only)
+    parameter = "epsilon"
+
+    def __init__(self, message, parameter="epsilon"):
+        super().__init__(message)
+        self.parameter = parameter
+
+    def __reduce__(self):
+        return type(self), (str(self), self.parameter)
+
+
 class DPBoundsWarning(UserWarning):
     """The DP feature-bounds estimate found nothing above the noise for some features, which
     took a public default range instead (a post-processing of the release)."""

@@ -6,7 +6,9 @@ an analyst, with its bearer token, sees the public schemas of its datasets and i
 budgets, submits jobs (JSON, validated against :class:`~.schemas.JobParams`), and reads
 its jobs' status (ε planned and spent, never times), models (the dpxgb file and the
 XGBoost export) and privacy reports: DP releases and public facts, nothing else about
-the data. A refused request spends nothing. The OpenAPI description is at
+the data. A refused request spends nothing. The owner lists analysts (with their budgets
+and spend) and every job, revokes or renews an analyst's token, cancels jobs and deletes
+datasets; an analyst cancels its own jobs. The OpenAPI description is at
 ``/openapi.json``; the web page for analysts at ``/``.
 """
 import collections
@@ -24,10 +26,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from ..boosting.calibration import calibration_time_limit
 from ..model.booster import Booster
 from ..model.xgboost_json import to_xgboost_json
-from ..privacy.validation import BudgetError
-from .runner import check_dataset, planned_events
-from .schemas import AnalystCreation, BudgetSetting, DatasetRegistration, JobRequest
-from .store import NotFound
+from ..privacy.validation import BudgetError, CalibrationError
+from .runner import DEFAULT_JOB, check_dataset, largest_job_epsilon, planned_events
+from .schemas import AnalystCreation, BudgetSetting, DatasetRegistration, JobParams, JobRequest
+from .store import Conflict, NotFound
 
 logger = logging.getLogger("dpxgb_dask.service")
 
@@ -39,6 +41,9 @@ SUBMISSIONS_PER_MINUTE = 30
 #: A submission whose planning takes longer is refused (422): at most this many seconds of
 #: the service's CPU per request (a usual job plans in under 0.4 s).
 PLANNING_SECONDS = 5.0
+#: The search for a budget's largest job plans up to a dozen jobs (once per budget state:
+#: its answer is cached), within this many seconds of the service's CPU.
+LARGEST_JOB_SECONDS = 4 * PLANNING_SECONDS
 
 
 class SubmissionLimit:
@@ -99,8 +104,15 @@ def owner(who=Depends(principal)):
 def analyst(who=Depends(principal)):
     """The caller, who must be an analyst (else 403)."""
     if who[2] != "analyst":
-        raise HTTPException(403, "only an analyst may do this")
+        raise HTTPException(403, "only an analyst may do this (the owner's token lists "
+                                 "every job at /v1/jobs and the analysts at /v1/analysts)")
     return who
+
+
+def _own(who):
+    """The analyst whose rows the caller may read: its own id, or None for the owner
+    (every analyst's)."""
+    return None if who[2] == "owner" else who[0]
 
 
 owner_routes = APIRouter(prefix="/v1", tags=["owner"])
@@ -131,6 +143,7 @@ def create_app(store, runner):
     app.include_router(analyst_routes)
     app.add_middleware(BodyLimit)
     app.add_exception_handler(NotFound, _error_handler(404))
+    app.add_exception_handler(Conflict, _error_handler(409))
     app.add_exception_handler(BudgetError, _error_handler(409))
     app.add_exception_handler(RequestValidationError, _invalid)
     app.get("/", response_class=HTMLResponse, include_in_schema=False)(_page)
@@ -186,9 +199,23 @@ def _error_handler(status):
 
 
 async def _invalid(request, exc):
-    """A request that does not validate: 422, naming each bad field."""
+    """A request that does not validate: 422, naming each bad field (a body sent without
+    JSON's Content-Type is said to be that, not a bad value)."""
+    content_type = request.headers.get("content-type", "")
+    if request.method in ("POST", "PUT") and content_type.split(";")[0].strip().lower() \
+            != "application/json" and any(e["loc"] == ("body",) for e in exc.errors()):
+        return JSONResponse({"detail": [{"field": "body", "error": (
+            "send the body as JSON with the header Content-Type: application/json (got "
+            f"{content_type or 'no Content-Type'})")}]}, status_code=422)
     errors = [{"field": _field(e), "error": e["msg"]} for e in exc.errors()]
     return JSONResponse({"detail": errors}, status_code=422)
+
+
+def _params_field(message):
+    """The job parameter a planning error names (its first word, when that is one of
+    :class:`~.schemas.JobParams`' fields), else the parameters as a whole."""
+    first = message.split("=")[0].split(" ")[0]
+    return f"params.{first}" if first in JobParams.model_fields else "params"
 
 
 def _field(error):
@@ -211,32 +238,53 @@ def register_dataset(body: DatasetRegistration, request: Request, who=Depends(ow
     """Register a dataset: where the workers read it, and its public schema, checked
     against the data (:func:`~.runner.check_dataset`)."""
     store = _store(request)
-    try:
-        store.dataset(body.name)
-    except NotFound:
-        pass
-    else:
-        raise HTTPException(409, f"a dataset named {body.name!r} exists already")
+    taken = store.taken_dataset_name(body.name)
+    if taken is not None:
+        raise HTTPException(409, taken)
     schema = body.dataset_schema.model_dump()
     try:
         check_dataset(body.location, body.format, schema)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    try:
-        store.register_dataset(body.name, body.location, body.format, schema)
-    except ValueError as exc:
-        raise HTTPException(409, str(exc)) from None
+    store.register_dataset(body.name, body.location, body.format, schema)
     return {"name": body.name}
+
+
+@owner_routes.delete("/datasets/{name}")
+def delete_dataset(name: str, request: Request, who=Depends(owner)):
+    """Delete a dataset: no analyst sees it or runs a job on it any more (409 while a job
+    on it is queued or running: cancel those first). Its jobs, models and budgets stay on
+    record, since the privacy spent on its data does not expire; its name stays taken."""
+    return {"name": _store(request).delete_dataset(name), "deleted": True}
 
 
 @owner_routes.post("/analysts", status_code=201)
 def create_analyst(body: AnalystCreation, request: Request, who=Depends(owner)):
-    """Add an analyst; the response holds its token, shown this once."""
-    try:
-        token = _store(request).create_principal(body.name, "analyst")
-    except ValueError as exc:
-        raise HTTPException(409, str(exc)) from None
+    """Add an analyst; the response holds its token, shown this once. Names are unique
+    whatever their case."""
+    token = _store(request).create_principal(body.name, "analyst")
     return {"name": body.name, "token": token}
+
+
+@owner_routes.get("/analysts")
+def list_analysts(request: Request, who=Depends(owner)):
+    """Every analyst: its name, whether its token works, and its budgets on each dataset
+    (total, spent, remaining, its jobs' ε)."""
+    return _store(request).analysts()
+
+
+@owner_routes.delete("/analysts/{name}/token")
+def revoke_token(name: str, request: Request, who=Depends(owner)):
+    """Revoke an analyst's token: it stops working at once (its jobs, models and budgets
+    stay; a job already queued still runs)."""
+    return {"name": _store(request).revoke_token(name), "active": False}
+
+
+@owner_routes.post("/analysts/{name}/token")
+def renew_token(name: str, request: Request, who=Depends(owner)):
+    """A new token for an analyst, shown this once; the old one stops working."""
+    found, token = _store(request).renew_token(name)
+    return {"name": found, "token": token}
 
 
 @owner_routes.put("/analysts/{name}/budgets/{dataset}")
@@ -262,8 +310,25 @@ def list_datasets(request: Request, who=Depends(principal)):
 
 @analyst_routes.get("/budgets")
 def budgets(request: Request, who=Depends(analyst)):
-    """The caller's budgets: total, spent and remaining ε per dataset."""
+    """The caller's budgets: total, spent and remaining ε per dataset. Under the PLD and
+    RDP accountants ε does not add up, so ``remaining`` (total − spent) is not the largest
+    job the budget admits: ``/v1/budgets/{dataset}/largest-job`` says that."""
     return _store(request).budgets(who[0])
+
+
+@analyst_routes.get("/budgets/{dataset}/largest-job")
+def largest_job(dataset: str, request: Request, who=Depends(analyst)):
+    """The largest ε of a job with the default parameters that the caller's budget on
+    ``dataset`` admits now, under its accountant (to 1%, rounded down): the budget's
+    composition, not ``remaining``, decides (:func:`~.runner.largest_job_epsilon`)."""
+    store = _store(request)
+    found = store.dataset(dataset, who[0])
+    try:
+        with calibration_time_limit(LARGEST_JOB_SECONDS):  # (a worker thread: sync def)
+            epsilon = largest_job_epsilon(found, store.budget_state(who[0], found))
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return {"dataset": found.name, "epsilon": epsilon, "params": DEFAULT_JOB}
 
 
 @analyst_routes.post("/jobs", status_code=202)
@@ -278,26 +343,40 @@ def submit(body: JobRequest, request: Request, who=Depends(analyst)):
     try:
         with calibration_time_limit(PLANNING_SECONDS):  # (in a worker thread: sync def)
             _, events = planned_events(dataset, params)
+    except CalibrationError as exc:  # (the parameters cannot be met: not the budget's 409)
+        raise HTTPException(422, [{"field": f"params.{exc.parameter}",
+                                   "error": str(exc)}]) from None
     except ValueError as exc:
-        raise HTTPException(422, [{"field": "params", "error": str(exc)}]) from None
+        raise HTTPException(422, [{"field": _params_field(str(exc)),
+                                   "error": str(exc)}]) from None
     job_id = store.submit(who[0], dataset, params, events)
     request.app.state.runner.submit(job_id)
-    return _job_view(store.job(job_id), dataset.name)
+    return _job_view(store, store.job(job_id), who)
 
 
 @analyst_routes.get("/jobs")
-def jobs(request: Request, who=Depends(analyst)):
-    """The caller's jobs."""
+def jobs(request: Request, who=Depends(principal)):
+    """The caller's jobs (the owner: every analyst's, each naming its analyst)."""
     store = _store(request)
-    return [_job_view(j, store.job_dataset(j).name) for j in store.jobs(who[0])]
+    return [_job_view(store, j, who) for j in store.jobs(_own(who))]
 
 
 @analyst_routes.get("/jobs/{job_id}")
-def job(job_id: str, request: Request, who=Depends(analyst)):
+def job(job_id: str, request: Request, who=Depends(principal)):
     """A job's state and ε (planned, and spent once it ended): no times."""
     store = _store(request)
-    found = store.job(job_id, who[0])
-    return _job_view(found, store.job_dataset(found).name)
+    return _job_view(store, store.job(job_id, _own(who)), who)
+
+
+@analyst_routes.post("/jobs/{job_id}/cancel")
+def cancel(job_id: str, request: Request, who=Depends(principal)):
+    """Cancel a job (its analyst's or the owner's call). A queued job is refunded, since
+    it released nothing; a running one stops within seconds and its whole plan stays
+    charged; a job that ended answers 409."""
+    store = _store(request)
+    if store.cancel_queued(job_id, _own(who)) == "running":
+        request.app.state.runner.cancel(job_id)
+    return _job_view(store, store.job(job_id), who)
 
 
 def _finished_model(request, job_id, who):
@@ -325,12 +404,16 @@ def report(job_id: str, request: Request, who=Depends(analyst)):
     return Booster.from_dict(_finished_model(request, job_id, who)).privacy_report()
 
 
-def _job_view(job, dataset_name):
-    """What an analyst sees of a job: public and DP facts only. A running job shows as
-    queued: the moment it starts would time the jobs ahead of it (its end is written at
-    a public step, :data:`~dpxgb_dask.service.runner.STATUS_QUANTUM_SECONDS`)."""
+def _job_view(store, job, who):
+    """What a principal sees of a job: public and DP facts only (the owner's view names
+    the analyst too). A running job shows as queued: the moment it starts would time the
+    jobs ahead of it (its end is written at a public step,
+    :data:`~dpxgb_dask.service.runner.STATUS_QUANTUM_SECONDS`)."""
     status = "queued" if job.status == "running" else job.status
-    return {"id": job.id, "dataset": dataset_name, "status": status,
+    view = {"id": job.id, "dataset": store.job_dataset(job).name, "status": status,
             "params": job.params, "planned_epsilon": job.planned_epsilon,
             "spent_epsilon": job.spent_epsilon, "error": job.error,
             "has_model": job.status == "finished"}
+    if who[2] == "owner":
+        view["analyst"] = store.principal_name(job.analyst_id)
+    return view

@@ -36,11 +36,12 @@ def add_commands(sub):
     sv.set_defaults(func=cmd_serve)
 
     sc = sub.add_parser("service", help="call the DP training service")
-    sc.add_argument("verb", choices=["datasets", "budgets", "submit", "jobs", "job", "model",
-                                     "report", "add-dataset", "add-analyst", "set-budget"])
+    sc.add_argument("verb", choices=list(_ARITY))
     sc.add_argument("args", nargs="*",
-                    help="submit DATASET; job/model/report JOB; add-dataset NAME LOCATION "
-                         "FORMAT SCHEMA.json; add-analyst NAME; set-budget ANALYST DATASET")
+                    help="submit DATASET; job/model/report/cancel JOB; largest-job DATASET; "
+                         "add-dataset NAME LOCATION FORMAT SCHEMA.json; delete-dataset NAME; "
+                         "add-analyst NAME; revoke-token/renew-token ANALYST; set-budget "
+                         "ANALYST DATASET")
     sc.add_argument("--url", default=f"http://127.0.0.1:{service_package.DEFAULT_PORT}")
     sc.add_argument("--token-file", help=f"the file holding your token (default: "
                                          f"${TOKEN_VARIABLE})")
@@ -50,7 +51,14 @@ def add_commands(sub):
     sc.add_argument("--epsilon", type=float, help="set-budget: total epsilon")
     sc.add_argument("--delta", type=float, default=1e-6, help="set-budget: delta")
     sc.add_argument("--accountant", default="pld", choices=["pld", "rdp", "basic", "best"])
-    sc.add_argument("--out", help="model: write the model file here (default: print it)")
+    sc.add_argument("--out", help="model, submit --wait: write the model file here (default: "
+                                  "print it); add-analyst, renew-token: write the new token "
+                                  "here, readable by you alone (default: print it)")
+    sc.add_argument("--wait", action="store_true",
+                    help="submit: wait for the job to end (printing its final state)")
+    sc.add_argument("--wait-for-service", type=float, default=0.0, metavar="SECONDS",
+                    help="keep trying to reach the service this long first (one that was "
+                         "just started)")
     sc.add_argument("--xgboost", action="store_true", help="model: XGBoost's JSON")
     sc.set_defaults(func=cmd_service)
 
@@ -81,8 +89,12 @@ def _token(args):
     return token
 
 
-_ARITY = {"datasets": 0, "budgets": 0, "jobs": 0, "submit": 1, "job": 1, "model": 1,
-          "report": 1, "add-dataset": 4, "add-analyst": 1, "set-budget": 2}
+#: Each verb's number of arguments (the owner's: analysts, add-dataset, delete-dataset,
+#: add-analyst, revoke-token, renew-token, set-budget; jobs and cancel are both's).
+_ARITY = {"datasets": 0, "budgets": 0, "largest-job": 1, "submit": 1, "jobs": 0, "job": 1,
+          "cancel": 1, "model": 1, "report": 1, "analysts": 0, "add-dataset": 4,
+          "delete-dataset": 1, "add-analyst": 1, "revoke-token": 1, "renew-token": 1,
+          "set-budget": 2}
 
 
 def cmd_service(args):
@@ -94,17 +106,24 @@ def cmd_service(args):
 
     try:
         with service_package.Client(args.url, _token(args)) as service:
+            if args.wait_for_service > 0:
+                service.wait_for_service(args.wait_for_service)
             result = _call(service, args)
     except service_package.ServiceError as exc:
         raise SystemExit(f"dpxgb service {args.verb}: the service answered {exc.status}: "
                          f"{_said(exc.detail)}") from None
-    except httpx.TransportError as exc:
+    except (httpx.TransportError, TimeoutError) as exc:
         raise SystemExit(f"dpxgb service {args.verb}: no answer from {args.url}: "
                          f"{exc}") from None
     if args.verb == "model" and args.out:
         with open(args.out, "w") as f:
             json.dump(result, f)
         return
+    if args.verb in ("add-analyst", "renew-token") and args.out:
+        # (created for its owner alone before the token is written into it)
+        with os.fdopen(os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                       "w") as f:
+            f.write(result.pop("token") + "\n")
     json.dump(result, sys.stdout, indent=2)
     print()
 
@@ -141,9 +160,17 @@ def job_params(text):
 def _call(service, args):
     a = args.args
     if args.verb == "submit":
-        return service.submit(a[0], **job_params(args.params))
-    if args.verb in ("job", "report"):
-        return getattr(service, args.verb)(a[0])
+        job = service.submit(a[0], **job_params(args.params))
+        if not args.wait:
+            return job
+        booster = service.wait(job["id"])
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(booster.to_dict(), f)
+        return service.job(job["id"])
+    if args.verb in ("job", "report", "cancel", "largest-job", "delete-dataset",
+                     "revoke-token", "renew-token"):
+        return getattr(service, args.verb.replace("-", "_"))(a[0])
     if args.verb == "model":
         return service.xgboost_model(a[0]) if args.xgboost else service.model(a[0]).to_dict()
     if args.verb == "add-dataset":

@@ -49,6 +49,20 @@ class Client:
     def close(self):
         self._http.close()
 
+    def wait_for_service(self, timeout=60.0, poll=0.5):
+        """Wait until the service answers (one just started), at most ``timeout`` seconds;
+        raise ``TimeoutError`` past that."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._http.get("/openapi.json").raise_for_status()
+                return
+            except httpx.HTTPError as exc:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the service did not answer within {timeout} s "
+                                       f"({type(exc).__name__})") from None
+            time.sleep(poll)
+
     def __enter__(self):
         return self
 
@@ -83,6 +97,23 @@ class Client:
         return self._call("PUT", f"/v1/analysts/{analyst}/budgets/{dataset}",
                           {"epsilon": epsilon, "delta": delta, "accountant": accountant})
 
+    def analysts(self):
+        """Every analyst, whether its token works, and its budgets and spend (owner)."""
+        return self._call("GET", "/v1/analysts")
+
+    def revoke_token(self, analyst):
+        """Revoke an analyst's token at once (owner)."""
+        return self._call("DELETE", f"/v1/analysts/{analyst}/token")
+
+    def renew_token(self, analyst):
+        """A new token for an analyst, the old one revoked (owner); ``{"name", "token"}``."""
+        return self._call("POST", f"/v1/analysts/{analyst}/token")
+
+    def delete_dataset(self, name):
+        """Delete a dataset (owner): no job runs on it any more; its jobs and the privacy
+        they spent stay on record."""
+        return self._call("DELETE", f"/v1/datasets/{name}")
+
     # -- analysts ----------------------------------------------------------------------------
 
     def datasets(self):
@@ -98,8 +129,19 @@ class Client:
         (:class:`~dpxgb_dask.service.schemas.JobParams`); returns the job (its ``id``)."""
         return self._call("POST", "/v1/jobs", {"dataset": dataset, "params": params})
 
+    def largest_job(self, dataset):
+        """The largest ε of a job with the default parameters your budget on ``dataset``
+        admits now (under PLD or RDP more than ``remaining``): ``{"epsilon", "params"}``."""
+        return self._call("GET", f"/v1/budgets/{dataset}/largest-job")
+
     def jobs(self):
+        """Your jobs (the owner: every analyst's)."""
         return self._call("GET", "/v1/jobs")
+
+    def cancel(self, job_id):
+        """Cancel a job: refunded if it had not started, else stopped with its plan
+        charged."""
+        return self._call("POST", f"/v1/jobs/{job_id}/cancel")
 
     def job(self, job_id):
         """A job's ``status`` and its ``planned_epsilon`` and ``spent_epsilon``."""
@@ -125,7 +167,7 @@ class Client:
             job = self.job(job_id)
             if job["status"] == "finished":
                 return self.model(job_id)
-            if job["status"] in ("failed", "interrupted"):
+            if job["status"] in ("failed", "interrupted", "cancelled"):
                 raise ServiceError(409, f"job {job_id} {job['status']}: {job['error']}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"job {job_id} is still {job['status']} after {timeout} s")

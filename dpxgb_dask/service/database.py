@@ -7,12 +7,12 @@ from contextlib import contextmanager
 import os
 import time
 
-from sqlalchemy import (JSON, Float, ForeignKey, Integer, String, Text, UniqueConstraint,
-                        create_engine, event)
+from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, String, Text,
+                        UniqueConstraint, create_engine, event)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 #: Schema revision the code expects (Alembic's head).
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 
 
 class Base(DeclarativeBase):
@@ -21,7 +21,9 @@ class Base(DeclarativeBase):
 
 class Dataset(Base):
     """A dataset the owner registered: where the workers read it, and its public schema
-    (:class:`~dpxgb_dask.service.schemas.DatasetSchema` as JSON)."""
+    (:class:`~dpxgb_dask.service.schemas.DatasetSchema` as JSON). A ``deleted`` one runs
+    no job and is listed to no analyst; its row stays, with its jobs and budgets, since the
+    privacy spent on its data does not expire (its name stays taken)."""
 
     __tablename__ = "datasets"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -30,11 +32,15 @@ class Dataset(Base):
     format: Mapped[str] = mapped_column(String(16))
     schema: Mapped[dict] = mapped_column(JSON)
     created: Mapped[float] = mapped_column(Float, default=time.time)
+    deleted: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class Principal(Base):
     """Who calls the service: the owner (``role="owner"``) or an analyst; ``token_hash``
-    is the SHA-256 of its bearer token (the token itself is shown once, never stored)."""
+    is the SHA-256 of its bearer token (the token itself is shown once, never stored); a
+    principal whose token the owner revoked is not ``active`` until it is given a new one.
+    Names are unique whatever their case (migration 0003's index on ``lower(name)``, as
+    for datasets)."""
 
     __tablename__ = "principals"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -42,6 +48,7 @@ class Principal(Base):
     role: Mapped[str] = mapped_column(String(16))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created: Mapped[float] = mapped_column(Float, default=time.time)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
 
 
 class Budget(Base):

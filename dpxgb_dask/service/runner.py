@@ -7,17 +7,21 @@ budget: the service's database holds the analysts' budgets, charged before the j
 queued (:meth:`~dpxgb_dask.service.store.Store.submit`) and settled when it ends.
 """
 from concurrent.futures import ThreadPoolExecutor
+import functools
+import json
 import logging
 import math
 import threading
 import time
+import types
 import warnings
 
 import numpy as np
 
 from ..boosting.calibration import make_plan
 from ..inputs import encode_labels_lazily
-from ..privacy.validation import NoBudgetWarning
+from ..privacy.budget import PrivacyBudget
+from ..privacy.validation import BudgetError, NoBudgetWarning
 from ..training import train
 from .schemas import DatasetSchema, JobParams, train_params
 from .store import events_of
@@ -124,6 +128,66 @@ def planned_events(dataset, params):
     return resolved, list(make_plan(resolved, len(schema.features)).ledger().events)
 
 
+#: The parameters of the job :func:`largest_job_epsilon` sizes: every default of
+#: :class:`~.schemas.JobParams`.
+DEFAULT_JOB = {name: field.default for name, field in JobParams.model_fields.items()
+               if name != "epsilon" and field.default is not None}
+#: :func:`largest_job_epsilon`'s precision: its answer is admitted, and one this factor
+#: larger is not.
+LARGEST_JOB_RTOL = 0.01
+
+
+def largest_job_epsilon(dataset, budget_state):
+    """The largest ε of a job with :data:`DEFAULT_JOB`'s parameters on ``dataset`` that a
+    budget admits now, under its accountant (public: the budget's charges and the
+    dataset's schema).
+
+    Under the PLD and RDP accountants ε does not add up: a budget of 1.0 that spent 0.974
+    may still admit a job of ε 0.04. The admitted set {x : the budget's charges composed
+    with the job's planned releases at ε = x stay within its total} is searched by
+    bisection on log x (each step plans the job), to within :data:`LARGEST_JOB_RTOL`,
+    rounded down.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    budget_state : dict
+        The budget as :class:`~dpxgb_dask.privacy.budget.PrivacyBudget`'s keywords.
+
+    Returns
+    -------
+    float
+        0.0 when not even a thousandth of the budget's total is admitted.
+    """
+    return _largest_job(json.dumps(dataset.schema, sort_keys=True),
+                        json.dumps(budget_state, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _largest_job(schema_json, state_json):
+    dataset = types.SimpleNamespace(schema=json.loads(schema_json))  # (all planning reads)
+    budget = PrivacyBudget(**json.loads(state_json))
+
+    def admitted(epsilon):
+        try:
+            budget.check("largest-job", planned_events(dataset, dict(DEFAULT_JOB,
+                                                                      epsilon=epsilon))[1])
+        except BudgetError:
+            return False
+        return True
+
+    hi = budget.epsilon
+    if admitted(hi):
+        return float(hi)
+    lo = hi * 1e-3
+    if not admitted(lo):
+        return 0.0
+    while hi / lo > 1.0 + LARGEST_JOB_RTOL:
+        middle = math.sqrt(lo * hi)
+        lo, hi = (middle, hi) if admitted(middle) else (lo, middle)
+    return float(lo)
+
+
 #: A job's end (its status, charge and model) is written at the first multiple of this many
 #: seconds after its submission, so that an analyst who polls learns its duration only to
 #: within this step (a fit's duration grows with the rows).
@@ -185,35 +249,71 @@ class JobRunner:
         self._pool = ThreadPoolExecutor(max_workers=concurrency,
                                         thread_name_prefix="dpxgb-job")
         self._ends = {}  # job id -> (its timer, the write of its end)
+        self._running = {}  # job id -> the Dask client of its fit
+        self._cancelled = set()
         self._lock = threading.Lock()
 
     def submit(self, job_id):
         """Queue a job (already recorded and charged)."""
         self._pool.submit(self._run, job_id)
 
+    def cancel(self, job_id):
+        """Stop a running job: its fit's own Dask client closes, so the scheduler stops
+        the fit and its workers drop its state (as for any client that leaves); the job
+        ends ``cancelled`` with its whole plan charged. A job not running is left as it
+        is (:meth:`~.store.Store.cancel_queued` cancels a queued one)."""
+        with self._lock:
+            client = self._running.get(job_id)
+            if client is None:
+                return
+            self._cancelled.add(job_id)
+        client.close()
+
+    def _job_client(self, job_id):
+        """A Dask client of the service's cluster for one job's fit (closing it stops the
+        fit: :meth:`cancel`)."""
+        client = type(self.client)(self.client.scheduler.address,
+                                   security=self.client.security, set_as_default=False)
+        with self._lock:
+            self._running[job_id] = client
+        return client
+
     def _run(self, job_id):
         job = self.store.job(job_id)
         dataset = self.store.job_dataset(job)
-        rows_read = False
+        if not self.store.start(job_id):
+            return  # (cancelled while it was queued)
+        rows_read, client = False, None
         try:
-            self.store.start(job_id)
             params = train_params(DatasetSchema.model_validate(dataset.schema),
                                   JobParams.model_validate(job.params))
+            client = self._job_client(job_id)
             rows_read = True  # (from here an error may carry a cell, or depend on one)
             X, y = read_dataset(dataset)
             with warnings.catch_warnings():
                 # (the service's database holds the budgets, not the scheduler's file)
                 warnings.simplefilter("ignore", NoBudgetWarning)
-                booster = train(params, X, y, client=self.client)
+                booster = train(params, X, y, client=client)
             model = booster.to_dict()
             self._end_at_step(job, lambda: self.store.finish(job_id, model, events_of(model)))
-        except Exception as exc:  # the job fails; the service goes on
+        except Exception as exc:  # the job fails, or was cancelled; the service goes on
+            with self._lock:
+                cancelled = job_id in self._cancelled
+            if cancelled:
+                self._end_at_step(job, lambda: self.store.cancelled_while_running(job_id))
+                return
             # the whole text is the owner's (the service's log); the analyst's is public
             logger.warning("job %s failed: %s: %s", job_id, type(exc).__name__, exc)
             error = analyst_error(exc, rows_read)
             # before the rows are read the job released nothing, and failed on public facts
             # alone: it is not charged (whether it is cannot depend on a row)
             self._end_at_step(job, lambda: self.store.fail(job_id, error, released=rows_read))
+        finally:
+            with self._lock:
+                self._running.pop(job_id, None)
+                self._cancelled.discard(job_id)
+            if client is not None:
+                client.close()
 
     def _end_at_step(self, job, write):
         """Write a job's end at its next step (:data:`STATUS_QUANTUM_SECONDS`), from a timer:

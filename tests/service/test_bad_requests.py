@@ -90,6 +90,15 @@ CASES = [
      "'field': 'params.delta', 'error': 'Input should be a finite number'"),
     ("trees true", "alice", "POST", "/v1/jobs", job(n_estimators=True), 422,
      "'field': 'params.n_estimators', 'error': 'Input should be a valid integer'"),
+    # (issue 43: "reg_lambda must be a finite number, got inf", a field never sent; a
+    # calibration that cannot be met answered 409, the budget's status; a body without its
+    # Content-Type was "Input should be a valid dictionary")
+    ("epsilon 5e-324", "alice", "POST", "/v1/jobs", job(epsilon=5e-324), 422,
+     "'field': 'params.epsilon', 'error': \"epsilon=5e-324 is too small"),
+    ("epsilon 1e-12", "alice", "POST", "/v1/jobs", job(epsilon=1e-12), 422,
+     "'field': 'params.epsilon', 'error': \"could not calibrate"),
+    ("no Content-Type", "alice", "POST", "/v1/jobs", '{"dataset": "adult", "params": '
+     '{"epsilon": 1}}', 422, "Content-Type: application/json (got no Content-Type)"),
     ("a million trees", "alice", "POST", "/v1/jobs", job(n_estimators=10**6), 422,
      "params.n_estimators"),
     ("no trees", "alice", "POST", "/v1/jobs", job(n_estimators=0), 422, "params.n_estimators"),
@@ -191,6 +200,19 @@ CASES = [
      "'city' is of dtype"),
     ("analyst: a name taken", "owner", "POST", "/v1/analysts", {"name": "alice"}, 409,
      "exists already"),
+    ("analyst: a name taken in another case", "owner", "POST", "/v1/analysts",
+     {"name": "ALICE"}, 409, "whatever their case"),
+    ("dataset: a name taken in another case", "owner", "POST", "/v1/datasets",
+     dataset(name="Adult"), 409, "whatever their case"),
+    ("analyst cancels another's job", "bob", "POST", "/v1/jobs/ALICE_JOB/cancel", None, 404,
+     "no job"),
+    ("analyst lists the analysts", "alice", "GET", "/v1/analysts", None, 403, "owner"),
+    ("analyst revokes a token", "alice", "DELETE", "/v1/analysts/bob/token", None, 403,
+     "owner"),
+    ("analyst deletes a dataset", "alice", "DELETE", "/v1/datasets/adult", None, 403,
+     "owner"),
+    ("a finished job cancelled", "alice", "POST", "/v1/jobs/ALICE_JOB/cancel", None, 409,
+     "has ended"),
     ("analyst: bad name", "owner", "POST", "/v1/analysts", {"name": "<script>"}, 422, "name"),
     ("budget: epsilon 0", "owner", "PUT", "/v1/analysts/alice/budgets/adult", {"epsilon": 0},
      422, "epsilon"),
@@ -270,7 +292,10 @@ def test_a_bad_request_is_refused_and_spends_nothing(deployment, alice_job, data
         headers["Authorization"] = "Bearer " + (deployment[who] if who in deployment else who)
     path = path.replace("ALICE_JOB", alice_job)
     body = _located(body, data_dir)
-    if callable(body):  # a generator's chunks: no Content-Length
+    if isinstance(body, str):  # JSON text sent without a Content-Type
+        response = httpx.request(method, deployment["url"] + path, content=body.encode(),
+                                 headers=headers, params=params, timeout=60)
+    elif callable(body):  # a generator's chunks: no Content-Length
         headers["Content-Type"] = "application/json"
         response = httpx.request(method, deployment["url"] + path, content=body(),
                                  headers=headers, params=params, timeout=60)

@@ -1,6 +1,7 @@
 """The service's database is created and upgraded by its Alembic migrations: a database
 left at the first revision, with a charged budget, upgrades to the current schema with
-its budget's spent ε filled in from its charges."""
+its budget's spent ε filled in from its charges, its principals active and its names
+unique whatever their case."""
 import json
 
 import pytest
@@ -15,7 +16,7 @@ def test_a_first_revision_database_upgrades_and_keeps_its_budgets(tmp_path):
     from dpxgb_dask.privacy.ledger import Ledger
     from dpxgb_dask.service.database import (SCHEMA_REVISION, Database, migrations_directory,
                                              sqlite_url)
-    from dpxgb_dask.service.store import Store
+    from dpxgb_dask.service.store import Conflict, Store
 
     url = sqlite_url(tmp_path / "old.db")
     config = Config()
@@ -44,8 +45,18 @@ def test_a_first_revision_database_upgrades_and_keeps_its_budgets(tmp_path):
         with database.engine.connect() as connection:
             revision = connection.execute(sa.text("SELECT version_num FROM alembic_version"))
             assert revision.scalar() == SCHEMA_REVISION
-        budgets = Store(database).budgets(1)
+        store = Store(database)
+        budgets = store.budgets(1)
         assert budgets["adult"]["spent"] == pytest.approx(budget.spent(), rel=1e-12)
         assert budgets["adult"]["spent"] > 0 and budgets["adult"]["n_jobs"] == 1
+        # 0003: the analyst stays active, the dataset not deleted, and names are unique
+        # whatever their case, in the database's own index too
+        assert store.analysts()[0]["active"] and store.dataset("ADULT").name == "adult"
+        with pytest.raises(Conflict):
+            store.create_principal("Alice", "analyst")
+        with pytest.raises(sa.exc.IntegrityError), database.engine.begin() as connection:
+            connection.execute(sa.text(
+                "INSERT INTO principals (name, role, token_hash, created, active) "
+                "VALUES ('ALICE', 'analyst', :h, 0, 1)"), {"h": "1" * 64})
     finally:
         database.close()

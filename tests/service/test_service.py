@@ -87,7 +87,9 @@ def test_the_openapi_description_lists_every_endpoint(deployment):
     spec = httpx.get(deployment["url"] + "/openapi.json").json()
     assert {"/v1/datasets", "/v1/analysts", "/v1/analysts/{name}/budgets/{dataset}",
             "/v1/budgets", "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/model",
-            "/v1/jobs/{job_id}/model/xgboost", "/v1/jobs/{job_id}/report"} <= set(spec["paths"])
+            "/v1/jobs/{job_id}/model/xgboost", "/v1/jobs/{job_id}/report",
+            "/v1/jobs/{job_id}/cancel", "/v1/analysts/{name}/token", "/v1/datasets/{name}",
+            "/v1/budgets/{dataset}/largest-job"} <= set(spec["paths"])
     job_params = spec["components"]["schemas"]["JobParams"]
     assert job_params["additionalProperties"] is False
     assert job_params["properties"]["n_estimators"]["maximum"] == 1000

@@ -120,6 +120,19 @@ def test_shap_tree_explainer_agrees(model):
                                np.ravel(ours[0, ..., -1]), rtol=0, atol=1e-5)
 
 
+def test_shap_explains_the_model_through_to_xgboost(model):
+    """Issue 43: ``shap.TreeExplainer`` takes only the types shap lists (our Booster and
+    estimators are not among them); ``to_xgboost()`` hands it an ``xgboost.Booster``."""
+    shap = pytest.importorskip("shap", reason="pip install '.[test]'")
+    name, booster, _, X, dmatrix = model
+    explainer = shap.TreeExplainer(booster.to_xgboost())
+    values = np.asarray(explainer.shap_values(dmatrix if name == "categorical" else X))
+    ours = booster.predict(X, pred_contribs=True)
+    if name == "multiclass":
+        values = np.moveaxis(values, -1, 1)
+    np.testing.assert_allclose(values, ours[..., :-1], rtol=0, atol=1e-5)
+
+
 def test_leaf_ids_index_the_trees_and_give_the_predictions(model):
     _, booster, _, X, _ = model
     leaves = booster.predict(X, pred_leaf=True)
