@@ -17,11 +17,18 @@ parameters (never its values), all public.
 says how much ε a fit has spent so far: the fit's own accountant applied to the releases
 made so far (:meth:`FitProgress.epsilon_spent`). The scheduler's dashboard page
 (``dashboard.py``) and the user's progress bar (:class:`ProgressDisplay`) both read it.
+
+The estimators' ``verbose`` (:func:`check_verbose`) shows that progress bar during a fit
+and, with an ``eval_set``, XGBoost's evaluation log after it (:func:`evaluation_log`): the
+scores of ``evals_result_``, public or DP releases, printed round by round.
 """
+import numbers
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
 
 from .privacy.accountants import get_accountant
 from .privacy.ledger import Ledger, PrivacyEvent
@@ -52,14 +59,13 @@ class FitProgress:
     Notes
     -----
     Everything here is public: the plan's sizes, the releases' noise parameters (not
-    their values) and the accountant's totals. Wall-clock durations are not kept: the
-    time a level takes grows with the rows of its nodes.
+    their values) and the accountant's totals. No wall-clock time is kept, not even when
+    the fit started: the time a level takes grows with the rows of its nodes.
     """
 
     def __init__(self, fit_id, client=None):
         self.fit_id = fit_id
         self.client = client
-        self.started = time.time()
         self.state = "running"
         self.error = None
         self.n_trees = None
@@ -158,8 +164,7 @@ class FitProgress:
         :meth:`epsilon_spent` (None: not computed)."""
         return {
             "fit": self.fit_id, "client": self.client, "state": self.state,
-            "error": self.error, "started": self.started,
-            "objective": self.objective,
+            "error": self.error, "objective": self.objective,
             "n_trees": self.n_trees, "trees_built": self.trees_built,
             "tree": self.tree, "depth": self.depth,
             "accountant": self.accountant, "delta": self.delta,
@@ -318,3 +323,68 @@ class ProgressDisplay:
             elif self.progress.trees_built and self._terminal:
                 self.stream.write("\n")
                 self.stream.flush()
+
+
+def check_verbose(verbose):
+    """The evaluation log's period of XGBoost's ``fit(verbose=)``: a bool or an int >= 0.
+
+    Parameters
+    ----------
+    verbose : bool or int
+        False or 0: no log; True or 1: every round; n: every n-th round and the last.
+
+    Returns
+    -------
+    int
+        The period, 0 for no log.
+
+    Raises
+    ------
+    TypeError
+        If ``verbose`` is neither a bool nor an int.
+    ValueError
+        If it is a negative int.
+    """
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(bool(verbose))
+    if not isinstance(verbose, numbers.Integral):
+        raise TypeError(f"verbose must be a bool or a non-negative int (True: every round, "
+                        f"n: every n-th round), got {verbose!r}")
+    if verbose < 0:
+        raise ValueError(f"verbose must be a bool or a non-negative int (True: every round, "
+                         f"n: every n-th round), got {verbose!r}")
+    return int(verbose)
+
+
+def evaluation_log(evals_result, period, n_rounds=None):
+    """XGBoost's evaluation log of a fit's scores (``xgboost.callback.EvaluationMonitor``):
+    ``"[r]\\tvalidation_0-logloss:0.61234\\tvalidation_0-error:0.25000..."``, every set's
+    metrics on one line per round, scores to 5 decimals.
+
+    Parameters
+    ----------
+    evals_result : dict
+        ``{"validation_i": {metric: [score after each round]}}`` (``evals_result_``).
+    period : int
+        A line every ``period``-th round (those ``r`` with ``r % period == 0``) and the last
+        round's; 0: none (:func:`check_verbose`).
+    n_rounds : int, optional
+        The model's rounds, when the scores are of its last ones only (a continued fit's
+        private sets score its new rounds): the lines number the model's rounds, as
+        XGBoost's do. Default: the scores' own count.
+
+    Returns
+    -------
+    list of str
+    """
+    series = [(f"{data}-{metric}", scores) for data, metrics in evals_result.items()
+              for metric, scores in metrics.items()]
+    if not period or not series:
+        return []
+    n_scores = min(len(scores) for _, scores in series)
+    first = (n_scores if n_rounds is None else n_rounds) - n_scores
+    rounds = [r for r in range(first, first + n_scores) if r % period == 0]
+    if n_scores and rounds[-1:] != [first + n_scores - 1]:
+        rounds.append(first + n_scores - 1)
+    return [f"[{r}]" + "".join(f"\t{name}:{scores[r - first]:.5f}" for name, scores in series)
+            for r in rounds]

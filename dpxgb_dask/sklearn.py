@@ -24,27 +24,24 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from . import categories
-from .inputs import (bounds_by_name, check_numeric_dtypes, encode_labels,
-                     encode_labels_lazily, feature_names_of, label_array)
+from .estimator_inputs import EstimatorInputs
 from .evaluation import RoundScores, check_eval_set, check_public
+from .inputs import (bounds_by_name, encode_labels, encode_labels_lazily, feature_names_of,
+                     is_dask_collection as _is_dask)
 from .model.dask_predict import as_dask_array, binary_proba, gathered
 from .objective import softmax
 from .params import TRAIN_PARAMETERS
 from .params.names import (XGBOOST_ALIASES, KeywordParameters, merge_keywords,
                            take_estimator_keywords)
 from .privacy.validation import PrivacyLeakWarning
+from .progress import check_verbose, evaluation_log
 from .silo_table import SiloTable
 from .training import train
 
 
-def _is_dask(obj):
-    return hasattr(obj, "__dask_graph__") and obj.__dask_graph__() is not None
-
-
-class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
+class _DPXGBModel(KeywordParameters, RoundScores, EstimatorInputs, BaseEstimator):
     """Shared parameters and plumbing of the DP estimators.
 
     Parameters
@@ -87,7 +84,12 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         missing. Their splits send a set of categories left and the rest right.
     dp_params : dict, optional
         Any other field of ``TrainParams`` (e.g. ``split_method``, ``accountant``).
-    verbose : bool
+    verbose : bool or int, default False
+        Show the fit's progress (trees built, ε spent:
+        :class:`~dpxgb_dask.progress.ProgressDisplay`) and, with ``fit(eval_set=...)``,
+        print XGBoost's evaluation log of ``evals_result_`` after the fit: every round
+        (True), every ``verbose``-th round and the last (an int). ``fit(verbose=)``
+        overrides it for one fit.
     early_stopping_rounds : int, optional
         With ``fit(eval_set=...)``: ``best_iteration`` is the round after which this many
         rounds did not improve the last metric on the last evaluation set, and predictions
@@ -190,66 +192,10 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
     #: (the classifier's follows its number of classes, as XGBoost's does).
     _objectives = ()
 
-    def _categories_of(self, X, xgb_model=None):
-        """The public category lists of X's features (None without categorical ones):
-        ``categories``, else a continued model's, and pandas category dtypes (``train``
-        says where they came from: no warning here)."""
-        given = self.categories
-        if given is None and xgb_model is not None:
-            model = xgb_model.booster_ if isinstance(xgb_model, BaseEstimator) else xgb_model
-            given = getattr(model, "categories", None)
-        names = feature_names_of(X)
-        shape = getattr(X, "shape", None) if names is not None or hasattr(X, "shape") \
-            else np.asarray(X).shape  # (no NumPy array function: array-likes refuse them)
-        n_features = len(names) if names is not None else (shape[1] if len(shape) == 2 else 0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            return categories.resolve(given, X, names, n_features)
-
-    def _validate_fit_input(self, X, y, y_numeric, xgb_model=None):
-        """In-memory X and y checked and converted (float64, NaN kept); dask collections and
-        silo tables pass as they are (their rows stay on the cluster). Categorical features
-        are checked on their codes, and handed on as their values (``train`` encodes them)."""
-        if isinstance(X, SiloTable) or (y is not None and (_is_dask(X) or _is_dask(y))):
-            return X, label_array(y)  # a one-column dask frame: its series (y: train's)
-        resolved = self._categories_of(X, xgb_model)
-        if categories.is_frame(X):
-            # (names the columns that need categories=, where float conversion would not)
-            check_numeric_dtypes([d for d, c in zip(X.dtypes, resolved or [None] * X.shape[1])
-                                  if c is None],
-                                 [n for n, c in zip(X.columns, resolved or [None] * X.shape[1])
-                                  if c is None])
-        if resolved is not None:
-            _, y_checked = self._check_fit_input(categories.encode(X, resolved), y, y_numeric)
-            return X, y_checked
-        return self._check_fit_input(X, y, y_numeric)
-
-    def _check_fit_input(self, X, y, y_numeric):
-        frame = X if hasattr(X, "columns") else None
-        X_checked, y_checked = validate_data(
-            self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_all_finite=False,
-            y_numeric=y_numeric)
-        if frame is not None and not any(
-                str(dtype) in ("category", "string") or dtype == object for dtype in frame.dtypes):
-            # keep the names: the model stores them and predicts on frames by name
-            import pandas as pd
-
-            X_checked = pd.DataFrame(X_checked, columns=[str(c) for c in frame.columns],
-                                     index=frame.index)
-        return X_checked, y_checked
-
-    def _checked_weights(self, sample_weight, X):
-        """In-memory weights as float64 of X's length (scikit-learn's check, which takes
-        negative ones: they count 0); dask weights pass as they are."""
-        if sample_weight is None or _is_dask(sample_weight) or _is_dask(X) \
-                or isinstance(X, SiloTable):  # (train refuses weights of a silo table)
-            return sample_weight
-        return _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                    ensure_non_negative=False)
-
     def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None, evals=(),
-             base_margin=None):
-        """Train ``booster_``; return the DP scores of ``evals`` (private sets) or None."""
+             base_margin=None, *, verbose=False):
+        """Train ``booster_``, with the progress display if ``verbose``; return the DP
+        scores of ``evals`` (private sets) or None."""
         names = feature_names_of(X)
         if isinstance(xgb_model, BaseEstimator):
             check_is_fitted(xgb_model, "booster_")  # names xgb_model's estimator class
@@ -258,7 +204,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         resolved = self._categories_of(X, xgb_model) or []
         categorical_names = [n for n, c in zip(names or [], resolved) if c is not None]
         params, scores = self._train_params(names, n_classes, categorical_names), {}
-        booster = train(params, X, y, client=self.client, verbose=self.verbose,
+        booster = train(params, X, y, client=self.client, verbose=verbose,
                         xgb_model=xgb_model, callbacks=self.callbacks,
                         sample_weight=sample_weight, evals=list(evals), evals_result=scores,
                         base_margin=base_margin, select=self.select,
@@ -276,16 +222,12 @@ class _DPXGBModel(KeywordParameters, RoundScores, BaseEstimator):
         self.epsilon_spent_ = float(booster.ledger["epsilon"])
         return scores if evals else None
 
-    def _validate_predict_input(self, X):
-        """In-memory X checked and converted to float64, categorical features encoded to
-        their codes; dask collections pass as they are (encoded lazily)."""
-        check_is_fitted(self, "booster_")
-        if _is_dask(X):
-            return X
-        if self.booster_.categories is not None:
-            X = categories.encode(self.booster_.training_columns(X), self.booster_.categories)
-        return validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
-                             dtype=np.float64, ensure_all_finite=False)
+    def _log_rounds(self, period):
+        """Print XGBoost's evaluation log of ``evals_result_`` every ``period``-th round
+        (:func:`~dpxgb_dask.progress.evaluation_log`; 0 or no eval_set: nothing)."""
+        for line in evaluation_log(self.__dict__.get("evals_result_", {}), period,
+                                   self.booster_.n_rounds):
+            print(line, flush=True)
 
     def _predict_booster(self, X, output_margin=False, iteration_range=None, base_margin=None,
                          **kinds):
@@ -434,23 +376,47 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         return classes
 
     def fit(self, X, y=None, xgb_model=None, eval_set=None, eval_set_public=False,
-            sample_weight=None, base_margin=None, base_margin_eval_set=None):
+            sample_weight=None, base_margin=None, base_margin_eval_set=None, *,
+            verbose=None):
         """Fit on X (n_rows, n_features) and labels y (n_rows,), or on a
         :class:`~dpxgb_dask.silo_table.SiloTable` X with ``y=None`` (``train``'s).
 
-        Labels are encoded as their index in ``classes_`` (binary: 0 and 1); see
-        ``classes`` for where ``classes_`` comes from (a silo table's: ``classes``, else
-        its own, else 0 and 1; its silos encode their labels). ``xgb_model`` (a Booster, a
-        model file or a fitted estimator) is continued: ``n_estimators`` more rounds for
-        ``epsilon`` more (``train(xgb_model=)``). ``eval_set``, a list of ``(X, y)``, is
-        scored after every round (``evals_result_``, ``early_stopping_rounds``): declared
-        public with ``eval_set_public=True``, in your process, spending nothing; else
-        on the cluster with a DP metric charged to ``epsilon`` (``train(evals=)``).
-        ``sample_weight`` (n_rows,) needs the public bound ``weight_bound``
-        (``train(sample_weight=)``: each row counts ``min(w, W) / W``). ``base_margin``
-        (n_rows,) or (n_rows, K), and ``base_margin_eval_set`` (one per set): where each
-        row's margins start (``train(base_margin=)``; predictions take it too).
+        Parameters
+        ----------
+        X : array-like, sparse matrix, dask collection or SiloTable
+        y : array-like or dask collection, optional
+            Encoded as their index in ``classes_`` (binary: 0 and 1); see ``classes`` for
+            where ``classes_`` comes from (a silo table's: ``classes``, else its own, else
+            0 and 1; its silos encode their labels).
+        xgb_model : Booster, str or fitted estimator, optional
+            A model (or its file) to continue: ``n_estimators`` more rounds for
+            ``epsilon`` more (``train(xgb_model=)``).
+        eval_set : list of (X, y), optional
+            Scored after every round (``evals_result_``, ``early_stopping_rounds``).
+        eval_set_public : bool, default False
+            ``eval_set`` is public: scored in your process, spending nothing; else on the
+            cluster with a DP metric charged to ``epsilon`` (``train(evals=)``).
+        sample_weight : array-like of shape (n_rows,), optional
+            Needs the public bound ``weight_bound`` (``train(sample_weight=)``: each row
+            counts ``min(w, W) / W``).
+        base_margin : array-like of shape (n_rows,) or (n_rows, K), optional
+            Where each row's margins start (``train(base_margin=)``; predictions take it).
+        base_margin_eval_set : list of array-like, optional
+            The base margins of each ``eval_set`` pair.
+        verbose : bool or int, optional
+            XGBoost's: with an ``eval_set``, print ``evals_result_`` to standard output,
+            ``[0]\tvalidation_0-logloss:0.61234`` (every set's metrics on one line, tab
+            separated), every round (True or 1), every ``verbose``-th round and the last
+            (an int), or never (False or 0). The lines are printed once the fit ended (the
+            rounds are scored after the last tree), from the scores ``evals_result_``
+            holds: nothing more is released. Truthy: the progress display too (the
+            estimator's ``verbose``). None: the estimator's ``verbose``.
+
+        Returns
+        -------
+        self : DPXGBClassifier
         """
+        period = check_verbose(self.verbose if verbose is None else verbose)
         eval_sets = check_eval_set(eval_set, base_margin_eval_set)
         if eval_set_public:
             check_public(eval_sets)
@@ -466,7 +432,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             classes = self._classes_of(np.asarray(y).reshape(-1))
         eval_sets = [(Xe, self._encoded(ye, classes), me) for Xe, ye, me in eval_sets]
         scores = self._fit(X, self._encoded(y, classes), classes, xgb_model, sample_weight,
-                           () if eval_set_public else eval_sets, base_margin)
+                           () if eval_set_public else eval_sets, base_margin,
+                           verbose=bool(period))
         if self.classes is None and not _is_dask(y) and y is not None:
             read_classes = {"purpose": "classes", "parameter": "classes=None",
                             "reveals": "the set of labels present in y (read in the user's "
@@ -475,6 +442,7 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
             if read_classes not in not_dp:  # (a continued model may list it already)
                 not_dp.append(read_classes)
         self._score_rounds(eval_sets, scores)
+        self._log_rounds(period)
         return self
 
     def _encoded(self, y, classes):
@@ -574,10 +542,18 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         return tags
 
     def fit(self, X, y=None, xgb_model=None, eval_set=None, eval_set_public=False,
-            sample_weight=None, base_margin=None, base_margin_eval_set=None):
+            sample_weight=None, base_margin=None, base_margin_eval_set=None, *,
+            verbose=None):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds,
         or on a :class:`~dpxgb_dask.silo_table.SiloTable` X with ``y=None``; the other
-        arguments as in :meth:`DPXGBClassifier.fit`."""
+        arguments as in :meth:`DPXGBClassifier.fit` (``verbose`` too: XGBoost's
+        evaluation log of ``evals_result_``, printed once the fit ended).
+
+        Returns
+        -------
+        self : DPXGBRegressor
+        """
+        period = check_verbose(self.verbose if verbose is None else verbose)
         eval_sets = check_eval_set(eval_set, base_margin_eval_set)
         if eval_set_public:
             check_public(eval_sets)
@@ -585,8 +561,9 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         scores = self._fit(X, y, xgb_model=xgb_model,
                            sample_weight=self._checked_weights(sample_weight, X),
                            evals=() if eval_set_public else eval_sets,
-                           base_margin=base_margin)
+                           base_margin=base_margin, verbose=bool(period))
         self._score_rounds(eval_sets, scores)
+        self._log_rounds(period)
         return self
 
     def predict(self, X, output_margin=False, iteration_range=None, base_margin=None):

@@ -24,7 +24,8 @@ LAYERS = (
     ("model", ("dpxgb_dask.model",)),
     ("algorithm", ("dpxgb_dask.boosting",)),
     ("cluster", ("dpxgb_dask.cluster",)),
-    ("client API", ("dpxgb_dask", "dpxgb_dask.sklearn", "dpxgb_dask.training",
+    ("client API", ("dpxgb_dask", "dpxgb_dask.sklearn", "dpxgb_dask.estimator_inputs",
+                    "dpxgb_dask.training",
                     "dpxgb_dask.budgets", "dpxgb_dask.cli", "dpxgb_dask.service")),
 )
 

@@ -13,6 +13,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -83,9 +84,35 @@ def test_the_code_blocks_of_the_page_run(page, tmp_path):
     env = dict(os.environ, MPLBACKEND="Agg",
                PATH=os.pathsep.join([os.path.dirname(sys.executable),
                                      os.environ.get("PATH", "")]))
-    done = subprocess.run([sys.executable, "-c", page_script(page)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    try:
+        done = subprocess.run([sys.executable, "-c", page_script(page)], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        _stop_background_service(tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+
+
+def _stop_background_service(directory):
+    """A page that starts ``dpxgb serve`` in the background writes its pid to
+    ``service.pid`` and stops it in its last block; if the page failed before that, the
+    service is stopped here."""
+    import signal
+
+    pid_file = directory / "service.pid"
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(300):  # (its embedded cluster closes first)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
 
 
 def test_the_readmes_example_runs_saved_as_a_script(tmp_path):

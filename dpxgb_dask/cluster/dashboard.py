@@ -7,18 +7,25 @@ spent so far under the fit's accountant, and the releases with their noise scale
 refreshes itself while a fit runs.
 
 Everything on the page is public: sizes from the plan, the releases' mechanisms,
-sensitivities and noise scales (never their values), and accountant totals. The routes are
-added to the scheduler's HTTP server when the plugin starts (by the first fit, or at
-scheduler start with ``dask scheduler --preload dpxgb_dask.cluster.preload``), and the page
-is linked from the navigation bar of the dashboard's Bokeh pages when Bokeh is installed.
+sensitivities and noise scales (never their values), and accountant totals. No time is
+shown, not even when a fit started: a fit's timing can depend on its private rows. Fits are
+listed newest first, in the order they reached the scheduler.
+
+A scheduler serves the page from its start when :func:`register` ran in its process before
+it was made (``dask scheduler --preload dpxgb_dask.cluster.preload``, the embedded cluster
+of ``client=None``, or ``import dpxgb_dask.cluster.preload`` before a ``LocalCluster``):
+until a fit runs, the page says so and ``fits.json`` lists none. On any other scheduler the
+plugin adds the routes when it starts, i.e. at the first fit. The page is linked from the
+navigation bar of the dashboard's Bokeh pages, when Bokeh is installed, once the plugin has
+started.
 """
 import asyncio
 from collections import Counter, OrderedDict
 import html
 import json
 import math
-import time
 
+import dask
 from tornado import web
 
 from ..progress import FitProgress
@@ -32,6 +39,12 @@ RECENT_RELEASES = 8
 
 PAGE_PATH = "/dpxgb"
 JSON_PATH = "/dpxgb/fits.json"
+
+#: What the page says before the first fit.
+NOTHING_YET = "No dpxgb fit has run on this scheduler yet."
+
+#: Dask's configuration key listing the modules whose ``routes`` a new scheduler serves.
+ROUTES_CONFIG = "distributed.scheduler.http.routes"
 
 
 class FitBoard:
@@ -161,7 +174,6 @@ def _fit_section(fit):
     if fit["state"] == "running" and fit["tree"] is not None:
         level = f"tree {fit['tree']}" + ("" if fit["depth"] is None else f", depth {fit['depth']}")
     target = "" if fit["epsilon_target"] is None else f" of {_fmt(fit['epsilon_target'])}"
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(fit["started"]))
     facts = [
         ("state", fit["state"] + (f" ({_fmt(fit['error'])})" if fit["error"] else "")),
         ("objective", _fmt(fit["objective"])),
@@ -171,7 +183,6 @@ def _fit_section(fit):
                     f"({_fmt(fit['accountant'])} accountant, δ = {_fmt(fit['delta'])})"),
         ("releases", str(fit["n_releases"])),
         ("client", _fmt(fit["client"])),
-        ("started", started),
     ]
     dl = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
     return (f"<section class='fit {html.escape(fit['state'])}' data-fit='{_fmt(fit['fit'])}'>"
@@ -207,7 +218,7 @@ setInterval(async function () {
 
 def render_page(fits):
     """The HTML page of the board (``fits``: :meth:`FitBoard.snapshot`)."""
-    sections = "".join(_fit_section(f) for f in fits) or "<p>No dpxgb fit yet.</p>"
+    sections = "".join(_fit_section(f) for f in fits) or f"<p>{NOTHING_YET}</p>"
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>dpxgb</title>"
             f"<style>{_STYLE}</style></head><body>"
             "<nav><a href='status'>Dask dashboard</a><a href='dpxgb/fits.json'>JSON</a></nav>"
@@ -217,14 +228,39 @@ def render_page(fits):
             f"one row).</p><div id='fits'>{sections}</div>{_REFRESH}</body></html>")
 
 
+#: The page's routes, read by ``distributed`` from the modules that :data:`ROUTES_CONFIG`
+#: lists when it makes a scheduler (each handler then gets ``dask_server=`` the scheduler).
+routes = [(PAGE_PATH, FitsPageHandler, {}), (JSON_PATH, FitsJSONHandler, {})]
+
+
+def register():
+    """Serve the page from every scheduler made in this process from now on, from its start.
+
+    Adds this module to Dask's :data:`ROUTES_CONFIG` (idempotent), so the page answers
+    before the first fit, saying that none has run; dpxgb's scheduler plugin, once started,
+    fills it. The preload runs it at import, which ``distributed`` does before it makes the
+    scheduler. A scheduler made before, or in another process without the preload, gets the
+    page from the plugin's start (:func:`install_routes`), i.e. at the first fit.
+    """
+    modules = dask.config.get(ROUTES_CONFIG, default=[])
+    if __name__ not in modules:
+        dask.config.set({ROUTES_CONFIG: [*modules, __name__]})
+
+
+def _serves_page(app):
+    """Whether ``app`` serves the page from its start (:func:`register`)."""
+    return any(rule.target is FitsPageHandler for rule in app.wildcard_router.rules)
+
+
 def install_routes(scheduler):
-    """Serve the page from the scheduler's HTTP server and link it from the dashboard's
-    navigation bar (once per scheduler)."""
+    """Serve the page from the scheduler's HTTP server, unless it does already, and link
+    it from the dashboard's navigation bar (once per scheduler)."""
     app = getattr(scheduler, "http_application", None)
     if app is None or getattr(app, "_dpxgb_routes", False):
         return
-    app.add_handlers(r".*", [(PAGE_PATH, FitsPageHandler, {"dask_server": scheduler}),
-                             (JSON_PATH, FitsJSONHandler, {"dask_server": scheduler})])
+    if not _serves_page(app):
+        app.add_handlers(r".*", [(PAGE_PATH, FitsPageHandler, {"dask_server": scheduler}),
+                                 (JSON_PATH, FitsJSONHandler, {"dask_server": scheduler})])
     app._dpxgb_routes = True
     try:
         from distributed.dashboard.scheduler import template_variables

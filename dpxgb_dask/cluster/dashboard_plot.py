@@ -8,12 +8,15 @@ JupyterLab's Dask sidebar reads) from the Bokeh applications whose path starts w
 must run in the scheduler's process before the scheduler starts: the preload
 (``dask scheduler --preload dpxgb_dask.cluster.preload``, as the ``k8s/`` manifests do) and
 the embedded cluster of ``client=None`` do so, and so does importing
-``dpxgb_dask.cluster.preload`` before a ``LocalCluster`` is made in the same process.
+``dpxgb_dask.cluster.preload`` before a ``LocalCluster`` is made in the same process. It
+registers the ``/dpxgb`` page too (:func:`~dpxgb_dask.cluster.dashboard.register`), which
+such a scheduler then serves before its first fit.
 
 The view shows what the ``/dpxgb`` page shows (:class:`~dpxgb_dask.cluster.dashboard.FitBoard`,
 public values only): per fit, the ε spent against the trees built, trees and the current
 level, and the releases by kind (never their values or timings).
 """
+from . import dashboard
 from .dashboard import _board
 
 #: The plot's path on the dashboard (listed by ``/individual-plots.json`` as "Individual
@@ -29,8 +32,16 @@ _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
 
 
 def register():
-    """Add the view to ``distributed``'s scheduler dashboard applications (idempotent;
-    nothing without Bokeh). Returns whether it is registered."""
+    """Add the view to ``distributed``'s scheduler dashboard applications, and the
+    ``/dpxgb`` page to the routes of the schedulers made from now on (both idempotent).
+
+    Returns
+    -------
+    bool
+        Whether the view is registered (not without Bokeh; the page is, all the same).
+    """
+    # (the page needs no Bokeh: registered first; every caller of this wants both)
+    dashboard.register()
     try:
         from distributed.dashboard.scheduler import applications
     except ImportError:  # no Bokeh: no dashboard

@@ -12,6 +12,7 @@ datasets; an analyst cancels its own jobs. The OpenAPI description is at
 ``/openapi.json``; the web page for analysts at ``/``.
 """
 import collections
+import datetime
 from importlib import resources
 import logging
 import math
@@ -404,13 +405,21 @@ def report(job_id: str, request: Request, who=Depends(analyst)):
     return Booster.from_dict(_finished_model(request, job_id, who)).privacy_report()
 
 
+def _utc(seconds):
+    """A Unix time as ISO 8601 in UTC, to the second."""
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(
+        timespec="seconds")
+
+
 def _job_view(store, job, who):
-    """What a principal sees of a job: public and DP facts only (the owner's view names
-    the analyst too). A running job shows as queued: the moment it starts would time the
+    """What a principal sees of a job: public and DP facts only, and the time its request
+    was recorded (its analyst's own act; the job's start and end are not shown). The
+    owner's view names the analyst too. A running job shows as queued: the moment it starts would time the
     jobs ahead of it (its end is written at a public step,
     :data:`~dpxgb_dask.service.runner.STATUS_QUANTUM_SECONDS`)."""
     status = "queued" if job.status == "running" else job.status
     view = {"id": job.id, "dataset": store.job_dataset(job).name, "status": status,
+            "submitted": _utc(job.created),
             "params": job.params, "planned_epsilon": job.planned_epsilon,
             "spent_epsilon": job.spent_epsilon, "error": job.error,
             "has_model": job.status == "finished"}

@@ -32,8 +32,10 @@ def test_an_analyst_trains_and_gets_only_dp_releases(deployment, fresh_rows):
         assert isinstance(booster, Booster) and booster.n_trees == 20
         done = alice.job(job["id"])
         assert done["status"] == "finished"
+        # the time of the analyst's own request, and no start or end time
         assert set(done) == {"id", "dataset", "status", "params", "planned_epsilon",
-                             "spent_epsilon", "error", "has_model"}  # no times
+                             "spent_epsilon", "error", "has_model", "submitted"}
+        assert done["submitted"] == job["submitted"] and job["submitted"].endswith("+00:00")
         assert done["spent_epsilon"] == pytest.approx(done["planned_epsilon"])
         report = alice.report(job["id"])
         assert report["epsilon"] == pytest.approx(0.5, rel=1e-3) and report["is_dp"]

@@ -23,6 +23,12 @@ from dpxgb_dask.progress import FitProgress, ProgressDisplay
 from dpxgb_dask.training import check_bounds_policy, train, train_in_process
 from dpxgb_dask.model.certificate import stated_total
 
+#: What the page says on a scheduler where no fit has run yet.
+NOTHING_YET = "No dpxgb fit has run on this scheduler yet."
+
+#: A date and a time of day, as the page once showed when each fit started.
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}")
+
 #: Pages of the standard dashboard that must answer 200 during and after fits.
 #: (``/sitemap.json`` is not among them: distributed 2026.8 answers 500 there on every
 #: scheduler, with or without dpxgb, from a KeyError in ``distributed.http.routing``.)
@@ -149,7 +155,7 @@ def test_board_keeps_running_fits_and_the_last_finished():
     assert board.fits["fit3"].state == "failed"
     fits = asyncio.run(board.snapshot())
     assert [f["fit"] for f in fits] == ["running", "fit3", "fit2"]
-    assert "No dpxgb fit yet" in render_page([])
+    assert NOTHING_YET in render_page([])
     page = render_page(fits)
     assert "fit running" in page and "ValueError" in page
 
@@ -228,7 +234,7 @@ def _paused_fit(client, params, X, y, monkeypatch, at_round=8):
 
 #: The only keys of a fit on the page, by where their value comes from.
 PARAMETER_KEYS = {"objective", "n_trees", "accountant", "delta", "epsilon_target"}
-PROGRESS_KEYS = {"fit", "client", "state", "error", "started", "trees_built", "tree",
+PROGRESS_KEYS = {"fit", "client", "state", "error", "trees_built", "tree",
                  "depth", "n_releases", "epsilon_spent", "releases_by_kind",
                  "recent_releases", "epsilon_curve"}
 RELEASE_KEYS = {"purpose", "mechanism", "tree", "depth", "sensitivity", "epsilon",
@@ -367,7 +373,7 @@ def test_preload_serves_the_page_before_any_fit():
             port = scheduler.http_server.port
             status, body = await asyncio.to_thread(
                 _get, f"http://127.0.0.1:{port}/dpxgb")
-            assert status == 200 and "No dpxgb fit yet" in body
+            assert status == 200 and NOTHING_YET in body
             status, body = await asyncio.to_thread(
                 _get, f"http://127.0.0.1:{port}/dpxgb/fits.json")
             assert json.loads(body) == {"fits": []}
@@ -375,6 +381,61 @@ def test_preload_serves_the_page_before_any_fit():
                 assert "dpxgb_call" in worker.handlers
 
     asyncio.run(run())
+
+
+def _numbers(value):
+    """Every number in a JSON value, however deep."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+
+
+def test_no_time_of_a_fit_is_shown(client, seed, classification_data):
+    """Issue "Day one as a user", item 6: the page and ``fits.json`` showed when each fit
+    started. A fit's timing can depend on its private rows (a level's duration grows with
+    its nodes' rows), and the docs promise no duration or time: neither shows one, under
+    ``started`` or any other name."""
+    X, y, bounds = classification_data
+    since = time.time() - 86_400
+    train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+           "n_estimators": 3, "max_depth": 2}, X, y, client=client)
+    until = time.time() + 86_400
+    base = page_link(client).rsplit("/", 1)[0]
+    _settled_fit(base)
+    fits = json.loads(_get(base + "/dpxgb/fits.json")[1])["fits"]
+    assert fits and [f for f in fits if "started" in f] == []
+    # (a Unix time within a day of the fit, in seconds or milliseconds)
+    assert [v for v in _numbers(fits) if since <= v <= until
+            or since * 1000 <= v <= until * 1000] == []
+    status, page = _get(base + "/dpxgb")
+    assert status == 200 and "class='fit " in page
+    assert "<th>started</th>" not in page and DATE_TIME.findall(page) == []
+
+
+def test_a_cluster_started_as_the_docs_say_serves_the_page_before_any_fit():
+    """Issue "Day one as a user", item 6: ``/dpxgb`` answered 404 until the first fit
+    installed it. A ``LocalCluster`` made after ``import dpxgb_dask.cluster.preload`` (what
+    docs/jupyter.md says; the embedded cluster of ``client=None`` does the same) serves it
+    from the start, saying that nothing has run yet."""
+    from distributed import LocalCluster
+
+    from dpxgb_dask.cluster import dashboard_plot
+
+    # What importing the preload runs (here explicitly: the module may be imported already).
+    dashboard_plot.register()
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster:
+        base = cluster.dashboard_link.rsplit("/", 1)[0]
+        status, body = _get(base + "/dpxgb")
+        assert status == 200 and NOTHING_YET in body
+        status, body = _get(base + "/dpxgb/fits.json")
+        assert status == 200 and json.loads(body) == {"fits": []}
 
 
 def test_demo_progress_bar_shows_the_epsilon_the_model_reports(cluster, capsys):
