@@ -21,6 +21,7 @@ from contextlib import contextmanager
 import multiprocessing
 import numbers
 import os
+import threading
 import uuid
 
 import numpy as np
@@ -239,6 +240,7 @@ def progress_display(client, verbose, n_trees, callbacks=()):
     topic = f"dpxgb-progress-{uuid.uuid4().hex}"
     display = ProgressDisplay(n_trees) if verbose else None
     failures = []
+    done = threading.Event()
 
     def handle(event):
         if display is not None:
@@ -249,6 +251,8 @@ def progress_display(client, verbose, n_trees, callbacks=()):
                 callback(dict(message))
             except Exception as exc:  # (raised in the user's thread, after the fit)
                 failures.append(exc)
+        if event.get("event") == "done":
+            done.set()
 
     client._event_handlers[topic] = handle
     try:
@@ -258,8 +262,10 @@ def progress_display(client, verbose, n_trees, callbacks=()):
             display.close(error=exc)
         raise
     else:
+        # The events and the reply travel on different comms: let "done" reach the display
+        # and every callback before the fit returns.
+        done.wait(timeout=KEEPALIVE_SECONDS)
         if display is not None:
-            # The events and the reply travel on different comms: let "done" arrive.
             display.wait_done(timeout=KEEPALIVE_SECONDS)
             display.close()
     finally:
