@@ -14,7 +14,9 @@ import pytest
 PACKAGE = "dpxgb_dask"
 
 #: Layers, lowest first: a module may import its own layer and the layers below it. A
-#: key is a module or a package (its modules, unless a longer key names them).
+#: key is a module or a subpackage (its modules, unless a longer key names them); the
+#: top-level package's key names its ``__init__`` alone, so that a new top-level module
+#: has no layer until it is given one here.
 LAYERS = (
     ("kernels", ("dpxgb_dask._core", "dpxgb_dask._lazy")),
     ("privacy", ("dpxgb_dask.privacy",)),
@@ -25,8 +27,8 @@ LAYERS = (
     ("algorithm", ("dpxgb_dask.boosting",)),
     ("cluster", ("dpxgb_dask.cluster",)),
     ("client API", ("dpxgb_dask", "dpxgb_dask.sklearn", "dpxgb_dask.estimator_inputs",
-                    "dpxgb_dask.training",
-                    "dpxgb_dask.budgets", "dpxgb_dask.cli", "dpxgb_dask.service")),
+                    "dpxgb_dask.training", "dpxgb_dask.evaluation", "dpxgb_dask.budgets",
+                    "dpxgb_dask.cli", "dpxgb_dask.silo_cli", "dpxgb_dask.service")),
 )
 
 #: Imports of the package's own modules made inside a function, and why each stays there
@@ -142,11 +144,13 @@ def cycles(graph):
 
 
 def layer_of(module):
-    """Index in :data:`LAYERS` of the longest key that names ``module``."""
+    """Index in :data:`LAYERS` of the longest key that names ``module`` (None: no key
+    does)."""
     best, best_len = None, -1
     for i, (_, keys) in enumerate(LAYERS):
         for key in keys:
-            if (module == key or module.startswith(key + ".")) and len(key) > best_len:
+            names = module == key or (key != PACKAGE and module.startswith(key + "."))
+            if names and len(key) > best_len:
                 best, best_len = i, len(key)
     return best
 
@@ -216,6 +220,14 @@ def test_no_import_cycle_even_through_imports_inside_functions(modules):
 
 def test_every_module_has_a_layer(modules):
     assert [m for m in modules if layer_of(m) is None] == []
+
+
+def test_a_new_top_level_module_has_no_layer_until_it_is_given_one():
+    """Issue 44: the top-level key named every module, so that this rule could not fail."""
+    assert layer_of(f"{PACKAGE}.planted") is None
+    assert layer_of(PACKAGE) == len(LAYERS) - 1
+    algorithm = [name for name, _ in LAYERS].index("algorithm")
+    assert layer_of(f"{PACKAGE}.boosting.planted") == algorithm  # (a package's new module)
 
 
 def test_no_import_from_a_lower_layer_to_a_higher_one(modules):
