@@ -121,7 +121,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, EstimatorInputs, BaseEstimator
 
     _objective = None
 
-    def __init__(self, n_estimators=None, max_depth=None, learning_rate=None, reg_lambda=None,
+    def __init__(self, *, n_estimators=None, max_depth=None, learning_rate=None,
+                 reg_lambda=None,
                  subsample=None, min_child_weight=None, max_bin=None, epsilon=None, delta=None,
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
@@ -192,8 +193,8 @@ class _DPXGBModel(KeywordParameters, RoundScores, EstimatorInputs, BaseEstimator
     #: (the classifier's follows its number of classes, as XGBoost's does).
     _objectives = ()
 
-    def _fit(self, X, y, classes=None, xgb_model=None, sample_weight=None, evals=(),
-             base_margin=None, *, verbose=False):
+    def _fit(self, X, y, *, classes=None, xgb_model=None, sample_weight=None, evals=(),
+             base_margin=None, verbose=False):
         """Train ``booster_``, with the progress display if ``verbose``; return the DP
         scores of ``evals`` (private sets) or None."""
         names = feature_names_of(X)
@@ -342,7 +343,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
     _metric = staticmethod(accuracy_score)
     score = _DPXGBModel.score  # (ClassifierMixin's cannot score dask collections)
 
-    def __init__(self, n_estimators=None, max_depth=None, learning_rate=None, reg_lambda=None,
+    def __init__(self, *, n_estimators=None, max_depth=None, learning_rate=None,
+                 reg_lambda=None,
                  subsample=None, min_child_weight=None, max_bin=None, epsilon=None, delta=None,
                  dp_epsilon_per_tree=None, feature_bounds=None, label_bounds=None,
                  bounds_epsilon=None, preset=None, random_state=None,
@@ -375,9 +377,8 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
                              f"{self.classes!r}")
         return classes
 
-    def fit(self, X, y=None, xgb_model=None, eval_set=None, eval_set_public=False,
-            sample_weight=None, base_margin=None, base_margin_eval_set=None, *,
-            verbose=None):
+    def fit(self, X, y=None, *, xgb_model=None, eval_set=None, eval_set_public=False,
+            sample_weight=None, base_margin=None, base_margin_eval_set=None, verbose=None):
         """Fit on X (n_rows, n_features) and labels y (n_rows,), or on a
         :class:`~dpxgb_dask.silo_table.SiloTable` X with ``y=None`` (``train``'s).
 
@@ -431,9 +432,10 @@ class DPXGBClassifier(ClassifierMixin, _DPXGBModel):
         else:
             classes = self._classes_of(np.asarray(y).reshape(-1))
         eval_sets = [(Xe, self._encoded(ye, classes), me) for Xe, ye, me in eval_sets]
-        scores = self._fit(X, self._encoded(y, classes), classes, xgb_model, sample_weight,
-                           () if eval_set_public else eval_sets, base_margin,
-                           verbose=bool(period))
+        scores = self._fit(X, self._encoded(y, classes), classes=classes, xgb_model=xgb_model,
+                           sample_weight=sample_weight,
+                           evals=() if eval_set_public else eval_sets,
+                           base_margin=base_margin, verbose=bool(period))
         if self.classes is None and not _is_dask(y) and y is not None:
             read_classes = {"purpose": "classes", "parameter": "classes=None",
                             "reveals": "the set of labels present in y (read in the user's "
@@ -541,9 +543,8 @@ class DPXGBRegressor(RegressorMixin, _DPXGBModel):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def fit(self, X, y=None, xgb_model=None, eval_set=None, eval_set_public=False,
-            sample_weight=None, base_margin=None, base_margin_eval_set=None, *,
-            verbose=None):
+    def fit(self, X, y=None, *, xgb_model=None, eval_set=None, eval_set_public=False,
+            sample_weight=None, base_margin=None, base_margin_eval_set=None, verbose=None):
         """Fit on X (n_rows, n_features) and real labels y (n_rows,) within label_bounds,
         or on a :class:`~dpxgb_dask.silo_table.SiloTable` X with ``y=None``; the other
         arguments as in :meth:`DPXGBClassifier.fit` (``verbose`` too: XGBoost's

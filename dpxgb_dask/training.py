@@ -254,7 +254,7 @@ def with_evaluations(params, evals, feature_names, n_features):
     return params, sets
 
 
-def train_in_process(params, X, y, n_partitions=1, publish=None, xgb_model=None,
+def train_in_process(params, X, y, n_partitions=1, *, publish=None, xgb_model=None,
                      sample_weight=None, evals=None, base_margin=None):
     """Train without a cluster: the same coordinator over partition states in this process
     (:class:`~dpxgb_dask.boosting.protocol.LocalBackend`), for tests and benchmarks on small
@@ -375,9 +375,9 @@ def emit_warnings(records, stacklevel=3):
         warnings.warn(str(message), category, stacklevel=stacklevel)
 
 
-def train(params, X, y, client=None, verbose=False, n_partitions=None, return_timings=False,
-          xgb_model=None, callbacks=None, sample_weight=None, evals=None, evals_result=None,
-          base_margin=None, select=None, *, early_stopping_rounds=None):
+def train(params, X, y, client=None, *, verbose=False, n_partitions=None,
+          return_timings=False, xgb_model=None, callbacks=None, sample_weight=None, evals=None,
+          evals_result=None, base_margin=None, select=None, early_stopping_rounds=None):
     """Train a DP gradient-boosted model on a Dask cluster.
 
     Parameters

@@ -39,6 +39,43 @@ DEFERRED_IMPORTS = {
     "dpxgb_dask.model.booster": {"dpxgb_dask.model.certificate"},
 }
 
+#: Positional parameters a function may take (``self`` and ``cls`` not counted); the rest
+#: are keyword-only.
+MAX_POSITIONAL = 6
+#: Functions allowed more, each group with its reason. The list may only shrink.
+POSITIONAL_EXCEPTIONS = {
+    # A naive twin takes its Cython kernel's arguments, in the kernel's order, so that the
+    # tests call both alike (the kernels' signatures are not Python's to check here).
+    **dict.fromkeys([
+        ("dpxgb_dask._core.naive.histogram", "build_node_histograms"),
+        ("dpxgb_dask._core.naive.partition", "apply_splits"),
+        ("dpxgb_dask._core.naive.partition", "route_to_leaves"),
+        ("dpxgb_dask._core.naive.predict", "_raw_leaf"),
+        ("dpxgb_dask._core.naive.predict", "predict_raw"),
+        ("dpxgb_dask._core.naive.predict", "predict_binned"),
+        ("dpxgb_dask._core.naive.predict", "predict_leaves_raw"),
+        ("dpxgb_dask._core.naive.predict", "_expected_value"),
+        ("dpxgb_dask._core.naive.predict", "contributions_raw"),
+        ("dpxgb_dask._core.naive.rows", "select_tree_rows")], "a kernel's twin"),
+    # A fit's request as positional lists from train() to the workers: issue 44's typed
+    # FitRequest and worker actions replace them.
+    **dict.fromkeys([
+        ("dpxgb_dask.cluster.backend", "__init__"),
+        ("dpxgb_dask.cluster.client", "run_fit"),
+        ("dpxgb_dask.cluster.client", "_load_fit"),
+        ("dpxgb_dask.cluster.client", "load_partitions"),
+        ("dpxgb_dask.cluster.client", "_load_local"),
+        ("dpxgb_dask.cluster.client", "_load_dask"),
+        ("dpxgb_dask.cluster.fit_request", "fit_request"),
+        ("dpxgb_dask.cluster.scheduler", "budget"),
+        ("dpxgb_dask.cluster.scheduler", "coordinate"),
+        ("dpxgb_dask.cluster.scheduler", "_backend"),
+        ("dpxgb_dask.cluster.silo_loading", "load_silos"),
+        ("dpxgb_dask.cluster.worker", "load_task"),
+        ("dpxgb_dask.cluster.worker", "load_task_delayed"),
+        ("dpxgb_dask.cluster.worker", "handle_call")], "issue 44: typed requests"),
+}
+
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 #: Functions allowed to be longer: a command line's argument parser is one long table.
@@ -185,6 +222,20 @@ def long_functions(modules):
     return sorted(found, reverse=True)
 
 
+def long_signatures(modules):
+    """``(n, module, name)`` of functions taking more than :data:`MAX_POSITIONAL` positional
+    parameters (``self`` and ``cls`` not counted)."""
+    found = []
+    for module, (_, tree) in modules.items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.posonlyargs + node.args.args]
+                n = len(names) - (names[:1] in (["self"], ["cls"]))
+                if n > MAX_POSITIONAL:
+                    found.append((n, module, node.name))
+    return sorted(found, reverse=True)
+
+
 def module_lines(modules):
     return sorted(((len(path.read_text().splitlines()), module)
                    for module, (path, _) in modules.items()), reverse=True)
@@ -250,6 +301,13 @@ def test_no_function_over_80_lines(modules):
             if (m, f) not in LONG_FUNCTIONS] == []
 
 
+def test_no_function_takes_more_than_6_positional_parameters(modules):
+    found = long_signatures(modules)
+    assert [(n, m, f) for n, m, f in found if (m, f) not in POSITIONAL_EXCEPTIONS] == []
+    # (an exception whose function was fixed or removed leaves the list)
+    assert sorted(set(POSITIONAL_EXCEPTIONS) - {(m, f) for _, m, f in found}) == []
+
+
 def test_only_the_cluster_package_imports_distributed(modules):
     importers = imports_of(modules, {"distributed"})
     assert sorted(m for m in importers if not m.startswith("dpxgb_dask.cluster")) == []
@@ -288,6 +346,9 @@ def report(root):
     out += [f"  {n:5d} {m}" for n, m in sizes if n > MAX_MODULE_LINES or (n, m) in sizes[:5]]
     out.append(f"functions over {MAX_FUNCTION_LINES} lines:")
     out += [f"  {n:5d} {m}.{f}" for n, m, f in long_functions(modules)]
+    signatures = long_signatures(modules)
+    out.append(f"functions over {MAX_POSITIONAL} positional parameters: {len(signatures)}")
+    out += [f"  {n:5d} {m}.{f}" for n, m, f in signatures]
     return "\n".join(out)
 
 

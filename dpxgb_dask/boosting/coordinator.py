@@ -100,7 +100,7 @@ class Coordinator:
         (:meth:`~dpxgb_dask.boosting.scores.EvaluationScores.estimates_of`).
     """
 
-    def __init__(self, params, plan, backend, n_features, feature_names=None, publish=None,
+    def __init__(self, params, plan, backend, n_features, feature_names=None, publish=None, *,
                  init_model=None, evaluations=()):
         self.params = params
         self.plan = plan
@@ -258,9 +258,9 @@ class Coordinator:
                                  offsets, init_model=start,
                                  row_filter=row_filter, holdout=self.plan.holdout))
         self._phase("binning", t0)
-        booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(), None,
-                          self.feature_names, p.label_bounds, n_classes=p.num_class,
-                          categories=p.categories)
+        booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(),
+                          feature_names=self.feature_names, label_bounds=p.label_bounds,
+                          n_classes=p.num_class, categories=p.categories)
         return booster, cuts, bounds
 
     async def _grow_forest(self, booster, cuts, bounds):
@@ -528,7 +528,7 @@ class Coordinator:
                 self.timings["bytes_per_level"].append(self.backend.bytes_gathered - bytes_before)
                 # with the noise drawn, what is left is post-processing of exact.size cells
                 choice = await self._cpu(
-                    self._choose_recorded, t, d, open_nodes, exact, n_cuts, ranges, noise,
+                    self._choose_recorded, (t, d, open_nodes, exact, n_cuts, ranges), noise,
                     n_values=exact.size if noise is not None else 2 * exact.size)
                 del exact
                 splits = choice.splits
@@ -547,10 +547,10 @@ class Coordinator:
         leaves = np.array(closed_nodes + open_nodes.tolist(), dtype=np.int64)
         return tree, leaves, np.concatenate(closed_sums + [child_sums]), last_splits
 
-    def _choose_recorded(self, *args):
-        """The split method's choice of a level, its release recorded (as
-        :meth:`_recorded`)."""
-        choice = self.splitter.choose(*args)
+    def _choose_recorded(self, level, noise):
+        """The split method's choice of a level (``level``: its ``choose`` arguments before
+        the noise), its release recorded (as :meth:`_recorded`)."""
+        choice = self.splitter.choose(*level, noise=noise)
         self.releases.record(choice.event)
         return choice
 

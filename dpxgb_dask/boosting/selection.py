@@ -441,7 +441,7 @@ class Selection:
             words = self.streams.noise_stream("selection_seed", index=run).uint64(2)
             params = replace(params, random_state=int(words[0]) | (int(words[1]) << 64))
         coordinator = Coordinator(params, run_plan, self.backend, self.plan.n_features,
-                                  self.feature_names, None, None, [HeldOutRows(self.backend)])
+                                  self.feature_names, evaluations=[HeldOutRows(self.backend)])
         booster = await coordinator.fit()
         spent = self._accountant.curve(coordinator.ledger)
         planned = self._planned[chosen]

@@ -123,7 +123,7 @@ class LevelSplitMethod(SplitMethod, abc.ABC):
         return None
 
     @abc.abstractmethod
-    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, *, noise=None):
         """Decide the splits of one level.
 
         Parameters
@@ -298,7 +298,7 @@ class ExponentialSplits(LevelSplitMethod):
         release = plan.releases["split"]
         self.mechanism = ExponentialMechanism(release.sensitivity, release.epsilon)
 
-    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, *, noise=None):
         """:meth:`LevelSplitMethod.choose` by the exponential mechanism."""
         sum_g = histograms["sum_gradients"]
         sum_h = self._denominators(histograms)
@@ -394,15 +394,15 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
         super().__init__(plan, streams)
         self._cells_per_feature = self.missing_bin + 1
 
-    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, *, noise=None):
         """:meth:`LevelSplitMethod.choose` on the released histograms
         (:meth:`choose_released`)."""
         splits, _, _ = self.choose_released(tree, depth, nodes, histograms, n_cuts, ranges,
-                                            noise)
+                                            noise=noise)
         event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
         return self._with_exact_sums(splits, event, histograms)
 
-    def choose_released(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+    def choose_released(self, tree, depth, nodes, histograms, n_cuts, ranges, *, noise=None):
         """:meth:`choose`'s splits with the release they post-process.
 
         Cells that can hold no row of a node (bins its ancestors' splits cut off, or beyond
@@ -445,7 +445,7 @@ class NoisyHistogramSplits(_GaussianHistogramSplits):
         left_codes = None if categorical is None else [
             order[i, f, :t + 1].tolist() for i, (f, t) in enumerate(zip(feature, threshold))]
         splits = level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
-                              left_codes)
+                              left_codes=left_codes)
         return splits, noisy_g, noisy_h
 
 
@@ -476,14 +476,14 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
     #: ``benchmarks/results/greedy_ablation/significance.md``).
     significance_sds = 2.0
 
-    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+    def choose(self, tree, depth, nodes, histograms, n_cuts, ranges, *, noise=None):
         """:meth:`LevelSplitMethod.choose`; the choice's sums are the released (G, H)."""
         splits, node_sums, child_sums = self.choose_released(tree, depth, nodes, histograms,
-                                                             n_cuts, ranges, noise)
+                                                             n_cuts, ranges, noise=noise)
         event = self.plan.tree_event("split", tree, depth=depth, n_parallel=len(nodes))
         return LevelChoice(splits, event, node_sums[~splits.is_split], child_sums)
 
-    def choose_released(self, tree, depth, nodes, histograms, n_cuts, ranges, noise=None):
+    def choose_released(self, tree, depth, nodes, histograms, n_cuts, ranges, *, noise=None):
         """:meth:`choose`'s splits with the sums read off the release.
 
         Returns
@@ -519,7 +519,7 @@ class PartiallyRandomSplits(_GaussianHistogramSplits):
         feature, missing_left = (choice // 2).astype(np.int32), (choice % 2).astype(bool)
         threshold = thresholds[np.arange(n_nodes), feature].astype(np.int32)
         splits = level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
-                              [subsets.get((i, f)) for i, f in enumerate(feature)])
+                              left_codes=[subsets.get((i, f)) for i, f in enumerate(feature)])
         node_sums = np.stack([noisy_g.sum(axis=2).mean(axis=1),
                               noisy_h.sum(axis=2).mean(axis=1)], axis=1)
         split = np.flatnonzero(is_split)

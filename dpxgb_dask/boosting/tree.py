@@ -181,7 +181,7 @@ class LevelSplits:
         return is_split, feature, split_bin, missing_left, category_set
 
 
-def level_splits(nodes, is_split, feature, threshold, missing_left, categorical,
+def level_splits(nodes, is_split, feature, threshold, missing_left, categorical, *,
                  left_codes=None):
     """The :class:`LevelSplits` of chosen candidates; a categorical feature's split is
     categorical, and sends ``left_codes[i]`` left (default: the one category

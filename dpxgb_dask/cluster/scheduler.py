@@ -255,9 +255,9 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         try:
             progress = self.board.start(fit_id, client_id)
             publish = self._publisher(progress, client_id, topic)
-            coordinator = Coordinator(params, plan, backend, n_features, feature_names,
-                                      publish, init_model, backends[1:]) if selection is None \
-                else Selection(plan, backend, feature_names, publish)
+            coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish,
+                                      init_model=init_model, evaluations=backends[1:]) \
+                if selection is None else Selection(plan, backend, feature_names, publish)
             booster = await self._watch(coordinator, fit_id, client_id, backends)
             ended = "finished", None
         except ClientLeftError as exc:

@@ -80,7 +80,7 @@ class Booster(XGBoostMethods):
         left (``category_set``).
     """
 
-    def __init__(self, objective, base_score, cuts, feature_bounds, params, ledger=None,
+    def __init__(self, objective, base_score, cuts, feature_bounds, params, *, ledger=None,
                  feature_names=None, label_bounds=None, n_classes=None, categories=None):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -317,7 +317,7 @@ class Booster(XGBoostMethods):
         """
         return explain.contributions(self, self._as_features(X, encoded), n_threads)
 
-    def predict(self, X, output_margin=False, n_threads=1, encoded=False, pred_leaf=False,
+    def predict(self, X, output_margin=False, *, n_threads=1, encoded=False, pred_leaf=False,
                 pred_contribs=False, iteration_range=None, base_margin=None):
         """Predictions: regression values, probabilities of class 1 for binary:logistic, or
         of every class for multi:softprob.
@@ -353,9 +353,9 @@ class Booster(XGBoostMethods):
         """
         X, base_margin = dmatrix_inputs(X, base_margin)
         if iteration_range is not None and tuple(iteration_range) != (0, 0):
-            return self.rounds(iteration_range).predict(X, output_margin, n_threads, encoded,
-                                                        pred_leaf, pred_contribs,
-                                                        base_margin=base_margin)
+            return self.rounds(iteration_range).predict(
+                X, output_margin, n_threads=n_threads, encoded=encoded, pred_leaf=pred_leaf,
+                pred_contribs=pred_contribs, base_margin=base_margin)
         if pred_leaf and pred_contribs:
             raise ValueError("pred_leaf and pred_contribs ask for different outputs: pass one")
         if base_margin is not None and (pred_leaf or pred_contribs):
@@ -547,8 +547,9 @@ class Booster(XGBoostMethods):
         spans = [(bounds[t], bounds[t + 1]) for t in kept]
         offsets = np.cumsum([0] + [b - a for a, b in spans])
         model = Booster(self.objective, self.base_score, self.cuts, self.feature_bounds,
-                        self.params, copy.deepcopy(self.ledger), self.feature_names,
-                        self.label_bounds, self.n_classes, self.categories)
+                        self.params, ledger=copy.deepcopy(self.ledger),
+                        feature_names=self.feature_names, label_bounds=self.label_bounds,
+                        n_classes=self.n_classes, categories=self.categories)
         for name, values in self._nodes.items():
             parts = [values[a:b] for a, b in spans]
             if name in ("left", "right"):  # tree-local indices, shifted to their new place

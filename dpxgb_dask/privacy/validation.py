@@ -96,10 +96,12 @@ def _as_real(value, name):
     return float(value)
 
 
-def _check_range(value, name, low, high, include_low, include_high, allowed):
-    """``value`` as a float if it lies in the interval from ``low`` to ``high`` (ends
-    included as the flags say), else ValueError naming ``name`` and ``allowed``."""
+def _check_range(value, name, low, high, *, include, allowed):
+    """``value`` as a float if it lies in the interval from ``low`` to ``high`` (each end
+    included as ``include``, a pair of flags, says), else ValueError naming ``name`` and
+    ``allowed``."""
     out = _as_real(value, name)
+    include_low, include_high = include
     above = out > low or (include_low and out == low)
     below = out < high or (include_high and out == high)
     if not (above and below):  # (NaN fails both)
@@ -125,7 +127,8 @@ def check_positive(value, name):
     ValueError
         Naming ``name``, if ``value`` is not a finite real number > 0.
     """
-    return _check_range(value, name, 0.0, math.inf, False, False, "a finite number > 0")
+    return _check_range(value, name, 0.0, math.inf, include=(False, False),
+                        allowed="a finite number > 0")
 
 
 def check_epsilon(epsilon, name="epsilon"):
@@ -137,13 +140,13 @@ def check_epsilon(epsilon, name="epsilon"):
 def check_delta(delta, name="delta"):
     """Validate a privacy parameter δ in [0, 1); returns it as a float, else ValueError
     naming ``name``."""
-    return _check_range(delta, name, 0.0, 1.0, True, False, "in [0, 1)")
+    return _check_range(delta, name, 0.0, 1.0, include=(True, False), allowed="in [0, 1)")
 
 
 def check_sampling_rate(rate, name="sampling_rate"):
     """Validate a Poisson sampling probability γ in (0, 1]; returns it as a float, else
     ValueError naming ``name``."""
-    return _check_range(rate, name, 0.0, 1.0, False, True, "in (0, 1]")
+    return _check_range(rate, name, 0.0, 1.0, include=(False, True), allowed="in (0, 1]")
 
 
 def warn_if_large_epsilon(epsilon, threshold=EPSILON_WARNING_THRESHOLD, stacklevel=2):

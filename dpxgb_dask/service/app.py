@@ -414,8 +414,8 @@ def _utc(seconds):
 def _job_view(store, job, who):
     """What a principal sees of a job: public and DP facts only, and the time its request
     was recorded (its analyst's own act; the job's start and end are not shown). The
-    owner's view names the analyst too. A running job shows as queued: the moment it starts would time the
-    jobs ahead of it (its end is written at a public step,
+    owner's view names the analyst too. A running job shows as queued: the moment it
+    starts would time the jobs ahead of it (its end is written at a public step,
     :data:`~dpxgb_dask.service.runner.STATUS_QUANTUM_SECONDS`)."""
     status = "queued" if job.status == "running" else job.status
     view = {"id": job.id, "dataset": store.job_dataset(job).name, "status": status,

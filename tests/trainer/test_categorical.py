@@ -260,7 +260,8 @@ def test_random_category_splits_draw_every_category_and_keep_the_ranges(release_
     ranges = np.zeros((1, 2, 2), dtype=np.int64)
     ranges[0, :, 1] = n_cuts
     splits = tree.level_splits(np.array([0]), np.array([True]), np.array([0]), np.array([2]),
-                               np.array([False]), np.array([True, False]), [[1, 3]])
+                               np.array([False]), np.array([True, False]),
+                               left_codes=[[1, 3]])
     children = tree.child_ranges(ranges, splits)
     np.testing.assert_array_equal(children[0], ranges[0])
     np.testing.assert_array_equal(children[1], ranges[0])
