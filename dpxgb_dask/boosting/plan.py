@@ -8,7 +8,8 @@ fields from it. Nothing here reads data or knows about Dask, so the client compu
 plan before (and while) the data is loaded, and calibrations of identical public
 parameters are cached.
 
-Vocabulary (the same in the ledger, the report, the coordinator and the tests):
+Vocabulary (the same in the ledger, the report, the coordinator and the tests; the
+documentation's glossary page defines the rest):
 
 * **release**: one application of a DP mechanism to exact aggregates (a level's
   histograms, a tree's leaves, the sketch, the initial score), recorded as one ledger event
