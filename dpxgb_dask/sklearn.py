@@ -47,7 +47,7 @@ class _DPXGBModel(KeywordParameters, RoundScores, EstimatorInputs, BaseEstimator
     Parameters
     ----------
     n_estimators, max_depth, learning_rate, reg_lambda, subsample, min_child_weight, max_bin
-        Boosting parameters (see :class:`dpxgb_dask.params.TrainParams`); None takes the
+        Boosting parameters (see :class:`dpxgb_dask.params.fields.TrainParams`); None takes the
         preset's (or the default's) value.
     epsilon : float, optional
         Total privacy budget of the fit (default 1.0 unless ``dp_epsilon_per_tree``).
@@ -107,12 +107,12 @@ class _DPXGBModel(KeywordParameters, RoundScores, EstimatorInputs, BaseEstimator
     weight_bound : float, optional
         The public upper bound W of ``fit``'s ``sample_weight`` (needed with weights): a
         row counts ``min(w, W) / W`` of a row in every released sum
-        (:class:`~dpxgb_dask.params.TrainParams`).
+        (:class:`~dpxgb_dask.params.fields.TrainParams`).
     select : str or dict, optional
         Choose privately among configurations, all within ``epsilon`` (``train(select=)``):
         ``"shapes"`` or ``{"configurations": [dict, ...], "mean_runs": 3, ...}``.
     **kwargs
-        Any other field of :class:`~dpxgb_dask.params.TrainParams` as a keyword
+        Any other field of :class:`~dpxgb_dask.params.fields.TrainParams` as a keyword
         (``split_method="noisy_histogram"``, ``accountant="rdp"``, ...), or XGBoost's name
         of one (``n_jobs``, ``eta``, ``seed``): ``get_params``, ``set_params`` and ``clone``
         keep them. A parameter given twice (a keyword and ``dp_params``, or under both

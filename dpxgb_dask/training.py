@@ -384,7 +384,7 @@ def train(params, X, y, client=None, *, verbose=False, n_partitions=None,
     ----------
     params : dict or TrainParams
         ``objective`` (default "binary:logistic"; "multi:softprob" with ``num_class``),
-        optional ``preset`` and any field of :class:`~dpxgb_dask.params.TrainParams`.
+        optional ``preset`` and any field of :class:`~dpxgb_dask.params.fields.TrainParams`.
     X : ndarray, pandas.DataFrame, dask.array.Array, dask.dataframe.DataFrame or SiloTable
         Shape (n_rows, n_features), numeric; NaN marks missing values. A
         :class:`~dpxgb_dask.silo_table.SiloTable` (``y=None``, cross_silo): silos read theirs.

@@ -78,7 +78,7 @@ def check_fit_request(request, workers):
     dict
         The keyword arguments of
         :meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`, with
-        ``params`` a :class:`~dpxgb_dask.params.TrainParams`, ``init_model`` a
+        ``params`` a :class:`~dpxgb_dask.params.fields.TrainParams`, ``init_model`` a
         :class:`~dpxgb_dask.model.booster.Booster` or None, and ``selection`` None or
         (configurations, :class:`~dpxgb_dask.boosting.selection.SelectionSpec`).
 

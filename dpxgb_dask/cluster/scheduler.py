@@ -205,7 +205,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
                          init_model=None, evaluations=(), selection=None):
         """Run one fit's coordinator in this process.
 
-        ``params`` (a validated :class:`~dpxgb_dask.params.TrainParams`) are the request's;
+        ``params`` (a validated :class:`~dpxgb_dask.params.fields.TrainParams`) are the request's;
         the release plan is computed here from them: every clip and every noise follows
         this one plan, whatever the client computed. ``evaluations`` holds the fit id,
         placement and sources of each private evaluation set's partitions; a partition

@@ -14,7 +14,7 @@ from . import (TRAIN_PARAMETERS, TrainParams, check_feature_bounds, check_label_
 
 def to_plain(params):
     """``params`` as a dict of plain values (arrays and tuples as lists; ``random_state``
-    kept, unlike the model's :meth:`~dpxgb_dask.params.TrainParams.to_dict`, as a string
+    kept, unlike the model's :meth:`~dpxgb_dask.params.fields.TrainParams.to_dict`, as a string
     of decimal digits: it may exceed msgpack's 64-bit integers).
 
     Parameters
@@ -39,7 +39,7 @@ def to_plain(params):
 
 
 def from_plain(values, n_features):
-    """Validated :class:`~dpxgb_dask.params.TrainParams` from :func:`to_plain`'s dict.
+    """Validated :class:`~dpxgb_dask.params.fields.TrainParams` from :func:`to_plain`'s dict.
 
     Parameters
     ----------

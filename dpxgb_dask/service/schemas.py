@@ -6,7 +6,7 @@ An analyst chooses only the parameters of :class:`JobParams`, each within its ra
 other, such as ``reproducible_noise``, ``feature_bounds`` or ``budget``, is refused); the
 public facts of the data (feature bounds, category lists, classes, label bounds) come from
 the dataset's registration by its owner, never from the analyst, and every noise follows
-from them and the job's ε through :func:`~dpxgb_dask.params.resolve_params` and the
+from them and the job's ε through :func:`~dpxgb_dask.params.resolution.resolve_params` and the
 scheduler's own plan.
 """
 from typing import Literal, Optional, Union
@@ -150,7 +150,7 @@ def train_params(schema, params):
     Raises
     ------
     ValueError
-        From :func:`~dpxgb_dask.params.resolve_params`, naming the parameter.
+        From :func:`~dpxgb_dask.params.resolution.resolve_params`, naming the parameter.
     """
     chosen = params.model_dump(exclude_none=True)
     preset = chosen.pop("preset", None)

@@ -96,6 +96,25 @@ def deployment(tmp_path_factory, dask_client, data_dir):
     running.stop()
 
 
+def _stored_status(database_url, job_id):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(sa.text("SELECT status FROM jobs WHERE id = :id"),
+                                      {"id": job_id}).scalar()
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def stored_status():
+    """``stored_status(database_url, job_id)``: a job's status as the service's database
+    holds it (the owner's view: an analyst sees a running job as queued)."""
+    return _stored_status
+
+
 @pytest.fixture
 def fresh_rows():
     """Rows of the datasets' distribution that no dataset holds: ``fresh_rows(seed)``."""

@@ -7,7 +7,6 @@ import time
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 #: A job that runs for several seconds on the service tests' 4,000 rows.
 LONG_JOB = {"epsilon": 0.5, "n_estimators": 1000, "max_depth": 6}
@@ -17,18 +16,6 @@ def _owner(deployment):
     from dpxgb_dask.service import Client
 
     return Client(deployment["url"], deployment["owner"])
-
-
-def _status_in_database(deployment, job_id):
-    """The job's status as the database holds it (analysts see a running job as
-    queued)."""
-    engine = sa.create_engine(deployment["database"])
-    try:
-        with engine.connect() as connection:
-            return connection.execute(sa.text("SELECT status FROM jobs WHERE id = :i"),
-                                      {"i": job_id}).scalar()
-    finally:
-        engine.dispose()
 
 
 def _wait_for(condition, seconds=120.0):
@@ -107,7 +94,7 @@ def test_names_are_unique_whatever_their_case(deployment, data_dir, service_sche
 
 
 def test_a_queued_job_cancelled_is_refunded_and_a_running_one_stops_charged(
-        deployment, dask_client):
+        deployment, dask_client, stored_status):
     from dpxgb_dask.service import Client, ServiceError
 
     with Client(deployment["url"], deployment["alice"]) as alice:
@@ -115,8 +102,8 @@ def test_a_queued_job_cancelled_is_refunded_and_a_running_one_stops_charged(
         # the runner runs two jobs at once: the third waits in the queue
         running = [alice.submit("survey", **LONG_JOB) for _ in range(2)]
         queued = alice.submit("survey", epsilon=0.1, n_estimators=2, max_depth=2)
-        assert _wait_for(lambda: all(_status_in_database(deployment, j["id"]) == "running"
-                                     for j in running))
+        assert _wait_for(lambda: all(stored_status(deployment["database"], j["id"])
+                                     == "running" for j in running))
         assert _wait_for(lambda: _fits_on_scheduler(dask_client))
         with_all = alice.budgets()["survey"]["spent"]
 

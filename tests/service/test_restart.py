@@ -55,19 +55,6 @@ def _expected_spent(database, ids, models, job):
     return expected.spent()
 
 
-def _stored_status(database, job_id):
-    """A job's status in the service's database (the owner's view: running included)."""
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(database)
-    try:
-        with engine.connect() as connection:
-            return connection.execute(sa.text("SELECT status FROM jobs WHERE id = :id"),
-                                      {"id": job_id}).scalar()
-    finally:
-        engine.dispose()
-
-
 def _wait(predicate, timeout=300):
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -78,7 +65,7 @@ def _wait(predicate, timeout=300):
 
 @pytest.mark.slow
 def test_a_killed_service_loses_no_budget_job_or_model(tmp_path, cluster, data_dir,
-                                                      service_schema):
+                                                      service_schema, stored_status):
     database = sqlite_url(tmp_path / "service.db")
     owner_token = init_owner(database)
     log = open(tmp_path / "service.log", "w")
@@ -91,7 +78,7 @@ def test_a_killed_service_loses_no_budget_job_or_model(tmp_path, cluster, data_d
         with Client(url, token) as alice:
             ids = [alice.submit("adult", **JOB)["id"] for _ in range(5)]
             _wait(lambda: alice.job(ids[0])["status"] == "finished"
-                  and _stored_status(database, ids[1]) == "running")
+                  and stored_status(database, ids[1]) == "running")
             before = {j["id"]: j for j in alice.jobs()}
             first_model = alice._call("GET", f"/v1/jobs/{ids[0]}/model")
         process.send_signal(signal.SIGKILL)  # mid-fit: job 1 runs, jobs 2-4 wait
@@ -130,7 +117,8 @@ def _spawn(directory, *argv):
 
 @pytest.mark.slow
 def test_a_scheduler_restart_mid_load_loses_no_budget_job_or_model(tmp_path, data_dir,
-                                                                  service_schema):
+                                                                  service_schema,
+                                                                  stored_status):
     """The scheduler is killed mid-fit (and its workers with it, as Kubernetes would
     restart their pods), then started again at the same address: the service's client
     reconnects, the job that was running fails with its whole plan charged, the queued
@@ -167,7 +155,7 @@ def test_a_scheduler_restart_mid_load_loses_no_budget_job_or_model(tmp_path, dat
         with Client(running.url, token) as alice:
             ids = [alice.submit("adult", **job)["id"] for _ in range(4)]
             _wait(lambda: alice.job(ids[0])["status"] == "finished"
-                  and _stored_status(database, ids[1]) == "running")
+                  and stored_status(database, ids[1]) == "running")
             first_model = alice._call("GET", f"/v1/jobs/{ids[0]}/model")
             for process in processes:  # mid-fit: job 1 runs, jobs 2 and 3 wait
                 process.kill()
