@@ -292,8 +292,33 @@ def test_package_imports_inside_functions_are_the_listed_ones_with_a_reason(modu
     assert [(m, t, line) for m, t, line, commented in found if not commented] == []
 
 
-def test_no_module_over_600_lines(modules):
-    assert [(n, m) for n, m in module_lines(modules) if n > MAX_MODULE_LINES] == []
+def long_modules_named_in_the_docs():
+    """The modules docs/architecture.md's "Long modules" section names, each on a line
+    ``- `module`: the one concept it holds``."""
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+            ).read_text()
+    section = text.split("## Long modules", 1)[1].split("\n## ", 1)[0]
+    named = {}
+    for line in section.splitlines():
+        if line.startswith("- `") and "`: " in line:
+            module, concept = line[3:].split("`: ", 1)
+            named[module] = concept.strip()
+    return named
+
+
+def unlisted_long_modules(sizes, named):
+    """``(lines, module)`` of modules over :data:`MAX_MODULE_LINES` that ``named`` does not
+    give a concept."""
+    return [(n, m) for n, m in sizes if n > MAX_MODULE_LINES and not named.get(m)]
+
+
+def test_a_module_over_600_lines_says_which_one_concept_it_holds(modules):
+    """Issue 44: the length triggers a review, not a cut: a module over 600 lines is named
+    in docs/architecture.md with the one concept it holds."""
+    assert unlisted_long_modules(module_lines(modules), long_modules_named_in_the_docs()) == []
+    planted = [(700, f"{PACKAGE}.planted")]
+    assert unlisted_long_modules(planted, {}) == planted
+    assert unlisted_long_modules(planted, {f"{PACKAGE}.planted": "one concept"}) == []
 
 
 def test_no_function_over_80_lines(modules):

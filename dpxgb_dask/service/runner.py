@@ -232,6 +232,11 @@ def analyst_error(exc, rows_read):
     return f"{type(exc).__name__}: {exc}"[:2000]
 
 
+#: Tries to open a job's own Dask client (``JobRunner._job_client``): a busy scheduler can
+#: fail the handshake.
+CLIENT_ATTEMPTS = 3
+
+
 class JobRunner:
     """Runs queued jobs on ``client``'s cluster, ``concurrency`` at a time.
 
@@ -271,9 +276,20 @@ class JobRunner:
 
     def _job_client(self, job_id):
         """A Dask client of the service's cluster for one job's fit (closing it stops the
-        fit: :meth:`cancel`)."""
-        client = type(self.client)(self.client.scheduler.address,
-                                   security=self.client.security, set_as_default=False)
+        fit: :meth:`cancel`). Opening one is tried :data:`CLIENT_ATTEMPTS` times:
+        ``distributed``'s handshake can fail on a busy scheduler (an ``AssertionError`` in
+        ``Client._ensure_connected``), and the job has read no row yet."""
+        for attempt in range(CLIENT_ATTEMPTS):
+            try:
+                client = type(self.client)(self.client.scheduler.address,
+                                           security=self.client.security,
+                                           set_as_default=False)
+                break
+            except (AssertionError, OSError, TimeoutError) as exc:
+                if attempt + 1 == CLIENT_ATTEMPTS:
+                    raise RuntimeError("the service could not open a Dask client of its "
+                                       f"cluster for the job ({type(exc).__name__})") from exc
+                time.sleep(0.5 * (attempt + 1))
         with self._lock:
             self._running[job_id] = client
         return client
@@ -303,7 +319,8 @@ class JobRunner:
                 self._end_at_step(job, lambda: self.store.cancelled_while_running(job_id))
                 return
             # the whole text is the owner's (the service's log); the analyst's is public
-            logger.warning("job %s failed: %s: %s", job_id, type(exc).__name__, exc)
+            logger.warning("job %s failed: %s: %s", job_id, type(exc).__name__, exc,
+                           exc_info=True)
             error = analyst_error(exc, rows_read)
             # before the rows are read the job released nothing, and failed on public facts
             # alone: it is not charged (whether it is cannot depend on a row)
