@@ -42,14 +42,22 @@ from dpxgb_dask.training import (check_bounds_policy, select_in_process,  # noqa
 OUT = Path(__file__).resolve().parent / "results" / "interactions.md"
 SEED_BASE = 2**150
 
-#: label -> parameters of a dpxgb_dask fit, a family of a private selection (a str), or
+def _rate_before_shrinkage(epsilon):
+    """η of the default's schedule point at ``epsilon`` before its James-Stein leaves (0.2
+    from ε ≈ 0.7, 0.1 below)."""
+    return 0.2 if epsilon >= 0.7 else 0.1
+
+
+#: label -> parameters of a dpxgb_dask fit (a value may be a function of ε), a family of a private selection (a str), or
 #: None (a baseline of its own).
 CONFIGS = {
-    "default (mixed trees, quantile thresholds)": {},
+    "default (staged trees, quantile thresholds; James-Stein leaves from ε ≈ 0.7)": {},
     "one-feature trees (the default before issue 41)": dict(
-        feature_selection="cyclic", interaction_thresholds="uniform"),
-    "mixed trees, uniform thresholds": dict(feature_selection="mixed",
-                                            interaction_thresholds="uniform"),
+        feature_selection="cyclic", interaction_thresholds="uniform",
+        leaf_shrinkage="none", learning_rate=_rate_before_shrinkage),
+    "mixed trees, quantile thresholds (the default before the shrinkage)": dict(
+        feature_selection="mixed", interaction_thresholds="quantile", leaf_shrinkage="none",
+        learning_rate=_rate_before_shrinkage),
     "random feature per node, iterative-Hessian 32 cuts": dict(
         feature_selection="random", interaction_thresholds="uniform",
         split_candidates="iterative_hessian", max_bin=32),
@@ -105,7 +113,9 @@ def score(job):
         if isinstance(CONFIGS[label], str):  # a private selection, all within ε
             booster, _ = select_in_process(given, X, y, CONFIGS[label])
         else:
-            params = resolve_params("binary:logistic", **given, **CONFIGS[label])
+            config = {name: value(epsilon) if callable(value) else value
+                      for name, value in CONFIGS[label].items()}
+            params = resolve_params("binary:logistic", **given, **config)
             booster, _ = train_in_process(check_bounds_policy(params, X.shape[1]), X, y)
     return roc_auc_score(y_test, booster.predict_margin(X_test))
 

@@ -11,17 +11,22 @@ import numbers
 
 from .schedules import nearest, nearest_overrides
 
-#: The binary default's trees at every ε, and the regression default's at ε <= 0.5:
-#: one-feature trees over the features in turn in the even rounds (an additive model's fine
-#: steps) and a feature per node in the odd ones (interactions), whose thresholds lie at
-#: random quantiles of the mass the one-feature trees' leaves released. Chosen by the worst
-#: case over data shapes, each real table allowed a small loss
-#: (``benchmarks/default_suite.py``, docs/presets.md).
-_INTERACTION_TREES = dict(feature_selection="mixed", interaction_thresholds="quantile")
+#: The binary default's trees from ε 0.02: one-feature trees over the features in turn in
+#: the first half of the rounds (an additive model's fine steps), then a feature per node
+#: (interactions, on what the main effects leave), whose thresholds lie at random quantiles
+#: of the mass the one-feature trees' leaves released. Chosen by the worst case over data
+#: shapes, each real table allowed a small loss (``benchmarks/default_suite.py``,
+#: results/default_suite_shrinkage.md, docs/presets.md).
+_STAGED_TREES = dict(feature_selection="staged", interaction_thresholds="quantile")
+
+#: The regression default's trees at ε <= 0.5: one-feature trees and trees with a feature
+#: per node in turn, with the same quantile thresholds (results/tuning/
+#: abalone-interactions-ablation.md).
+_MIXED_TREES = dict(feature_selection="mixed", interaction_thresholds="quantile")
 
 #: S-BDT's small-ε leaf regime (their best Adult rows at ε <= 0.1), which most binary points
 #: use, with the binary default's trees.
-_SBDT_LEAVES = dict(_INTERACTION_TREES, learning_rate=0.1, reg_lambda=10.0,
+_SBDT_LEAVES = dict(_STAGED_TREES, learning_rate=0.1, reg_lambda=10.0,
                     gradient_bound=0.3, hessian_bound=0.1, leaf_noise_ratio=0.04)
 
 #: The default's multiclass trees: Maddock et al.'s (a random feature per node).
@@ -38,15 +43,16 @@ DEFAULT_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5, max_dept
 #: The default's ε schedule per objective (:mod:`~dpxgb_dask.params.schedules`). Binary:
 #: few trees on small samples from a zero score at the smallest ε, 400 subsampled depth-4
 #: trees with a heavier DP initial score up to ε 0.1, all rows from ε 0.5, and 255
-#: equal-width candidates (no sketch) from ε ≈ 0.7. Regression: few shallow subsampled
-#: mixed trees at small ε, deeper trees with a random feature per node from ε 1.
+#: equal-width candidates (no sketch) and James-Stein leaves from ε ≈ 0.7. Regression: few
+#: shallow subsampled mixed trees at small ε, deeper trees with a random feature per node
+#: from ε 1.
 #: Multiclass:
 #: Maddock et al.'s trees with the default's budget. The binary points' λ and η are then
 #: carried to the fit (:func:`carried_leaf_regime`).
 DEFAULT_SCHEDULE = {
     "binary:logistic": (
         # one-feature trees alone at the smallest ε: 25 of its 50 trees for the main
-        # effects lose Adult 0.032 validation AUC (benchmarks/results/default_suite_tiny.md)
+        # effects lose Adult 0.025 validation AUC (benchmarks/results/default_suite_tiny.md)
         (0.01, dict(_SBDT_LEAVES, n_estimators=50, max_depth=5, subsample=0.01,
                     gradient_bound=0.5, init_score="zero", split_candidates="uniform",
                     feature_selection="cyclic", interaction_thresholds="uniform")),
@@ -58,22 +64,26 @@ DEFAULT_SCHEDULE = {
         (0.1, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=0.1,
                    budget_shares={"init": 0.4})),
         (0.5, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=1.0)),
+        # from ε ≈ 0.7 each tree's leaves are shrunk by their James-Stein factor, which
+        # lets a larger step through where the leaves stand out of the noise
+        # (benchmarks/results/default_suite_shrinkage.md)
         (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
-                   learning_rate=0.2, max_bin=255, split_candidates="uniform")),
+                   learning_rate=0.3, max_bin=255, split_candidates="uniform",
+                   leaf_shrinkage="james_stein")),
     ),
     "reg:squarederror": (
-        # the binary default's mixed trees at ε 0.05-0.5: 0.02-0.12 validation RMSE better
-        # than one-feature trees at every ε there (results/tuning/
-        # abalone-interactions-ablation.md); a random feature per node from ε 1
-        (0.05, dict(_INTERACTION_TREES, n_estimators=200, max_depth=2, subsample=0.1,
+        # mixed trees at ε 0.05-0.5: 0.02-0.12 validation RMSE better than one-feature
+        # trees at every ε there (results/tuning/abalone-interactions-ablation.md); a
+        # random feature per node from ε 1
+        (0.05, dict(_MIXED_TREES, n_estimators=200, max_depth=2, subsample=0.1,
                     gradient_bound=0.1, budget_shares={"init": 0.2}, leaf_noise_ratio=0.3,
                     reg_lambda=40.0, split_candidates="uniform")),
-        (0.1, dict(_INTERACTION_TREES, n_estimators=200, max_depth=2, subsample=0.1,
+        (0.1, dict(_MIXED_TREES, n_estimators=200, max_depth=2, subsample=0.1,
                    gradient_bound=0.1, budget_shares={"init": 0.2}, leaf_noise_ratio=0.3,
                    reg_lambda=40.0)),
-        (0.3, dict(_INTERACTION_TREES, n_estimators=100, max_depth=2, subsample=0.1,
+        (0.3, dict(_MIXED_TREES, n_estimators=100, max_depth=2, subsample=0.1,
                    gradient_bound=0.3, leaf_noise_ratio=0.3, split_candidates="uniform")),
-        (0.5, dict(_INTERACTION_TREES, n_estimators=100, max_depth=2, subsample=0.1,
+        (0.5, dict(_MIXED_TREES, n_estimators=100, max_depth=2, subsample=0.1,
                    gradient_bound=0.3, leaf_noise_ratio=0.3, learning_rate=0.2)),
         (1.0, dict(n_estimators=200, max_depth=4, subsample=0.1, gradient_bound=0.3,
                    feature_selection="random")),
@@ -270,7 +280,7 @@ def split_method_defaults(objective, split_method):
 
 #: Named families of configurations for a private selection (``train(select="shapes")``,
 #: ``boosting.selection``). "shapes": the tree shapes ``benchmarks/interactions.py``
-#: compares: the default's mixed trees (one-feature trees and interaction trees with
+#: compares: the default's staged trees (one-feature trees, then interaction trees with
 #: quantile thresholds), one-feature trees alone (additive, the best shape on Adult), and a
 #: random feature per node on iterative-Hessian cuts (best on the product and checkerboard
 #: tasks).

@@ -13,6 +13,7 @@ FEATURE_SELECTIONS = ("random", "cyclic", "mixed", "staged")
 INTERACTION_THRESHOLDS = ("uniform", "quantile")
 SPLIT_CANDIDATES = ("uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian")
 LEAF_METHODS = ("gaussian", "laplace", "noisy_average")
+LEAF_SHRINKAGES = ("none", "james_stein")
 LEAF_CLIPPINGS = ("constant", "geometric")
 GRADIENT_RULES = ("clip", "filter")
 INIT_SCORES = ("zero", "dp_mean")
@@ -127,6 +128,13 @@ class TrainParams:
         "gaussian": Gaussian noise on each leaf's (G, H) (S-BDT, Maddock); "laplace":
         Laplace noise on the leaf value (DP-XGBoost, DPBoost); "noisy_average": Laplace
         noise on each leaf's gradient sum and row count (DP-XGBoost's NoisyAverage).
+    leaf_shrinkage : {"none", "james_stein"}
+        "james_stein": each tree's Gaussian leaf release is shrunk towards 0 by the
+        positive-part James-Stein factor of its released gradient sums, so that a tree
+        whose leaves the noise dominates adds little
+        (:func:`~dpxgb_dask.boosting.leaves.james_stein_factor`; post-processing: no
+        budget). Needs the Gaussian leaf release (``leaf_method="gaussian"``, a split method
+        other than ``partially_random``).
     leaf_noise_ratio : float in (0, 1)
         Share r of the leaf budget given to the denominator (S-BDT's leaf-balanced noise;
         Gaussian: share of ρ, 0.5 is spherical noise; noisy_average: share of ε).
@@ -243,6 +251,7 @@ class TrainParams:
     interaction_thresholds: str = "uniform"
     split_candidates: str = "iterative_hessian"
     leaf_method: str = "gaussian"
+    leaf_shrinkage: str = "none"
     leaf_noise_ratio: float = 1.0 / 17.0
     newton: bool = True
     gradient_bound: float = 1.0
@@ -270,6 +279,13 @@ class TrainParams:
     cross_silo: str | None = None
 
     @property
+    def gaussian_leaf_release(self):
+        """Whether each tree's leaves are one Gaussian release of their (G, H), which
+        ``leaf_shrinkage`` and quantile thresholds read: Gaussian leaves, and a split method
+        that does not read its leaves off the splits' release (``partially_random``)."""
+        return self.leaf_method == "gaussian" and self.split_method != "partially_random"
+
+    @property
     def hessian_denominators(self):
         """Whether the released denominators are the histograms' hessian field: hessian sums
         (``newton``), or with ``weight_bound`` weight shares (weighted counts); else counts."""
@@ -287,6 +303,8 @@ class TrainParams:
         for name in ("weight_bound", "cross_silo"):  # (files as before these fields)
             if out[name] is None:
                 del out[name]
+        if out["leaf_shrinkage"] == "none":
+            del out["leaf_shrinkage"]
         if not out["private_eval_sets"]:  # (and those without private evaluation sets)
             del out["private_eval_sets"], out["eval_metric"]
         else:

@@ -79,6 +79,8 @@ def resolve_params(objective, preset=None, **explicit):
     if "dp_epsilon_per_tree" in given and "epsilon" not in given:
         given["epsilon"] = None
     values.update(given, **cross_silo_defaults(given))  # (defaults: not in given)
+    if "leaf_shrinkage" not in given and not TrainParams(**values).gaussian_leaf_release:
+        values.pop("leaf_shrinkage", None)  # (the schedule's, for a Gaussian leaf release)
     if preset is None and not own_method:
         values.update(carried_leaf_regime(
             objective, epsilon, values.get("n_estimators", TrainParams.n_estimators), given))

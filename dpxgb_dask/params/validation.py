@@ -10,8 +10,8 @@ from .bounds import check_label_bounds
 from .checks import check_choice as _check_choice, check_number as _check_number
 from .fields import (ACCOUNTANTS, FEATURE_SELECTIONS, FILTER_SPENDINGS, GAIN_ESTIMATES,
                      GAIN_SENSITIVITIES, GRADIENT_RULES, INIT_SCORES, INTERACTION_THRESHOLDS,
-                     LEAF_CLIPPINGS, LEAF_METHODS, MAX_DEPTH_LIMIT, SPLIT_CANDIDATES,
-                     SPLIT_METHODS)
+                     LEAF_CLIPPINGS, LEAF_METHODS, LEAF_SHRINKAGES, MAX_DEPTH_LIMIT,
+                     SPLIT_CANDIDATES, SPLIT_METHODS)
 from .silos import check_cross_silo
 
 __all__ = ["validate"]
@@ -80,6 +80,7 @@ def _check_methods(p):
     _check_choice("interaction_thresholds", p.interaction_thresholds, INTERACTION_THRESHOLDS)
     _check_choice("split_candidates", p.split_candidates, SPLIT_CANDIDATES)
     _check_choice("leaf_method", p.leaf_method, LEAF_METHODS)
+    _check_choice("leaf_shrinkage", p.leaf_shrinkage, LEAF_SHRINKAGES)
     _check_number("leaf_noise_ratio", p.leaf_noise_ratio, lo=0, hi=1, lo_open=True, hi_open=True)
     if not isinstance(p.newton, (bool, np.bool_)):
         raise ValueError(f"newton must be True or False, got {p.newton!r}")
@@ -143,6 +144,12 @@ def _check_combinations(p):
                          "'partially_random') and "
                          "leaf_method='gaussian': the exponential-mechanism gain and the "
                          "Laplace leaf sensitivities hold for row counts (newton=False) only")
+    if p.leaf_shrinkage != "none" and not p.gaussian_leaf_release:
+        raise ValueError(f"leaf_shrinkage={p.leaf_shrinkage!r} shrinks the Gaussian leaf "
+                         f"release; leaf_method={p.leaf_method!r} with split_method="
+                         f"{p.split_method!r} makes none: use leaf_method='gaussian' with a "
+                         "split method other than 'partially_random', or "
+                         "leaf_shrinkage='none'")
     if p.interaction_thresholds == "quantile" and p.split_method != "random":
         raise ValueError("interaction_thresholds='quantile' places random splits' thresholds; "
                          f"split_method={p.split_method!r} chooses its own: use "

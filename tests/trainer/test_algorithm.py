@@ -289,7 +289,7 @@ def test_the_binary_default_carries_its_lambda_and_eta_to_the_fit():
     # ε 4 and 10 grow the ε = 1 point's trees.
     large = resolve_params("binary:logistic", epsilon=10.0, feature_bounds=bounds)
     assert (large.n_estimators, large.max_depth, large.max_bin, large.learning_rate) == \
-        (400, 6, 255, 0.2)
+        (400, 6, 255, 0.3)
     assert noise_following_lambda(10.0, 1.0, 400, 1.0, 400) == 10.0
     assert lam(epsilon=4.0, reg_lambda=7.0) == 7.0
     sbdt = resolve_params("binary:logistic", preset="s-bdt", epsilon=4.0, feature_bounds=bounds)
@@ -302,9 +302,10 @@ def test_the_binary_default_carries_its_lambda_and_eta_to_the_fit():
     def eta(**given):
         return resolve_params("binary:logistic", feature_bounds=bounds, **given).learning_rate
 
-    assert eta() == eta(epsilon=4.0) == 0.2
-    assert eta(n_estimators=100) == pytest.approx(0.8)
-    assert eta(n_estimators=800) == pytest.approx(0.1)
+    assert eta() == eta(epsilon=4.0) == 0.3
+    assert eta(n_estimators=200) == pytest.approx(0.6)
+    assert eta(n_estimators=800) == pytest.approx(0.15)
+    assert eta(n_estimators=100) == 1.0
     assert eta(n_estimators=20) == eta(epsilon=0.1, n_estimators=20) == 1.0
     assert eta(epsilon=0.1, n_estimators=100) == pytest.approx(0.4)
     assert eta(n_estimators=100, learning_rate=0.05) == 0.05

@@ -131,8 +131,8 @@ def test_the_command_line_maps_labels_by_classes_and_names_the_column(client, ro
     table = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
     (tmp_path / "bounds.json").write_text(json.dumps({f"f{i}": [-4, 4] for i in range(6)}))
     common = ["--label", "target", "--bounds", str(tmp_path / "bounds.json"), "--epsilon", "2",
-              "--n-estimators", "20", "--max-depth", "3", "--seed", str(2**130), "--reproducible-noise",
-              "--quiet", "--scheduler",
+              "--n-estimators", "20", "--max-depth", "3", "--seed", str(2**130),
+              "--reproducible-noise", "--quiet", "--scheduler",
               client.scheduler.address]
     table.assign(target=y + 1).to_csv(tmp_path / "numbers.csv", index=False)
     with pytest.raises(SystemExit, match=r"train: --label target: labels outside the classes "

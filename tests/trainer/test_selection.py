@@ -211,7 +211,7 @@ def test_a_selection_trains_on_the_cluster_and_only_its_best_run_leaves(client, 
     assert "runs" not in summary and "n_runs" not in summary
     chosen = summary["chosen"]
     assert selected.params["feature_selection"] == FAMILIES["shapes"][chosen].get(
-        "feature_selection", "mixed")  # (the default's)
+        "feature_selection", "staged")  # (the default's)
     # the product has no main effect: the selection finds a shape that models it, not the
     # additive one-feature trees
     auc_selected = roc_auc_score(y_test, selected.predict(X_test))
