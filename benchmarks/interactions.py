@@ -48,8 +48,8 @@ def _rate_before_shrinkage(epsilon):
     return 0.2 if epsilon >= 0.7 else 0.1
 
 
-#: label -> parameters of a dpxgb_dask fit (a value may be a function of ε), a family of a private selection (a str), or
-#: None (a baseline of its own).
+#: label -> parameters of a dpxgb_dask fit (a value may be a function of ε), a family of a
+#: private selection (a str), or None (a baseline of its own).
 CONFIGS = {
     "default (staged trees, quantile thresholds; James-Stein leaves from ε ≈ 0.7)": {},
     "one-feature trees (the default before issue 41)": dict(

@@ -182,7 +182,7 @@ class RandomSplits(SplitMethod):
         # (a Gaussian leaf release includes each leaf's denominator: the mass)
         self.quantile_thresholds = self.observes_leaves = (
             plan.params.interaction_thresholds == "quantile"
-            and plan.params.leaf_method == "gaussian")
+            and plan.params.gaussian_leaf_release)
         #: the released mass over the current cuts (quantile thresholds only)
         self.released_mass = None
         #: "staged": the rounds before this one grow one-feature trees (public).
