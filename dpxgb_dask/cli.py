@@ -459,7 +459,8 @@ def build_parser():
                        help="key the noise by --seed too, to reproduce a fit (warns: two such "
                             "fits on neighbouring data share their noise)")
         p.add_argument("--scheduler", default=None,
-                       help="address of a Dask scheduler (default: an embedded LocalCluster)")
+                       help="address of a Dask scheduler (default: DASK_SCHEDULER_ADDRESS if set, "
+                            "else an embedded LocalCluster)")
         p.add_argument("--budget", default=None, metavar="NAME",
                        help="charge the fit to this privacy budget on the scheduler (see "
                             "`dpxgb budget`); refused if it would exceed it")
@@ -578,9 +579,12 @@ def main(argv=None):
     """
     args = build_parser().parse_args(argv)
     budget_file = getattr(args, "budget_file", None)
-    if budget_file is not None and args.scheduler is not None:
+    # (Dask's scheduler-address: where client=None connects, cluster.client.configured_scheduler)
+    if budget_file is not None and (args.scheduler or dask.config.get("scheduler-address",
+                                                                      None)):
         raise UsageError(f"{args.command}: --budget-file is for the embedded cluster; a "
-                         "running scheduler keeps its own (its dpxgb.budget-file)")
+                         "running scheduler (--scheduler, DASK_SCHEDULER_ADDRESS) keeps its "
+                         "own (its dpxgb.budget-file)")
     settings = {} if budget_file is None else {"dpxgb.budget-file": budget_file}
     try:
         with warnings.catch_warnings(), dask.config.set(settings):

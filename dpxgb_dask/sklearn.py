@@ -3,7 +3,8 @@
 They follow the estimator contract (parameters stored as given in ``__init__``, fitted
 attributes ending in ``_``, ``get_params`` / ``set_params`` / ``clone``, scikit-learn's
 input validation and its estimator checks: ``tests/trainer/test_estimator_checks.py``), and
-Dask's: ``client=None`` uses the default client or an embedded LocalCluster, dask inputs
+Dask's: ``client=None`` uses the default client, else the scheduler at Dask's
+``scheduler-address`` setting, else an embedded LocalCluster, dask inputs
 predict lazily, and pickling drops the client.
 
 In-memory inputs (NumPy, pandas with NumPy, nullable or pyarrow dtypes, scipy sparse CSR or

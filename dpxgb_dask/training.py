@@ -392,8 +392,8 @@ def train(params, X, y, client=None, *, verbose=False, n_partitions=None,
         Labels: 0/1, real values within ``label_bounds``, or class indices 0..K-1 (any
         other class label: ``unknown_labels``).
     client : distributed.Client or str, optional
-        A client, or a scheduler's address. Default: the current default client, else an
-        embedded LocalCluster (2 workers) for this call.
+        A client, or a scheduler's address. Default: the default client, else Dask's
+        ``scheduler-address`` (``DASK_SCHEDULER_ADDRESS``), else an embedded LocalCluster.
     verbose : bool
         Show a progress bar of the coordinator's events.
     n_partitions : int, optional

@@ -24,6 +24,7 @@ import os
 import threading
 import uuid
 
+import dask
 import numpy as np
 from distributed import Client, LocalCluster, default_client
 from distributed.protocol import to_serialize
@@ -45,12 +46,21 @@ from .worker import DPXGBWorkerPlugin, load_task_delayed
 WAIT_FOR_WORKERS_SECONDS = 60
 
 
+def configured_scheduler():
+    """The scheduler address of Dask's ``scheduler-address`` setting (the environment's
+    ``DASK_SCHEDULER_ADDRESS``), or None: where ``client=None`` connects when no default
+    client exists, as ``distributed.Client()`` does."""
+    return dask.config.get("scheduler-address", None) or None
+
+
 @contextmanager
 def client_or_embedded(client, n_workers=2, threads_per_worker=1):
     """Yield ``client``, a client of the scheduler at the address ``client``, the current
-    default client, or a fresh embedded ``LocalCluster``'s (what this opens, it closes on
-    exit): of worker processes, or of worker threads in a process that multiprocessing or
-    joblib started (which cannot start processes of its own).
+    default client, a client of the scheduler at Dask's ``scheduler-address`` setting
+    (``DASK_SCHEDULER_ADDRESS``, as ``distributed.Client()`` reads it), or a fresh embedded
+    ``LocalCluster``'s (what this opens, it closes on exit): of worker processes, or of
+    worker threads in a process that multiprocessing or joblib started (which cannot start
+    processes of its own).
 
     Parameters
     ----------
@@ -59,20 +69,18 @@ def client_or_embedded(client, n_workers=2, threads_per_worker=1):
     n_workers, threads_per_worker : int
         Of an embedded cluster.
     """
+    if client is None:
+        try:
+            client = default_client()
+        except ValueError:  # no default client: Dask's setting, else an embedded cluster
+            client = configured_scheduler()
     if isinstance(client, str):
         with Client(client) as connected:
             yield connected
         return
     if client is not None:
-        yield client
-        return
-    try:
-        current = default_client()
-    except ValueError:  # no default client: an embedded cluster
-        current = None
-    if current is not None:
         # (not inside the try: an error of the caller's block must not start a cluster)
-        yield current
+        yield client
         return
     # A process that multiprocessing or joblib started (cross_val_score(n_jobs=2)) cannot
     # start worker processes (daemonic, or its start method, loky, is unknown to the

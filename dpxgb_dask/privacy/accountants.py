@@ -54,10 +54,11 @@ exponential    ε                          ``ZCDpEvent(ε²/8)``         ε-DP w
   ε' = log(1 + γ(e^ε - 1)), δ' = γδ (DP-XGBoost §4.4; Balle, Barthe & Gaboardi 2018)
   for the composite ε of the subsample. RDP uses ``PoissonSampledDpEvent`` of
   the composed Gaussians (the tight subsampled-Gaussian RDP); PLD uses the subsampled
-  Gaussian or Laplace PLD of ``dp_accounting``. A subsample holding several pure-ε
-  releases has two valid descriptions: the amplified composite, an ε'-DP mechanism
-  (RDP: ε'²/2-zCDP, Bun & Steinke 2016 Prop. 3.3; PLD: the ε'-DP dominating pair of
-  Kairouz, Oh & Viswanath 2015), and the plain composition that ignores the amplification
+  Gaussian or Laplace PLD of ``dp_accounting`` (the Gaussian's built over its grid at
+  once, value for value the same: :mod:`~dpxgb_dask.privacy.gaussian_pld`). A subsample
+  holding several pure-ε releases has two valid descriptions: the amplified composite, an
+  ε'-DP mechanism (RDP: ε'²/2-zCDP, Bun & Steinke 2016 Prop. 3.3; PLD: the ε'-DP dominating
+  pair of Kairouz, Oh & Viswanath 2015), and the plain composition that ignores the amplification
   (valid, since subsampling never increases the privacy loss). The choice is never made
   per term on a standalone ε (the switch point of one term is not where the composed totals
   cross, so the total jumped by a factor of 2 at that scale and calibration missed its
@@ -112,6 +113,7 @@ from .composition import (Sampled, Single, amplified_epsilon, as_ledger, check_f
                           composition_terms, distinct_terms, effective_multiplier,
                           gaussian_shares, has_pure_choice, is_pure_choice, part_profile,
                           pure_sum, rdp_only, selections)
+from .gaussian_pld import gaussian_pld
 from .ledger import Ledger
 from .selection import repeat_and_select_rdp
 from .validation import check_delta, check_epsilon
@@ -425,11 +427,7 @@ class PLDAccountant(Accountant):
     def _event_pld(self, e):
         vdi = self.value_discretization_interval
         if e.mechanism == "gaussian":
-            return pld_lib.from_gaussian_mechanism(
-                standard_deviation=e.noise_multiplier / math.sqrt(e.count),
-                value_discretization_interval=vdi,
-                neighboring_relation=_ADD_REMOVE,
-            )
+            return gaussian_pld(e.noise_multiplier / math.sqrt(e.count), vdi)
         if e.mechanism == "laplace":
             base = pld_lib.from_laplace_mechanism(1.0 / e.epsilon, value_discretization_interval=vdi)
         else:
@@ -450,12 +448,7 @@ class PLDAccountant(Accountant):
         if isinstance(term, Sampled):
             events = term.events
             if all(e.mechanism == "gaussian" for e in events):
-                return pld_lib.from_gaussian_mechanism(
-                    standard_deviation=effective_multiplier(events),
-                    value_discretization_interval=vdi,
-                    sampling_prob=term.rate,
-                    neighboring_relation=_ADD_REMOVE,
-                )
+                return gaussian_pld(effective_multiplier(events), vdi, term.rate)
             if len(events) == 1 and events[0].mechanism == "laplace" and events[0].count == 1:
                 return pld_lib.from_laplace_mechanism(
                     1.0 / events[0].epsilon, value_discretization_interval=vdi, sampling_prob=term.rate

@@ -21,8 +21,8 @@ def add_commands(sub):
     sv.add_argument("--database", default="dpxgb-service.db",
                     help="a SQLite file, or any SQLAlchemy URL (postgresql+psycopg://...)")
     sv.add_argument("--scheduler", default=None,
-                    help="address of the cluster's Dask scheduler (default: an embedded "
-                         "LocalCluster)")
+                    help="address of the cluster's Dask scheduler (default: "
+                         "DASK_SCHEDULER_ADDRESS if set, else an embedded LocalCluster)")
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=service_package.DEFAULT_PORT)
     sv.add_argument("--concurrency", type=int, default=2, help="jobs run at once")

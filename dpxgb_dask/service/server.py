@@ -125,7 +125,8 @@ def serve(database_url, scheduler=None, host="127.0.0.1", port=DEFAULT_PORT, con
     ----------
     database_url : str
     scheduler : str, optional
-        The address of the cluster's scheduler; default: an embedded ``LocalCluster`` of
+        The address of the cluster's scheduler; default: Dask's ``scheduler-address``
+        setting (``DASK_SCHEDULER_ADDRESS``) if set, else an embedded ``LocalCluster`` of
         ``n_workers`` workers.
     host, port
         Where the service listens.

@@ -184,6 +184,12 @@ def test_train_charges_a_budget_kept_in_a_file(files, tmp_path, capsys):
         main(["train", f"{files}/train.csv", "--label", "y", "--bounds",
               f"{files}/bounds.json", "--budget-file", budgets, "--scheduler",
               "tcp://127.0.0.1:9"])
+    import dask
+
+    with dask.config.set({"scheduler-address": "tcp://127.0.0.1:9"}), \
+            pytest.raises(SystemExit, match="DASK_SCHEDULER_ADDRESS"):
+        main(["train", f"{files}/train.csv", "--label", "y", "--bounds",
+              f"{files}/bounds.json", "--budget-file", budgets])
 
 
 def test_warnings_are_one_line_each_and_bounds_csv_may_lack_its_header(files, cluster,

@@ -410,6 +410,36 @@ def test_embedded_cluster_when_no_client(seed, classification_data):
         default_client()
 
 
+def test_without_a_client_the_fit_runs_on_the_scheduler_dask_is_set_to(
+        cluster, seed, classification_data, monkeypatch):
+    """``client=None`` and no default client: Dask's ``scheduler-address`` setting
+    (``DASK_SCHEDULER_ADDRESS``) names the cluster, as ``distributed.Client()`` reads it;
+    no embedded cluster starts."""
+    import dask
+    from distributed import Client
+
+    from dpxgb_dask.cluster import client as cluster_client
+
+    def fit_ids(dask_scheduler=None):
+        plugin = dask_scheduler.plugins.get("dpxgb")
+        return [] if plugin is None else list(plugin.board.fits)
+
+    def no_embedded_cluster(*args, **kwargs):
+        raise AssertionError("an embedded LocalCluster started")
+
+    X, y, bounds = classification_data
+    with Client(cluster) as watching:
+        before = watching.run_on_scheduler(fit_ids)
+    monkeypatch.setattr(cluster_client, "LocalCluster", no_embedded_cluster)
+    with dask.config.set({"scheduler-address": cluster.scheduler_address}):
+        booster = train({"feature_bounds": bounds, "epsilon": 1.0, "random_state": seed,
+                         **SMALL}, X, y)
+    assert booster.n_trees == SMALL["n_estimators"]
+    with Client(cluster) as watching:  # the fit ran on that scheduler
+        after = watching.run_on_scheduler(fit_ids)
+    assert after and after[-1] not in before
+
+
 def test_levels_are_messages_to_the_workers_not_tasks(client, seed, classification_data):
     """NumPy input: the whole fit runs without a single Dask task; dask input: one task per
     partition, to load it where it is."""

@@ -289,7 +289,7 @@ def test_a_lost_scheduler_ends_the_fit_with_an_error_that_says_so(tmp_path, monk
         assert "scheduler" in str(outcome["error"])
     finally:
         client.close(timeout=5)
-        try:
-            cluster.close(timeout=10)
+        try:  # (its nannies close about 2 s after the scheduler dies)
+            cluster.close(timeout=4)
         except Exception:
-            pass  # the scheduler is gone already
+            pass  # the scheduler is gone already: the close times out

@@ -65,41 +65,58 @@ def _running(client):
     return client.run_on_scheduler(running)
 
 
+#: The kill tests' fit: 60 trees of depth 5 on 20,000 rows in 4 partitions, noise keyed.
+KILLED_FIT = dict(PARAMS, n_estimators=60, max_depth=5, random_state=2**130 + 5,
+                  reproducible_noise=True)
+
+
+@pytest.fixture(scope="module")
+def four_workers():
+    """A LocalCluster of 4 worker processes shared by the kill tests (each killed worker's
+    nanny starts a fresh one, which the next test waits for), its client, and the model
+    of :data:`KILLED_FIT` without a kill."""
+    import dask
+
+    # (as the session's cluster: a kill's lost-worker check must not close the nanny of
+    # the worker that replaced it)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}), \
+            LocalCluster(n_workers=4, threads_per_worker=1, processes=True,
+                         dashboard_address=":0") as cluster, Client(cluster) as client:
+        X, y = _data(20_000, seed=1)
+        yield client, X, y, train(KILLED_FIT, X, y, client=client, n_partitions=4)
+
+
 @pytest.mark.parametrize("victim", ["root", "inner", "leaf"])
-def test_a_lost_worker_is_recovered_from_wherever_it_sits_in_the_tree(victim):
+def test_a_lost_worker_is_recovered_from_wherever_it_sits_in_the_tree(victim, four_workers):
     # 4 workers, one partition each, in sorted order below the coordinator: the first
     # ("root") answers it for itself and its two children (the third and the leaf, the
     # fourth); the second ("inner") answers it alone
     import os
     import signal
 
-    with LocalCluster(n_workers=4, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
-        X, y = _data(20_000, seed=1)
-        params = dict(PARAMS, n_estimators=60, max_depth=5, random_state=2**130 + 5,
-                      reproducible_noise=True)
-        reference = train(params, X, y, client=client, n_partitions=4)
-        outcome = {}
+    client, X, y, reference = four_workers
+    client.wait_for_workers(4, timeout=60)
+    outcome = {}
 
-        def fit():
-            try:
-                outcome["result"] = train(params, X, y, client=client, n_partitions=4,
-                                          return_timings=True)
-            except Exception as exc:  # reported below
-                outcome["error"] = exc
+    def fit():
+        try:
+            outcome["result"] = train(KILLED_FIT, X, y, client=client, n_partitions=4,
+                                      return_timings=True)
+        except Exception as exc:  # reported below
+            outcome["error"] = exc
 
-        thread = threading.Thread(target=fit)
-        thread.start()
-        deadline = time.monotonic() + 60
-        while not _running(client) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        pids = client.run(os.getpid)
-        order = sorted(pids)
-        target = {"root": order[0], "inner": order[1], "leaf": order[3]}[victim]
-        os.kill(pids[target], signal.SIGKILL)
-        thread.join(120)
-        assert "error" not in outcome, outcome.get("error")
-        model, timings = outcome["result"]
-        assert timings["recoveries"] == 1, "the kill did not land mid-fit"
-        assert model.to_dict() == reference.to_dict()
+    thread = threading.Thread(target=fit)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not _running(client) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    pids = client.run(os.getpid)
+    order = sorted(pids)
+    target = {"root": order[0], "inner": order[1], "leaf": order[3]}[victim]
+    os.kill(pids[target], signal.SIGKILL)
+    thread.join(120)
+    assert "error" not in outcome, outcome.get("error")
+    model, timings = outcome["result"]
+    assert timings["recoveries"] == 1, "the kill did not land mid-fit"
+    assert model.to_dict() == reference.to_dict()
