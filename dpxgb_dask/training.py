@@ -426,9 +426,8 @@ def train(params, X, y, client=None, *, verbose=False, n_partitions=None,
         Choose privately among configurations, all for ``epsilon``: ``"shapes"``, or
         ``{"configurations": [dict, ...], ...}`` (:func:`~dpxgb_dask.boosting.selection.resolve_selection`).
     early_stopping_rounds : int, optional
-        XGBoost's: with ``evals``, sets the model's ``best_iteration`` and ``best_score`` on
-        the last set's last metric, noise-aware (:func:`~dpxgb_dask.evaluation.stop_early`);
-        every round was trained and spent all the same.
+        XGBoost's: with ``evals``, the noise-aware ``best_iteration`` and ``best_score`` on
+        the last set's last metric (:func:`~dpxgb_dask.evaluation.stop_early`); all rounds train.
 
     Returns
     -------
@@ -446,9 +445,10 @@ def train(params, X, y, client=None, *, verbose=False, n_partitions=None,
     _warn_before_fit(p)
     with ThreadPoolExecutor(1) as pool, client_or_embedded(client) as c:
         planning = pool.submit(*planned)  # public: overlaps the loading
-        result = run_fit(c, p, planning, X, y, Objective.of(p), n_features, feature_names,
-                         verbose, n_partitions, return_timings, init_model,
-                         list(callbacks or ()), eval_sets, selection)
+        result = run_fit(c, p, planning, X, y, objective=Objective.of(p), n_features=n_features,
+                         feature_names=feature_names, verbose=verbose, n_partitions=n_partitions,
+                         with_timings=return_timings, init_model=init_model,
+                         callbacks=list(callbacks or ()), evals=eval_sets, selection=selection)
     booster = _received_model(result, evals_result, not_dp)  # (checked like a model file)
     stop_early(booster, result.get("score_estimates"), early_stopping_rounds, p.label_bounds)
     emit_warnings(result.get("warnings", ()), stacklevel=3)

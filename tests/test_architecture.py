@@ -61,14 +61,11 @@ POSITIONAL_EXCEPTIONS = {
     # FitRequest and worker actions replace them.
     **dict.fromkeys([
         ("dpxgb_dask.cluster.backend", "__init__"),
-        ("dpxgb_dask.cluster.client", "run_fit"),
         ("dpxgb_dask.cluster.client", "_load_fit"),
         ("dpxgb_dask.cluster.client", "load_partitions"),
         ("dpxgb_dask.cluster.client", "_load_local"),
         ("dpxgb_dask.cluster.client", "_load_dask"),
-        ("dpxgb_dask.cluster.fit_request", "fit_request"),
         ("dpxgb_dask.cluster.scheduler", "budget"),
-        ("dpxgb_dask.cluster.scheduler", "coordinate"),
         ("dpxgb_dask.cluster.scheduler", "_backend"),
         ("dpxgb_dask.cluster.silo_loading", "load_silos"),
         ("dpxgb_dask.cluster.worker", "load_task"),

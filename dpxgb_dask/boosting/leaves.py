@@ -187,6 +187,9 @@ class GaussianLeaves(LeafMethod):
                                                     coords_per_row=n_joint)
         self.denominator_mechanism = GaussianMechanism(bounds.denominator, sigma=self.sigmas[1],
                                                        coords_per_row=n_joint)
+        # (the same words on every tree's ledger event: written once per fit)
+        self.pair_note = (f"whitened pair: sigma_G={self.sigmas[0]:.6g} on the gradient sums, "
+                          f"sigma_H={self.sigmas[1]:.6g} on the {self._denominator_name()}")
 
     def _denominator_name(self):
         if self.newton:
@@ -211,14 +214,11 @@ class GaussianLeaves(LeafMethod):
         values shrunk by :func:`james_stein_factor` with ``leaf_shrinkage="james_stein"``
         (post-processing)."""
         event = self.plan.tree_event("leaf", tree, n_parallel=sums.shape[0])
-        sigma_g, sigma_h = self.sigmas
-        event["note"] = "; ".join(filter(None, [event.get("note"), (
-            f"whitened pair: sigma_G={sigma_g:.6g} on the gradient sums, "
-            f"sigma_H={sigma_h:.6g} on the {self._denominator_name()}")]))
+        event["note"] = "; ".join(filter(None, [event.get("note"), self.pair_note]))
         noisy_g, noisy_h = self.noisy_sums(tree, sums)
         values, covers = self._values(noisy_g, noisy_h)
         if self.james_stein:
-            values = values * james_stein_factor(noisy_g, sigma_g)
+            values = values * james_stein_factor(noisy_g, self.sigmas[0])
         return (values, covers), [event]
 
 

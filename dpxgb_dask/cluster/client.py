@@ -35,7 +35,7 @@ from ..progress import ProgressDisplay
 from ..silo_table import SiloTable
 from . import dashboard_plot
 from .codec import encode
-from .fit_request import fit_request
+from .fit_request import FitRequest
 from .scheduler import DPXGBSchedulerPlugin
 from .silo_loading import load_silos, lost_silos_named
 from .wire import (KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, SchedulerLostError,
@@ -125,7 +125,7 @@ def _planned_events(params, planning, X):
     return [e.to_dict() for e in events]
 
 
-def run_fit(client, params, planning, X, y, objective, n_features, feature_names, verbose,
+def run_fit(client, params, planning, X, y, *, objective, n_features, feature_names, verbose,
             n_partitions, with_timings, init_model, callbacks=(), evals=(), selection=None):
     """Fit on ``client``'s cluster: register dpxgb's plugins, have the scheduler admit the
     fit (its budget) before any row is read, load the rows, and ask the scheduler to run
@@ -186,11 +186,14 @@ def run_fit(client, params, planning, X, y, objective, n_features, feature_names
                               callbacks) as topic, \
                 reload_service(client, capability, reloads) as reload_topic:
             coordinated = True
-            request = fit_request(fit_id, capability, placement, sources, params, n_features,
-                                  feature_names, client.id, topic, reload_topic, with_timings,
-                                  init_model, evaluations, selection)
+            request = FitRequest(
+                fit_id=fit_id, capability=capability, placement=placement, sources=sources,
+                params=params, n_features=n_features, feature_names=feature_names,
+                client_id=client.id, topic=topic, reload_topic=reload_topic,
+                with_timings=with_timings, init_model=init_model,
+                evaluations=tuple(evaluations), selection=selection)
             try:
-                answer = client.sync(client.scheduler.dpxgb_fit, **request)
+                answer = client.sync(client.scheduler.dpxgb_fit, **request.to_wire())
             except OSError as exc:  # CommClosedError is an OSError
                 raise SchedulerLostError(
                     f"the connection to the scheduler {client.scheduler.address} was lost "

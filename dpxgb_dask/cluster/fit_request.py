@@ -1,16 +1,18 @@
-"""A fit's request to the scheduler: plain keyword arguments (msgpack data: strings, numbers,
-bytes, lists, dicts), built by the client and checked field by field by the scheduler,
-which never unpickles anything a client sends and derives every privacy number from the
-parameters itself (:func:`~dpxgb_dask.cluster.fit_request.fit_request`,
-:func:`~dpxgb_dask.cluster.fit_request.check_fit_request`).
+"""A fit's request to the scheduler: a typed, frozen record the client builds and the
+scheduler reads (:class:`~dpxgb_dask.cluster.fit_request.FitRequest`), sent between them
+as plain keyword arguments (msgpack data: strings, numbers, bytes, lists, dicts). The
+scheduler rebuilds it field by field: it never unpickles anything a client sends and
+derives every privacy number from the parameters itself.
 """
+from dataclasses import dataclass
 import re
+from typing import Any, Optional
 
 from ..boosting.selection import SelectionSpec, check_configurations, same_params
 from ..model.booster import Booster
 from ..params.plain import from_plain, to_plain
 
-#: The fields of a fit request, each with what it holds.
+#: The fields of a fit request, each with what it holds on the wire.
 FIT_REQUEST_FIELDS = {
     "fit_id": "the fit's id: letters, digits and dashes",
     "capability": "the fit's 32-byte secret",
@@ -33,33 +35,80 @@ _FIT_ID = re.compile(r"^[A-Za-z0-9-]{1,128}$")
 _TOPIC = re.compile(r"^dpxgb-(progress|reload)-[0-9a-f]{32}$")
 
 
-def fit_request(fit_id, capability, placement, sources, params, n_features, feature_names,
-                client_id, topic, reload_topic, with_timings, init_model, evaluations,
-                selection=None):
-    """The fit request's keyword arguments (see :data:`FIT_REQUEST_FIELDS`).
+@dataclass(frozen=True, kw_only=True)
+class FitRequest:
+    """One fit, as the client asks for it and the scheduler runs it
+    (:meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`). Each field's
+    wire form is in :data:`FIT_REQUEST_FIELDS`.
 
-    Parameters
+    Attributes
     ----------
+    fit_id : str
+    capability : bytes
+        32 bytes.
+    placement : dict of str to list of int
+        Worker address -> the partitions it holds (0..n-1, each once).
+    sources : dict of int to tuple
+        Partition -> ``("replica", worker address)`` or ``("client",)``.
     params : TrainParams
+        Validated.
+    n_features : int
+    feature_names : list of str or None
+    client_id : str
+    topic, reload_topic : str or None
+        The client's progress topic and its topic for reloading partitions.
+    with_timings : bool
     init_model : Booster or None
+    evaluations : tuple of (fit id, placement, sources)
+        The private evaluation sets' partitions.
     selection : (list of TrainParams, SelectionSpec) or None
         A private selection's configurations (the first is ``params``) and how it runs.
-    (the others as in :data:`FIT_REQUEST_FIELDS`)
-
-    Returns
-    -------
-    dict
     """
-    return dict(fit_id=fit_id, capability=capability, placement=placement, sources=sources,
-                params=to_plain(params), n_features=n_features,
-                feature_names=None if feature_names is None else list(feature_names),
-                client_id=client_id, topic=topic, reload_topic=reload_topic,
-                with_timings=with_timings,
-                init_model=None if init_model is None else init_model.to_dict(),
-                evaluations=[list(e) for e in evaluations],
-                selection=None if selection is None else dict(
-                    selection[1].to_dict(),
-                    configurations=[to_plain(c) for c in selection[0]]))
+
+    fit_id: str
+    capability: bytes
+    placement: dict
+    sources: dict
+    params: Any
+    n_features: int
+    feature_names: Optional[list]
+    client_id: str
+    topic: Optional[str]
+    reload_topic: Optional[str]
+    with_timings: bool
+    init_model: Optional[Booster] = None
+    evaluations: tuple = ()
+    selection: Optional[tuple] = None
+
+    def to_wire(self):
+        """The request as plain keyword arguments (:data:`FIT_REQUEST_FIELDS`).
+
+        Returns
+        -------
+        dict
+        """
+        return dict(fit_id=self.fit_id, capability=self.capability, placement=self.placement,
+                    sources=self.sources, params=to_plain(self.params),
+                    n_features=self.n_features,
+                    feature_names=None if self.feature_names is None
+                    else list(self.feature_names),
+                    client_id=self.client_id, topic=self.topic,
+                    reload_topic=self.reload_topic, with_timings=self.with_timings,
+                    init_model=None if self.init_model is None else self.init_model.to_dict(),
+                    evaluations=[list(e) for e in self.evaluations],
+                    selection=None if self.selection is None else dict(
+                        self.selection[1].to_dict(),
+                        configurations=[to_plain(c) for c in self.selection[0]]))
+
+    @classmethod
+    def from_wire(cls, request, workers):
+        """The request a client sent, checked (:func:`check_fit_request`).
+
+        Returns
+        -------
+        FitRequest
+        """
+        return cls(**check_fit_request(request, workers))
 
 
 def check_fit_request(request, workers):
@@ -76,9 +125,8 @@ def check_fit_request(request, workers):
     Returns
     -------
     dict
-        The keyword arguments of
-        :meth:`~dpxgb_dask.cluster.scheduler.DPXGBSchedulerPlugin.coordinate`, with
-        ``params`` a :class:`~dpxgb_dask.params.fields.TrainParams`, ``init_model`` a
+        The fields of :class:`FitRequest`, with ``params`` a
+        :class:`~dpxgb_dask.params.fields.TrainParams`, ``init_model`` a
         :class:`~dpxgb_dask.model.booster.Booster` or None, and ``selection`` None or
         (configurations, :class:`~dpxgb_dask.boosting.selection.SelectionSpec`).
 
@@ -111,8 +159,8 @@ def check_fit_request(request, workers):
         isinstance(e, list) and len(e) == 3 and isinstance(e[0], str)
         and e[0].startswith(r["fit_id"] + "-eval") and _FIT_ID.match(e[0])
         for e in evaluations))
-    r["evaluations"] = [(e[0], *_where(e[1], e[2], workers, f"evaluations[{i}] "))
-                        for i, e in enumerate(evaluations)]
+    r["evaluations"] = tuple((e[0], *_where(e[1], e[2], workers, f"evaluations[{i}] "))
+                             for i, e in enumerate(evaluations))
     r["params"] = from_plain(r["params"], r["n_features"])
     if r["selection"] is not None:
         r["selection"] = _selection(r)

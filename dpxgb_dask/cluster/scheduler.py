@@ -28,7 +28,7 @@ from ..privacy.validation import BudgetError, CalibrationError
 from .backend import DaskBackend, WorkerLost
 from .codec import register_error
 from .dashboard import FitBoard, install_routes
-from .fit_request import check_fit_request
+from .fit_request import FitRequest
 from .wire import KEEPALIVE_SECONDS, PLUGIN_NAME, ClientLeftError, error_reply, reply
 
 logger = logging.getLogger("dpxgb_dask")
@@ -190,24 +190,22 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
     # -- fits ---------------------------------------------------------------------------------
 
     async def fit(self, comm=None, **request):
-        """The ``dpxgb_fit`` handler: ``request`` is the plain keyword arguments of
-        :func:`~dpxgb_dask.cluster.fit_request.fit_request`, checked
-        (:func:`~dpxgb_dask.cluster.fit_request.check_fit_request`) before
-        :meth:`coordinate` runs the fit."""
+        """The ``dpxgb_fit`` handler: ``request`` is the plain keyword arguments of a
+        :class:`~dpxgb_dask.cluster.fit_request.FitRequest` (its ``to_wire``), checked
+        (``FitRequest.from_wire``) before :meth:`coordinate` runs the fit."""
         try:
-            result = await self.coordinate(**check_fit_request(request, self._scheduler.workers))
+            result = await self.coordinate(FitRequest.from_wire(request,
+                                                                self._scheduler.workers))
         except Exception as exc:
             return error_reply(exc)
         return reply(result)
 
-    async def coordinate(self, fit_id, capability, placement, sources, params, n_features,
-                         feature_names, client_id, topic, reload_topic, with_timings,
-                         init_model=None, evaluations=(), selection=None):
+    async def coordinate(self, request):
         """Run one fit's coordinator in this process.
 
-        ``params`` (a validated :class:`~dpxgb_dask.params.fields.TrainParams`) are the request's;
-        the release plan is computed here from them: every clip and every noise follows
-        this one plan, whatever the client computed. ``evaluations`` holds the fit id,
+        ``request`` is a checked :class:`~dpxgb_dask.cluster.fit_request.FitRequest`; the
+        release plan is computed here from its ``params``: every clip and every noise
+        follows this one plan, whatever the client computed. ``evaluations`` holds the fit id,
         placement and sources of each private evaluation set's partitions; a partition
         whose source is the client is loaded again by the client (on ``reload_topic``).
         ``selection`` (configurations, spec) runs a private selection among the
@@ -229,36 +227,38 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             of each node: a coarse side channel, which is why they are not sent by
             default).
         """
+        r = request
         # (calibration: a thread)
-        plan = await (asyncio.to_thread(make_plan, params, n_features) if selection is None
-                      else asyncio.to_thread(SelectionPlan, selection[0], n_features,
-                                             selection[1]))
-        backends = [self._backend(client_id, reload_topic, capability, *where,
-                                  silos=params.cross_silo is not None)
-                    for where in [(fit_id, placement, sources)] + list(evaluations)]
+        plan = await (
+            asyncio.to_thread(make_plan, r.params, r.n_features) if r.selection is None
+            else asyncio.to_thread(SelectionPlan, r.selection[0], r.n_features, r.selection[1]))
+        backends = [self._backend(r.client_id, r.reload_topic, r.capability, *where,
+                                  silos=r.params.cross_silo is not None)
+                    for where in [(r.fit_id, r.placement, r.sources)] + list(r.evaluations)]
         backend = backends[0]
         planned = None
         try:
-            if params.budget is not None:
+            if r.params.budget is not None:
                 planned = plan.ledger().events
                 if backend.n_silos:  # (a secure fit's noise is accounted by RDP alone)
                     planned = planned_silo_events(planned, backend.n_silos,
-                                                  params.cross_silo == "secure")
-                await self.run_budget("reserve", params.budget, fit_id, planned)
+                                                  r.params.cross_silo == "secure")
+                await self.run_budget("reserve", r.params.budget, r.fit_id, planned)
             elif budget_required():
                 raise BudgetError(BUDGET_REQUIRED)
         except BaseException:
             await asyncio.gather(*(b.close() for b in backends))
             raise
-        self.running[fit_id] = client_id
+        self.running[r.fit_id] = r.client_id
         ended, coordinator, status = ("failed", None), None, None
         try:
-            progress = self.board.start(fit_id, client_id)
-            publish = self._publisher(progress, client_id, topic)
-            coordinator = Coordinator(params, plan, backend, n_features, feature_names, publish,
-                                      init_model=init_model, evaluations=backends[1:]) \
-                if selection is None else Selection(plan, backend, feature_names, publish)
-            booster = await self._watch(coordinator, fit_id, client_id, backends)
+            progress = self.board.start(r.fit_id, r.client_id)
+            publish = self._publisher(progress, r.client_id, r.topic)
+            coordinator = Coordinator(r.params, plan, backend, r.n_features, r.feature_names,
+                                      publish, init_model=r.init_model,
+                                      evaluations=backends[1:]) \
+                if r.selection is None else Selection(plan, backend, r.feature_names, publish)
+            booster = await self._watch(coordinator, r.fit_id, r.client_id, backends)
             ended = "finished", None
         except ClientLeftError as exc:
             ended = "stopped", str(exc)
@@ -267,17 +267,17 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             ended = "failed", type(exc).__name__
             raise
         finally:
-            status = await self._end(fit_id, params.budget, coordinator, backends, ended,
+            status = await self._end(r.fit_id, r.params.budget, coordinator, backends, ended,
                                      planned=planned if backend.n_silos else None)
         model = booster.to_dict(arrays=True)
         if status is not None:
-            model["ledger"]["budget"] = budget_record(status, fit_id)
+            model["ledger"]["budget"] = budget_record(status, r.fit_id)
         result = {"model": model, "warnings": [(category.__name__, str(message))
                                                for category, message in coordinator.warnings]}
         if coordinator.scores:
             result["scores"] = coordinator.scores
             result["score_estimates"] = coordinator.score_estimates
-        if with_timings:
+        if r.with_timings:
             result["timings"] = dict(coordinator.timings, **backend.counts())
         return result
 

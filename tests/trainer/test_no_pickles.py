@@ -19,7 +19,7 @@ from distributed.protocol import to_serialize
 from dpxgb_dask.boosting.protocol import Prepare, Round, TreeEnd, TreeStart
 from dpxgb_dask.cluster import codec
 from dpxgb_dask.cluster.backend import WorkerLost
-from dpxgb_dask.cluster.fit_request import FIT_REQUEST_FIELDS, check_fit_request, fit_request
+from dpxgb_dask.cluster.fit_request import FIT_REQUEST_FIELDS, FitRequest
 from dpxgb_dask.cluster.reduction import PeerLost
 from dpxgb_dask.cluster.scheduler import DPXGBSchedulerPlugin
 from dpxgb_dask.cluster.wire import PLUGIN_NAME, unpack_reply
@@ -60,8 +60,10 @@ def _valid_request(client):
     workers = sorted(client.scheduler_info()["workers"])
     params = resolve_params("binary:logistic", epsilon=1.0, n_estimators=2, max_depth=2,
                             feature_bounds=np.tile([0.0, 1.0], (3, 1)))
-    return fit_request("f" * 32, os.urandom(32), {workers[0]: [0]}, {}, params, 3, None,
-                       client.id, None, None, False, None, [])
+    return FitRequest(fit_id="f" * 32, capability=os.urandom(32), placement={workers[0]: [0]},
+                      sources={}, params=params, n_features=3, feature_names=None,
+                      client_id=client.id, topic=None, reload_topic=None,
+                      with_timings=False).to_wire()
 
 
 def _refused(answer):
@@ -222,7 +224,7 @@ def test_a_bad_fit_request_is_refused_naming_its_field(client, field, value, say
         value = {worker: [0, 0]}
     with pytest.raises(ValueError, match=repr(says)[1:-1].replace("[", r"\[")
                        .replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")):
-        check_fit_request(dict(request, **{field: value}), [worker])
+        FitRequest.from_wire(dict(request, **{field: value}), [worker])
     answer = client.sync(client.scheduler.dpxgb_fit, **dict(request, **{field: value}))
     assert isinstance(_refused(answer), ValueError)
 

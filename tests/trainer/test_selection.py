@@ -17,7 +17,7 @@ from dpxgb_dask.boosting.sampling import row_uniforms
 from dpxgb_dask.boosting.selection import (FAMILIES, SelectionPlan, SelectionSpec,
                                            resolve_selection)
 from dpxgb_dask.boosting.streams import FitStreams
-from dpxgb_dask.cluster.fit_request import check_fit_request, fit_request
+from dpxgb_dask.cluster.fit_request import FitRequest
 from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
@@ -170,24 +170,27 @@ def test_the_held_out_rows_change_no_tree_of_a_run():
 def test_the_scheduler_checks_a_selection_it_is_sent():
     base, configurations = _configurations()
     spec = SelectionSpec(mean_runs=2.0)
-    request = fit_request("f" * 32, os.urandom(32), {"tcp://w:1": [0]}, {}, base, 6, None,
-                          "client", None, None, False, None, [], (configurations, spec))
-    checked = check_fit_request(request, ["tcp://w:1"])
-    got, got_spec = checked["selection"]
+    request = FitRequest(fit_id="f" * 32, capability=os.urandom(32),
+                         placement={"tcp://w:1": [0]}, sources={}, params=base, n_features=6,
+                         feature_names=None, client_id="client", topic=None,
+                         reload_topic=None, with_timings=False,
+                         selection=(configurations, spec)).to_wire()
+    checked = FitRequest.from_wire(request, ["tcp://w:1"])
+    got, got_spec = checked.selection
     assert got_spec == spec and [c.to_dict() for c in got] == [c.to_dict()
                                                               for c in configurations]
     other = dict(request, params=request["selection"]["configurations"][1])
     with pytest.raises(ValueError, match="params as its first configuration"):
-        check_fit_request(other, ["tcp://w:1"])
+        FitRequest.from_wire(other, ["tcp://w:1"])
     for bad, says in ((dict(request["selection"], holdout="0.2"), "must be numbers"),
                       ({"configurations": []}, "selection must be"),
                       (dict(request["selection"], configurations=[]), "first configuration"),
                       (dict(request["selection"], mean_runs=0.1), "mean must be")):
         with pytest.raises(ValueError, match=says):
-            check_fit_request(dict(request, selection=bad), ["tcp://w:1"])
+            FitRequest.from_wire(dict(request, selection=bad), ["tcp://w:1"])
     continued = dict(request, init_model=_a_model(*_product_task(200, 2)).to_dict())
     with pytest.raises(ValueError, match="init_model must be None"):
-        check_fit_request(continued, ["tcp://w:1"])
+        FitRequest.from_wire(continued, ["tcp://w:1"])
 
 
 @pytest.mark.slow
@@ -305,8 +308,8 @@ def test_with_base_margins_no_configuration_releases_an_initial_score(monkeypatc
     class Sent(Exception):
         pass
 
-    def run_fit(*args):
-        sent["selection"] = args[-1]
+    def run_fit(*args, selection, **kwargs):
+        sent["selection"] = selection
         raise Sent
 
     monkeypatch.setattr(training, "run_fit", run_fit)
