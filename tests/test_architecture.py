@@ -57,20 +57,6 @@ POSITIONAL_EXCEPTIONS = {
         ("dpxgb_dask._core.naive.predict", "_expected_value"),
         ("dpxgb_dask._core.naive.predict", "contributions_raw"),
         ("dpxgb_dask._core.naive.rows", "select_tree_rows")], "a kernel's twin"),
-    # A fit's request as positional lists from train() to the workers: issue 44's typed
-    # FitRequest and worker actions replace them.
-    **dict.fromkeys([
-        ("dpxgb_dask.cluster.backend", "__init__"),
-        ("dpxgb_dask.cluster.client", "_load_fit"),
-        ("dpxgb_dask.cluster.client", "load_partitions"),
-        ("dpxgb_dask.cluster.client", "_load_local"),
-        ("dpxgb_dask.cluster.client", "_load_dask"),
-        ("dpxgb_dask.cluster.scheduler", "budget"),
-        ("dpxgb_dask.cluster.scheduler", "_backend"),
-        ("dpxgb_dask.cluster.silo_loading", "load_silos"),
-        ("dpxgb_dask.cluster.worker", "load_task"),
-        ("dpxgb_dask.cluster.worker", "load_task_delayed"),
-        ("dpxgb_dask.cluster.worker", "handle_call")], "issue 44: typed requests"),
 }
 
 MAX_MODULE_LINES = 600

@@ -79,7 +79,7 @@ class DaskBackend:
     :class:`WorkerLost`.
     """
 
-    def __init__(self, scheduler, fit_id, capability, placement, sources=None, reload=None,
+    def __init__(self, scheduler, fit_id, capability, placement, *, sources=None, reload=None,
                  silos=False):
         self._scheduler = scheduler
         self._fit_id = fit_id

@@ -40,7 +40,7 @@ from .scheduler import DPXGBSchedulerPlugin
 from .silo_loading import load_silos, lost_silos_named
 from .wire import (KEEPALIVE_SECONDS, LEASE_SECONDS, PLUGIN_NAME, SchedulerLostError,
                    capability_digest, unpack_reply)
-from .worker import DPXGBWorkerPlugin, load_task_delayed
+from .worker import DPXGBWorkerPlugin, PartitionLoad, load_task_delayed
 
 #: How long a fit waits for the first worker of a cluster that is still starting.
 WAIT_FOR_WORKERS_SECONDS = 60
@@ -142,9 +142,7 @@ def run_fit(client, params, planning, X, y, *, objective, n_features, feature_na
         The fit's inputs (:func:`load_partitions`).
     verbose : bool
         Show the coordinator's progress (:func:`progress_display`).
-    n_partitions : int or None
-    with_timings : bool
-    init_model : Booster or None
+    n_partitions, with_timings, init_model : int or None, bool, Booster or None
     callbacks : sequence of callable
         Each called with every public progress event (:func:`progress_display`).
     evals : sequence of (X, y)
@@ -172,8 +170,9 @@ def run_fit(client, params, planning, X, y, *, objective, n_features, feature_na
     eval_ids = [f"{fit_id}-eval{i}" for i in range(len(evals))]
     try:
         placement, sources, evaluations, reloads = _load_fit(
-            client, [(fit_id, X, y)] + [(e, *xy) for e, xy in zip(eval_ids, evals)],
-            objective, capability, n_partitions, params.n_threads, params.categories)
+            client, [(fit_id, X, y)] + [(e, *xy) for e, xy in zip(eval_ids, evals)], objective,
+            capability, n_partitions=n_partitions, n_threads=params.n_threads,
+            categories=params.categories)
         while True:  # keep the loaded partitions alive while the plan is calibrated
             try:
                 plan = planning.result(timeout=KEEPALIVE_SECONDS)
@@ -207,7 +206,7 @@ def run_fit(client, params, planning, X, y, *, objective, n_features, feature_na
                 _drop_fit(client, dropped)
 
 
-def _load_fit(client, inputs, objective, capability, n_partitions, n_threads, categories):
+def _load_fit(client, inputs, objective, capability, *, n_partitions, n_threads, categories):
     """Load the rows of a fit and of its private evaluation sets (:func:`load_partitions`).
 
     Parameters
@@ -228,9 +227,9 @@ def _load_fit(client, inputs, objective, capability, n_partitions, n_threads, ca
     """
     loaded, reloads = [], {}
     for load_id, X, y in inputs:
-        *where, reloads[load_id] = load_partitions(client, X, y, objective, load_id,
-                                                   capability, n_partitions, n_threads,
-                                                   categories)
+        *where, reloads[load_id] = load_partitions(
+            client, X, y, objective, load_id, capability, n_partitions=n_partitions,
+            n_threads=n_threads, categories=categories)
         loaded.append([load_id, *where])
     return loaded[0][1], loaded[0][2], loaded[1:], reloads
 
@@ -312,8 +311,8 @@ def reload_service(client, capability, reloads):
         address = error = None
         try:
             x_block, y_block, objective, n_threads = reloads[fit_id][index]
-            future = client.compute(load_task_delayed(x_block, y_block, fit_id, digest, index,
-                                                      objective, n_threads))
+            future = client.compute(load_task_delayed(
+                x_block, y_block, PartitionLoad(fit_id, digest, index, objective, n_threads)))
             address = await future
         except Exception as exc:  # (its message names arguments, never values)
             error = f"{type(exc).__name__}: {exc}"
@@ -366,7 +365,7 @@ def _row_chunks(n_rows, n_chunks):
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=None,
+def load_partitions(client, X, y, objective, fit_id, capability, *, n_partitions=None,
                     n_threads=1, categories=None):
     """Load validated row partitions of (X, y) into the fit's states on the workers.
 
@@ -409,12 +408,14 @@ def load_partitions(client, X, y, objective, fit_id, capability, n_partitions=No
     """
     if isinstance(X, SiloTable):
         _workers(client)  # (waits for a first worker)
-        return load_silos(client, X, y, objective, fit_id, capability, n_threads, categories)
+        return load_silos(client, X, y, objective, fit_id, capability, n_threads=n_threads,
+                          categories=categories)
     y = label_array(y)
     check_lengths(X, y)
     if is_dask_collection(X) or is_dask_collection(y):
-        return _load_dask(client, X, y, objective, fit_id, capability, n_threads)
-    return _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_threads)
+        return _load_dask(client, X, y, objective, fit_id, capability, n_threads=n_threads)
+    return _load_local(client, X, y, objective, fit_id, capability, n_partitions=n_partitions,
+                       n_threads=n_threads)
 
 
 def _workers(client):
@@ -429,7 +430,7 @@ def _workers(client):
     return workers
 
 
-def _load_local(client, X, y, objective, fit_id, capability, n_partitions, n_threads):
+def _load_local(client, X, y, objective, fit_id, capability, *, n_partitions, n_threads):
     workers = _workers(client)
     # (sparse rows stay sparse until a worker's make_part: row slices of CSR are cheap)
     X_values = X.tocsr() if is_sparse(X) else float_values(X, "X")
@@ -497,7 +498,7 @@ def _frame_blocks(X, y):
             [b[names] if two else b[names[0]] for b in blocks])
 
 
-def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
+def _load_dask(client, X, y, objective, fit_id, capability, *, n_threads):
     if not (is_dask_collection(X) and is_dask_collection(y)):
         raise ValueError("X and y must both be dask collections, or neither")
     if not hasattr(X, "chunks") and not hasattr(y, "chunks"):  # dask DataFrame and Series
@@ -520,8 +521,9 @@ def _load_dask(client, X, y, objective, fit_id, capability, n_threads):
         raise ValueError(f"X and y must have the same row partitions, got {len(x_blocks)} "
                          f"and {len(y_blocks)} partitions")
     digest = capability_digest(capability)
-    futures = client.compute([load_task_delayed(xb, yb, fit_id, digest, i, objective, n_threads)
-                              for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))])
+    futures = client.compute([
+        load_task_delayed(xb, yb, PartitionLoad(fit_id, digest, i, objective, n_threads))
+        for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))])
     try:
         addresses = client.gather(futures)  # raises the first worker error (its own type)
     finally:

@@ -153,7 +153,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         async with self._budget_lock:
             return await asyncio.to_thread(getattr(self.budgets(), method), *args)
 
-    async def budget(self, comm=None, action=None, name=None, epsilon=None, delta=None,
+    async def budget(self, comm=None, *, action=None, name=None, epsilon=None, delta=None,
                      accountant=None, fit_id=None, events=None):
         """The ``dpxgb_budget`` handler. ``action``: "create" (``name``, ``epsilon``,
         ``delta``, ``accountant``), "status" (``name``), "list", or "admit" (``name``,
@@ -232,7 +232,7 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
         plan = await (
             asyncio.to_thread(make_plan, r.params, r.n_features) if r.selection is None
             else asyncio.to_thread(SelectionPlan, r.selection[0], r.n_features, r.selection[1]))
-        backends = [self._backend(r.client_id, r.reload_topic, r.capability, *where,
+        backends = [self._backend(r.client_id, r.reload_topic, r.capability, where,
                                   silos=r.params.cross_silo is not None)
                     for where in [(r.fit_id, r.placement, r.sources)] + list(r.evaluations)]
         backend = backends[0]
@@ -281,17 +281,18 @@ class DPXGBSchedulerPlugin(SchedulerPlugin):
             result["timings"] = dict(coordinator.timings, **backend.counts())
         return result
 
-    def _backend(self, client_id, reload_topic, capability, fit_id, placement, sources,
-                 silos=False):
+    def _backend(self, client_id, reload_topic, capability, where, *, silos=False):
         """The :class:`~dpxgb_dask.cluster.backend.DaskBackend` of one loaded fit (its rows,
-        or a private evaluation set's), whose lost partitions of dask inputs its client
-        loads again; ``silos``: a cross-silo fit, each worker a silo."""
+        or a private evaluation set's: ``where``, its fit id, placement and sources), whose
+        lost partitions of dask inputs its client loads again; ``silos``: a cross-silo fit,
+        each worker a silo."""
+        fit_id, placement, sources = where
         async def reload(index):
             return await self._reload_by_client(client_id, reload_topic, fit_id, capability,
                                                 index)
 
-        return DaskBackend(self._scheduler, fit_id, capability, placement, sources, reload,
-                           silos)
+        return DaskBackend(self._scheduler, fit_id, capability, placement, sources=sources,
+                           reload=reload, silos=silos)
 
     async def _reload_by_client(self, client_id, topic, fit_id, capability, index):
         """Have the fit's client load partition ``index`` of its dask inputs again (from

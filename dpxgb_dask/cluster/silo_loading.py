@@ -57,7 +57,7 @@ def silo_workers(workers, table):
     return found
 
 
-def load_silos(client, table, y, objective, fit_id, capability, n_threads=1,
+def load_silos(client, table, y, objective, fit_id, capability, *, n_threads=1,
                categories=None):
     """Have each silo of ``table`` load its own rows into the fit's state on its worker.
 

@@ -49,7 +49,7 @@ this module's registry, inside the worker process, until the fit ends, fails, it
 dies (the coordinator drops it), or nobody has called for ``LEASE_SECONDS``.
 """
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
 import hmac
 import logging
 import sys
@@ -66,6 +66,7 @@ from ..boosting.partition import load_partition
 from ..boosting.protocol import add_results
 from ..boosting.silos import release_at_silo, round_sensitivity_floors
 from ..inputs import read_silo_rows
+from ..objective import Objective
 from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
 from ..privacy.silo_identity import SignedKey, authenticated_keys
@@ -297,20 +298,32 @@ def add_partition(worker_address, fit_id, digest, index, state, replica=False):
         (fit.replicas if replica else fit.states)[int(index)] = state
 
 
-def load_task(X, y, fit_id, digest, index, objective, n_threads):
+@dataclass(frozen=True)
+class PartitionLoad:
+    """What a load task needs besides its rows: the fit, its capability's digest, the
+    partition's index, the objective and the worker's kernel threads."""
+
+    fit_id: str
+    digest: bytes
+    index: int
+    objective: Objective
+    n_threads: int
+
+
+def load_task(X, y, load):
     """Dask task: load one block of a dask collection into the fit's state on the worker
-    that runs it, and return only that worker's address (no rows, no counts)."""
+    that runs it (``load``: a :class:`PartitionLoad`), and return only that worker's
+    address (no rows, no counts)."""
     address = get_worker().address
-    add_partition(address, fit_id, digest, index,
-                  load_partition(X, y, objective, index, n_threads))
+    add_partition(address, load.fit_id, load.digest, load.index,
+                  load_partition(X, y, load.objective, load.index, load.n_threads))
     return address
 
 
-def load_task_delayed(x_block, y_block, fit_id, digest, index, objective, n_threads):
+def load_task_delayed(x_block, y_block, load):
     """The delayed load task of one dask partition
-    (:func:`~dpxgb_dask.cluster.worker.load_task`)."""
-    return dask.delayed(load_task, pure=False)(x_block, y_block, fit_id, digest, index,
-                                               objective, n_threads)
+    (:func:`~dpxgb_dask.cluster.worker.load_task`; ``load``: a :class:`PartitionLoad`)."""
+    return dask.delayed(load_task, pure=False)(x_block, y_block, load)
 
 
 def drop_fit(worker_address, fit_id):
@@ -452,7 +465,7 @@ async def sweep_forever(worker_address):
         _sweep(worker_address)
 
 
-async def handle_call(worker, fit=None, capability=None, action=None, payload=None,
+async def handle_call(worker, *, fit=None, capability=None, action=None, payload=None,
                       rows=None, labels=None):
     """The ``dpxgb_call`` handler of a worker: ``payload`` is the argument of ``action``,
     encoded by :func:`~dpxgb_dask.cluster.codec.encode` (never unpickled: a payload of
