@@ -115,16 +115,27 @@ def score(job):
         else:
             config = {name: value(epsilon) if callable(value) else value
                       for name, value in CONFIGS[label].items()}
-            params = resolve_params("binary:logistic", **given, **config)
-            booster, _ = train_in_process(check_bounds_policy(params, X.shape[1]), X, y)
+            booster = fit_in_process(X, y, **given, **config)
     return roc_auc_score(y_test, booster.predict_margin(X_test))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def fit_in_process(X, y, **given):
+    """A binary fit of these parameters (the default's where not given), in this process."""
+    params = resolve_params("binary:logistic", **given)
+    return train_in_process(check_bounds_policy(params, X.shape[1]), X, y)[0]
+
+
+def grid_parser(description):
+    """The command line of a table over ε and seeds (``--epsilons --seeds --jobs``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0, 4.0, 10.0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
+    return parser
+
+
+def main():
+    parser = grid_parser(__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+",
                         default=["additive", "product", "checkerboard", "sparse500"])
     args = parser.parse_args()

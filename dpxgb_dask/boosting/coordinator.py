@@ -466,8 +466,9 @@ class Coordinator:
         values, covers = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
                                          n_values=2 * sums.size)
         del sums
-        if not self.splitter.data_dependent and leaf_ranges is not None:
-            self.splitter.observe_leaves(t, leaf_ranges[order], covers)
+        if self.splitter.observes_leaves:  # (random trees only: post-processing)
+            self.splitter.observe_leaves(
+                t, None if leaf_ranges is None else leaf_ranges[order], covers, values)
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values
         for node, value, cover in zip(leaves, values, covers):
@@ -488,7 +489,7 @@ class Coordinator:
             Heap ids of the leaves.
         leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2), or None
             Their reachable bins, in the order of ``leaves``; None unless the split
-            method observes leaves (``observes_leaves``).
+            method keeps them (``keeps_leaf_ranges``).
         """
         heap, leaves, leaf_ranges = self.splitter.draw_tree(t, n_cuts)
         tree = Tree(cuts)

@@ -58,6 +58,11 @@ class LevelChoice(NamedTuple):
 #: No released mass: the random thresholds are uniform.
 _NO_MASS = np.zeros((0, 0))
 
+#: ``main_effect_features="by_released_gain"``: the share of a round's feature draw that is
+#: uniform over the features, so that a feature whose first trees released little is still
+#: drawn again (a main effect can hide behind the noise of one tree).
+FOCUS_UNIFORM_SHARE = 0.2
+
 
 class SplitMethod:
     """What every split method of a fit holds: its plan, streams and per-fit constants.
@@ -86,9 +91,10 @@ class SplitMethod:
 
     #: The method reads the rows: one message round and one release per level.
     data_dependent = False
-    #: The method reads each tree's leaf release (:meth:`observe_leaves`): the coordinator
-    #: then keeps the leaves' bin ranges of the random trees it draws.
+    #: The method reads each tree's leaf release (:meth:`observe_leaves`).
     observes_leaves = False
+    #: The random trees it draws keep their leaves' bin ranges (for :meth:`observe_leaves`).
+    keeps_leaf_ranges = False
 
     def __init__(self, plan, streams):
         p = plan.params
@@ -103,7 +109,7 @@ class SplitMethod:
     def new_candidates(self, n_cuts):
         """The cuts are new (the fit's first, or a refresh); nothing to do by default."""
 
-    def observe_leaves(self, tree, leaf_ranges, covers):
+    def observe_leaves(self, tree, leaf_ranges, covers, values):
         """A tree's released leaves; nothing to do by default (:class:`RandomSplits`)."""
 
 
@@ -180,13 +186,25 @@ class RandomSplits(SplitMethod):
         self.feature_selection = plan.params.feature_selection
         self.trees_per_round = plan.trees_per_round
         # (a Gaussian leaf release includes each leaf's denominator: the mass)
-        self.quantile_thresholds = self.observes_leaves = (
+        self.quantile_thresholds = self.keeps_leaf_ranges = (
             plan.params.interaction_thresholds == "quantile"
             and plan.params.gaussian_leaf_release)
         #: the released mass over the current cuts (quantile thresholds only)
         self.released_mass = None
-        #: "staged": the rounds before this one grow one-feature trees (public).
-        self.main_effect_rounds = -(-plan.params.n_estimators // 2)
+        n_rounds = plan.params.n_estimators
+        self.by_released_gain = plan.params.main_effect_features == "by_released_gain"
+        self.observes_leaves = self.quantile_thresholds or self.by_released_gain
+        #: "staged": the rounds before this one grow one-feature trees (public): half of
+        #: them, or with ``by_released_gain`` a pass over the features and half of the rest
+        #: (half of them when the rounds cannot complete a pass)
+        m = self.n_features
+        self.main_effect_rounds = m + -(-(n_rounds - m) // 2) \
+            if self.by_released_gain and n_rounds > m else -(-n_rounds // 2)
+        #: boosting round -> its one feature (None: a feature per node), fixed when first
+        #: asked: a round drawn by released gain reads the releases made before it
+        self._round_feature = {}
+        #: the gain each feature's latest one-feature round released (post-processing)
+        self.released_gain = np.zeros(self.n_features)
         self.max_depth = plan.params.max_depth
         self._categorical_codes = np.zeros(self.n_features, dtype=np.uint8) \
             if self.categorical is None else self.categorical.astype(np.uint8)
@@ -207,16 +225,51 @@ class RandomSplits(SplitMethod):
         (interactions). ``"staged"``: one-feature trees over the features in turn in the
         first half of the rounds (the main effects, as an additive model), then a feature per
         node (interactions, fitted on what the main effects leave), the order of GA2M
-        (Lou et al. 2013). ``"random"``: a feature per node in every round.
+        (Lou et al. 2013); with ``main_effect_features="by_released_gain"`` the main-effect
+        rounds after a first pass over the features draw theirs by released gain
+        (``_feature_by_released_gain``). ``"random"``: a feature per node in every
+        round.
         """
-        turn = None
+        if boosting_round in self._round_feature:
+            return self._round_feature[boosting_round]
+        turn, feature = None, None
         if self.feature_selection == "cyclic":
             turn = boosting_round
         elif self.feature_selection == "staged" and boosting_round < self.main_effect_rounds:
-            turn = boosting_round
+            if self.by_released_gain and boosting_round >= n_features:
+                feature = self._feature_by_released_gain(boosting_round)
+            else:
+                turn = boosting_round
         elif self.feature_selection == "mixed" and boosting_round % 2 == 0:
             turn = boosting_round // 2
-        return None if turn is None else turn % n_features
+        if turn is not None:
+            feature = turn % n_features
+        self._round_feature[boosting_round] = feature
+        return feature
+
+    def _feature_by_released_gain(self, boosting_round):
+        """The feature of a main-effect round after the first pass: feature ``j`` with
+        probability ``s/m + (1 - s) · gain_j / Σ gain`` (s = ``FOCUS_UNIFORM_SHARE``;
+        uniform while no gain was released), one uniform from the round's public
+        stream (``FitStreams.main_effect_stream``).
+
+        ``gain_j`` is what feature ``j``'s latest one-feature round released: the sum over
+        its leaves of cover · value², the loss reduction the released leaf values promise
+        (with James-Stein leaves a tree no larger than its noise promises about 0). A
+        function of DP releases and public randomness: post-processing, no budget.
+        """
+        n = self.n_features
+        total = float(self.released_gain.sum())
+        if total > 0.0:
+            share = FOCUS_UNIFORM_SHARE / n + (1.0 - FOCUS_UNIFORM_SHARE) * (
+                self.released_gain / total)
+        else:
+            share = np.full(n, 1.0 / n)
+        word = int(self.streams.main_effect_stream(boosting_round).uint64(1)[0])
+        uniform = (word >> 11) * 2.0**-53  # 53 random bits: a float in [0, 1)
+        cumulative = np.cumsum(share)
+        return int(min(np.searchsorted(cumulative, uniform * cumulative[-1], side="right"),
+                       n - 1))
 
     def new_candidates(self, n_cuts):
         """The cuts the thresholds index are new (the fit's first, or a refresh): the mass
@@ -224,21 +277,31 @@ class RandomSplits(SplitMethod):
         if self.quantile_thresholds:
             self.released_mass = ReleasedMass(n_cuts)
 
-    def observe_leaves(self, tree, leaf_ranges, covers):
-        """Tree ``tree``'s leaf release, for the quantile thresholds of later trees.
+    def observe_leaves(self, tree, leaf_ranges, covers, values):
+        """Tree ``tree``'s leaf release, for the quantile thresholds and the main-effect
+        features of later trees.
 
         Parameters
         ----------
         tree : int
-        leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2)
-            Each leaf's reachable bins, in the order of ``covers``.
+        leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2), or None
+            Each leaf's reachable bins, in the order of ``covers`` (quantile thresholds).
         covers : ndarray of float64, shape (n_leaves,)
-            The leaves' released denominators (post-processing).
+            The leaves' covers (released denominators, or 1: post-processing).
+        values : ndarray of float64, shape (n_leaves,)
+            The leaves' released values before the learning rate (post-processing).
         """
-        if self.released_mass is None:
+        boosting_round = tree // self.trees_per_round
+        feature = self.one_feature(boosting_round, self.n_features)
+        if feature is None:
             return
-        feature = self.one_feature(tree // self.trees_per_round, self.n_features)
-        if feature is not None:
+        if self.by_released_gain:
+            gain = float(np.dot(covers, values * values))
+            # (a multiclass round's trees share its feature: their gains add up)
+            first_of_round = tree % self.trees_per_round == 0
+            self.released_gain[feature] = gain if first_of_round else \
+                self.released_gain[feature] + gain
+        if self.released_mass is not None:
             self.released_mass.add_tree(feature, leaf_ranges[:, feature, :], covers)
 
     def draw_tree(self, tree, n_cuts):
@@ -260,8 +323,8 @@ class RandomSplits(SplitMethod):
         leaves : ndarray of int64
             Heap ids of the leaves.
         leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2), or None
-            Their reachable bins, in the order of ``leaves``, when the method observes
-            leaves (``observes_leaves``).
+            Their reachable bins, in the order of ``leaves``, when the method keeps them
+            (``keeps_leaf_ranges``).
         """
         n_cuts = np.ascontiguousarray(n_cuts, dtype=np.int64)
         one_feature = self.one_feature(tree // self.trees_per_round, self.n_features)
@@ -273,7 +336,7 @@ class RandomSplits(SplitMethod):
             drawn = draw_random_tree(n_cuts, self._categorical_codes,
                                      -1 if one_feature is None else one_feature,
                                      self.max_depth, mass, words, uniform_share=UNIFORM_SHARE,
-                                     weight_bits=WEIGHT_BITS, keep_ranges=self.observes_leaves)
+                                     weight_bits=WEIGHT_BITS, keep_ranges=self.keeps_leaf_ranges)
             if drawn is not None:
                 return drawn[1:]
             n_words, replay = 4 * n_words, True

@@ -78,6 +78,11 @@ class FitStreams:
         return self.structure.stream(purpose="random_tree", tree=tree, sequential=True,
                                      replay=replay)
 
+    def main_effect_stream(self, boosting_round):
+        """The public stream of the feature that round ``boosting_round``'s one-feature
+        trees draw (``main_effect_features="by_released_gain"``)."""
+        return self.structure.stream(purpose="main_effect_feature", tree=boosting_round)
+
     def sampling_key(self, purpose, tree=None):
         """A secret 256-bit key of row subsamples
         (:func:`~dpxgb_dask.boosting.sampling.row_uniforms`).

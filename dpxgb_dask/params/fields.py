@@ -11,6 +11,7 @@ SPLIT_METHODS = ("random", "exponential", "noisy_histogram", "partially_random")
 FILTER_SPENDINGS = ("pace", "exclude")
 FEATURE_SELECTIONS = ("random", "cyclic", "mixed", "staged")
 INTERACTION_THRESHOLDS = ("uniform", "quantile")
+MAIN_EFFECT_FEATURES = ("in_turn", "by_released_gain")
 SPLIT_CANDIDATES = ("uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian")
 LEAF_METHODS = ("gaussian", "laplace", "noisy_average")
 LEAF_SHRINKAGES = ("none", "james_stein")
@@ -117,6 +118,17 @@ class TrainParams:
         :class:`~dpxgb_dask.boosting.released_mass.ReleasedMass`; with Gaussian leaves,
         whose release includes the denominators; otherwise uniform). One-feature trees
         always draw uniformly.
+    main_effect_features : {"in_turn", "by_released_gain"}
+        Which feature each one-feature tree of the main-effect stage of
+        ``feature_selection="staged"`` splits on: the features in turn, or, after one pass
+        over every feature in turn, a feature drawn with probability
+        ``0.2/m + 0.8 · gain_j / Σ gain`` from the gain each feature's latest tree
+        released (post-processing: no budget;
+        :meth:`~dpxgb_dask.boosting.splits.RandomSplits.one_feature`), so that a wide
+        table spends its rounds on the features that carry signal. With
+        "by_released_gain" the main-effect stage is the pass plus half of the remaining
+        rounds (``m + ceil((n_estimators - m) / 2)`` rounds; half of the rounds, as in
+        turn, when ``n_estimators <= m``: give a wide table more trees than features).
     split_candidates : {"uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian"}
         "uniform": equal-width cuts over the public bounds (no budget); "dp_sketch": one
         DP sketch (Laplace histogram of ``n_sketch_bins`` equal-width bins, then weighted
@@ -249,6 +261,7 @@ class TrainParams:
     split_method: str = "random"
     feature_selection: str = "cyclic"
     interaction_thresholds: str = "uniform"
+    main_effect_features: str = "in_turn"
     split_candidates: str = "iterative_hessian"
     leaf_method: str = "gaussian"
     leaf_shrinkage: str = "none"
@@ -305,6 +318,8 @@ class TrainParams:
                 del out[name]
         if out["leaf_shrinkage"] == "none":
             del out["leaf_shrinkage"]
+        if out["main_effect_features"] == "in_turn":  # (files as before this field)
+            del out["main_effect_features"]
         if not out["private_eval_sets"]:  # (and those without private evaluation sets)
             del out["private_eval_sets"], out["eval_metric"]
         else:

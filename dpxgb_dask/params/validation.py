@@ -10,8 +10,8 @@ from .bounds import check_label_bounds
 from .checks import check_choice as _check_choice, check_number as _check_number
 from .fields import (ACCOUNTANTS, FEATURE_SELECTIONS, FILTER_SPENDINGS, GAIN_ESTIMATES,
                      GAIN_SENSITIVITIES, GRADIENT_RULES, INIT_SCORES, INTERACTION_THRESHOLDS,
-                     LEAF_CLIPPINGS, LEAF_METHODS, LEAF_SHRINKAGES, MAX_DEPTH_LIMIT,
-                     SPLIT_CANDIDATES, SPLIT_METHODS)
+                     LEAF_CLIPPINGS, LEAF_METHODS, LEAF_SHRINKAGES, MAIN_EFFECT_FEATURES,
+                     MAX_DEPTH_LIMIT, SPLIT_CANDIDATES, SPLIT_METHODS)
 from .silos import check_cross_silo
 
 __all__ = ["validate"]
@@ -78,6 +78,7 @@ def _check_methods(p):
     _check_choice("split_method", p.split_method, SPLIT_METHODS)
     _check_choice("feature_selection", p.feature_selection, FEATURE_SELECTIONS)
     _check_choice("interaction_thresholds", p.interaction_thresholds, INTERACTION_THRESHOLDS)
+    _check_choice("main_effect_features", p.main_effect_features, MAIN_EFFECT_FEATURES)
     _check_choice("split_candidates", p.split_candidates, SPLIT_CANDIDATES)
     _check_choice("leaf_method", p.leaf_method, LEAF_METHODS)
     _check_choice("leaf_shrinkage", p.leaf_shrinkage, LEAF_SHRINKAGES)
@@ -154,6 +155,13 @@ def _check_combinations(p):
         raise ValueError("interaction_thresholds='quantile' places random splits' thresholds; "
                          f"split_method={p.split_method!r} chooses its own: use "
                          "split_method='random' or interaction_thresholds='uniform'")
+    if p.main_effect_features != "in_turn" and (p.split_method != "random"
+                                               or p.feature_selection != "staged"):
+        raise ValueError(f"main_effect_features={p.main_effect_features!r} chooses the "
+                         "features of the main-effect stage of random staged trees; "
+                         f"split_method={p.split_method!r} with feature_selection="
+                         f"{p.feature_selection!r} has none: use split_method='random' and "
+                         "feature_selection='staged', or main_effect_features='in_turn'")
     if p.ensemble_size is not None and p.objective == "multi:softprob":
         raise ValueError("ensemble_size (DPBoost's ensembles of one tree per disjoint row "
                          "share) does not apply to multi:softprob; leave it out")
