@@ -53,7 +53,8 @@ def fit_predict(params, X, y, X_test, client, n_partitions=2):
                               select=select))
     elif client is None:
         given = dict(params)
-        p = resolve_params(given.pop("objective"), preset=given.pop("preset", None), **given)
+        p = resolve_params(given.pop("objective"), preset=given.pop("preset", None),
+                           n_features=X.shape[1], **given)
         p = check_bounds_policy(p, X.shape[1])
         booster, _ = train_in_process(p, X, y, n_partitions)
     else:

@@ -223,11 +223,12 @@ def dp_params(method, n_features=None, bounds=None, trees=TREES, depth=DEPTH):
     return params
 
 
-def default_schedule():
-    """The default's trees at ε = EPSILON, as text (e.g. "400 trees, depth 6, 255 bins")."""
+def default_schedule(n_features):
+    """The default's trees at ε = EPSILON on ``n_features`` features, as text (e.g. "450
+    trees, depth 6, 255 bins")."""
     from dpxgb_dask.params import resolve_params
 
-    p = resolve_params("binary:logistic", epsilon=EPSILON)
+    p = resolve_params("binary:logistic", epsilon=EPSILON, n_features=n_features)
     return f"{p.n_estimators} trees, depth {p.max_depth}, {p.max_bin} bins"
 
 
@@ -296,7 +297,7 @@ def section_training(client, args, report):
     for method in ["random", "noisy_histogram", "exponential", "partially_random", "default"]:
         params = dp_params(method, N_FEATURES)
         _, seconds, peak = measured(client, lambda: train(params, X, y, client=client))
-        label = f"dpxgb default ({default_schedule()})" if method == "default" \
+        label = f"dpxgb default ({default_schedule(N_FEATURES)})" if method == "default" \
             else f"dpxgb {method}"
         rows.append([label, f"{seconds:.1f}", f"{peak:.0f}", f"{seconds / t_ref:.2f}",
                      f"{peak / m_ref:.2f}"])
@@ -388,7 +389,8 @@ def section_adult(client, args, report):
     rows = []
     for name, label in [("xgboost.dask", f"xgboost.dask ({ADULT_ROUNDS} rounds, depth "
                                          f"{DEPTH}, 256 bins, hist)"),
-                        ("dpxgb", f"dpxgb default (ε = {EPSILON}: {default_schedule()})")]:
+                        ("dpxgb", f"dpxgb default (ε = {EPSILON}: "
+                                  f"{default_schedule(X.shape[1])})")]:
         walls = [r[0] for r in runs[name]]
         cpu = "" if runs[name][0][1] is None else \
             f"{median([r[1] for r in runs[name]]):.2f}"
@@ -464,7 +466,8 @@ def section_embedded(client, args, report):
             ["embedded (client=None)", f"{t_fit:.2f}", f"{t_start:.2f}",
              f"{t_fit - t_start:.2f}", f"{(t_fit - t_start) / t_existing:.2f}"]]
     report.add(
-        f"## 4. Embedded cluster, default fit (ε = {EPSILON}: {default_schedule()}), "
+        f"## 4. Embedded cluster, default fit (ε = {EPSILON}: "
+        f"{default_schedule(SMALL_FEATURES)}), "
         f"{SMALL_ROWS:,} x "
         f"{SMALL_FEATURES} NumPy float64\n\n"
         + table(["cluster", "train() (s)", "cluster start + close (s)",
@@ -524,7 +527,7 @@ def section_greedy(client, args, report):
             cpu.append((here_after - here_before,
                         sum(workers_after[w] - workers_before[w] for w in workers_after)))
         label = (f"{method} ({trees} trees, depth {depth})" if trees
-                 else f"default ({default_schedule()})")
+                 else f"default ({default_schedule(n_features)})")
         here, workers = median([c[0] for c in cpu]), median([c[1] for c in cpu])
         rows.append([label, f"{median(walls):.2f}", ", ".join(f"{w:.2f}" for w in walls),
                      f"{median(shares):.0%}", f"{median(noise):.0%}", f"{here:.2f}",

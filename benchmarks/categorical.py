@@ -37,8 +37,9 @@ SEED_BASE = 2**160
 def fit_scores(method, epsilon, seed, X, y, X_test, y_test, bounds, categories=None):
     """(test error %, test AUC) of one fit."""
     preset = None if method == "default" else method
-    p = resolve_params("binary:logistic", preset=preset, epsilon=epsilon, feature_bounds=bounds,
-                       categories=categories, random_state=seed, reproducible_noise=True)
+    p = resolve_params("binary:logistic", preset=preset, n_features=X.shape[1],
+                       epsilon=epsilon, feature_bounds=bounds, categories=categories,
+                       random_state=seed, reproducible_noise=True)
     p, _ = with_categories(p, X)
     p = check_bounds_policy(p, X.shape[1])
     booster, _ = train_in_process(p, X, y, n_partitions=2)

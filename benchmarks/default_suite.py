@@ -9,8 +9,9 @@ Usage::
 
 Cells (a data shape at one ε; every score is on validation rows, never on a test set):
 
-- ``generated``: the four tasks of ``benchmarks/interactions.py`` (additive, product,
-  checkerboard, sparse500) at their sizes (50,000 training rows; 10,000 for sparse500),
+- ``generated``: the five tasks of ``benchmarks/interactions.py`` (additive, product,
+  checkerboard, sparse500 and sparse500-anywhere, its columns in a random order) at their
+  sizes (50,000 training rows; 10,000 for the sparse ones),
   scored on the task's 10,000 (2,000) held-out rows. They are drawn afresh with seeds
   ``900 + s``, disjoint from ``interactions.md``'s ``500 + s``: no row of that table is
   scored here.
@@ -22,7 +23,8 @@ Cells (a data shape at one ε; every score is on validation rows, never on a tes
   earlier tuning: ``results/README.md``). AUC, or RMSE (rings) for Abalone.
 
 A candidate is a set of overrides on top of the library's default (its ε schedule
-included), fitted in one process with noise keyed by the seed.
+included), or a function of the public ε and feature count that gives them, fitted in one
+process with noise keyed by the seed.
 
 **Regret** of candidate ``c`` in a cell: the best candidate's mean score there minus
 ``c``'s (AUC), or ``c``'s mean RMSE minus the best (Abalone); means over the seeds first.
@@ -76,7 +78,7 @@ OUT = Path(__file__).resolve().parent / "results" / "default_suite.md"
 SEED_BASE = 2**160
 GENERATED_SEED = 900
 SMALL_ROWS = 5_000
-TASKS = ("additive", "product", "checkerboard", "sparse500")
+TASKS = ("additive", "product", "checkerboard", "sparse500", "sparse500-anywhere")
 REAL = ("adult", "bank", "abalone")
 #: The real tables the rule holds the binary default to.
 BINARY_REAL = ("adult", "bank")
@@ -85,18 +87,22 @@ BINARY_REAL = ("adult", "bank")
 #: depths, leaf regime and candidates per ε), each naming how features are drawn and where
 #: thresholds go, so that a candidate means the same whatever the default's own shape.
 #: "one-feature" is the default before issue 41 (an additive model); "mixed-q" the default
-#: of the first run (results/default_suite.md); "staged-q" the default since the James-Stein
-#: leaves (results/default_suite_shrinkage.md).
+#: of the first run (results/default_suite.md); "staged-q" the default from the James-Stein
+#: leaves (results/default_suite_shrinkage.md) to the draws by released gain;
+#: "staged-q-gain-js" the default since (results/default_suite_gain.md).
 _UNIFORM, _QUANTILE = dict(interaction_thresholds="uniform"), \
     dict(interaction_thresholds="quantile")
+#: staged trees with their main effects in turn, as before the schedule drew them by
+#: released gain (from ε ≈ 0.7; "staged-q-gain-js" is that schedule)
+_IN_TURN = dict(main_effect_features="in_turn")
 CANDIDATES = {
     "one-feature": dict(_UNIFORM, feature_selection="cyclic"),
     "one-feature-ih255": dict(_UNIFORM, feature_selection="cyclic",
                               split_candidates="iterative_hessian", max_bin=255),
     "mixed": dict(_UNIFORM, feature_selection="mixed"),
     "mixed-q": dict(_QUANTILE, feature_selection="mixed"),
-    "staged": dict(_UNIFORM, feature_selection="staged"),
-    "staged-q": dict(_QUANTILE, feature_selection="staged"),
+    "staged": dict(_UNIFORM, **_IN_TURN, feature_selection="staged"),
+    "staged-q": dict(_QUANTILE, **_IN_TURN, feature_selection="staged"),
     "random": dict(_UNIFORM, feature_selection="random"),
     "random-ih32": dict(_UNIFORM, feature_selection="random",
                         split_candidates="iterative_hessian", max_bin=32),
@@ -104,16 +110,35 @@ CANDIDATES = {
                        split_candidates="iterative_hessian", max_bin=64),
     "mixed-ih255": dict(_UNIFORM, feature_selection="mixed",
                         split_candidates="iterative_hessian", max_bin=255),
-    "staged-ih255": dict(_UNIFORM, feature_selection="staged",
+    "staged-ih255": dict(_UNIFORM, **_IN_TURN, feature_selection="staged",
                          split_candidates="iterative_hessian", max_bin=255),
     # mixed trees without each tree's James-Stein shrinkage, which the schedule gives from
     # ε ≈ 0.7 (at smaller ε the same as "mixed-q")
     "mixed-q-unshrunk": dict(_QUANTILE, feature_selection="mixed", leaf_shrinkage="none"),
     # the default's staged trees with James-Stein leaves at every ε, not only from ε ≈ 0.7
     # (regression too)
-    "staged-q-shrunk": dict(_QUANTILE, feature_selection="staged",
+    "staged-q-shrunk": dict(_QUANTILE, **_IN_TURN, feature_selection="staged",
                             leaf_shrinkage="james_stein"),
+    # the default's staged trees with main-effect rounds drawn by released gain after a
+    # pass over the features, and one more tree per feature than the schedule point's
+    # (benchmarks/results/wide_tables.md): at every ε, or only at the points with
+    # James-Stein leaves (ε ≈ 0.7 and above), whose released gains stand out of the noise
+    "staged-q-gain": lambda epsilon, n_features: dict(
+        _QUANTILE, feature_selection="staged", **_by_released_gain(epsilon, n_features)),
+    "staged-q-gain-js": lambda epsilon, n_features: dict(
+        _QUANTILE, feature_selection="staged",
+        **(_by_released_gain(epsilon, n_features) if epsilon >= 0.7 else {})),
 }
+
+
+def _by_released_gain(epsilon, n_features):
+    """Main effects by released gain, with the binary schedule point's trees plus one per
+    feature."""
+    from dpxgb_dask.params import resolve_params
+
+    point = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=None)
+    return dict(main_effect_features="by_released_gain",
+                n_estimators=point.n_estimators + n_features)
 
 #: The loss each real table may take against the best candidate, at every ε (AUC; RMSE).
 ALLOWANCE = {"adult": 0.003, "bank": 0.003, "abalone": 0.03}
@@ -144,7 +169,10 @@ def score_cell(job):
     """The validation score of one (shape, data, seed, ε, candidate): AUC or RMSE."""
     shape, name, seed, epsilon, candidate = job
     X, y, X_val, y_val, bounds, objective, label_bounds = cell_rows(shape, name, seed)
-    params = dict(CANDIDATES[candidate], objective=objective, epsilon=epsilon,
+    overrides = CANDIDATES[candidate]
+    if callable(overrides):  # (a function of the public ε and feature count)
+        overrides = overrides(epsilon, X.shape[1])
+    params = dict(overrides, objective=objective, epsilon=epsilon,
                   feature_bounds=bounds, random_state=SEED_BASE + 1000 * seed,
                   reproducible_noise=True)
     if label_bounds is not None:

@@ -57,7 +57,7 @@ def cell_auc(preset, split_method, n_features, epsilon, data):
                  random_state=2**140 + n_features, reproducible_noise=True)
     if split_method is not None:
         given["split_method"] = split_method
-    params = resolve_params("binary:logistic", preset=preset, **given)
+    params = resolve_params("binary:logistic", preset=preset, n_features=n_features, **given)
     if params.n_estimators > 100:
         params = resolve_params("binary:logistic", preset=preset, n_estimators=100, **given)
     with warnings.catch_warnings():

@@ -4,7 +4,8 @@ tree shapes and split methods, DP-EBM and non-private XGBoost on the same rows.
 Usage::
 
     python benchmarks/interactions.py [--epsilons 0.1 1 4 10] [--seeds 3] [--jobs 2]
-                                      [--tasks additive product checkerboard sparse500]
+                                      [--tasks additive product checkerboard sparse500
+                                               sparse500-anywhere]
 
 Tasks (standard normal features, public bounds (-6, 6), the label drawn from a logistic
 model of the margin below; 50,000 training and 10,000 test rows, 10,000 and 2,000 for
@@ -13,7 +14,9 @@ model of the margin below; 50,000 training and 10,000 test rows, 10,000 and 2,00
 - ``additive``: sin(2x₀) + x₁²/2 − 1/2 + x₂ − |x₃| over 10 features;
 - ``product``: 2x₀x₁ + x₂ − x₃ over 10 features (a pairwise product and two main effects);
 - ``checkerboard``: 3·sign(sin(1.5x₀)·sin(1.5x₁)) over 10 features (no main effect at all);
-- ``sparse500``: a linear margin of 20 of 500 features (weights ±1/2).
+- ``sparse500``: a linear margin of 20 of 500 features (weights ±1/2), the first 20 columns;
+- ``sparse500-anywhere``: the same rows with the columns in a random order (per seed), so
+  that the 20 lie anywhere, as in a table whose column order says nothing.
 
 Every configuration is fixed before the run (nothing is selected on the test rows; the
 private selection chooses among the shapes on held-out training rows, within ε); each
@@ -51,7 +54,10 @@ def _rate_before_shrinkage(epsilon):
 #: label -> parameters of a dpxgb_dask fit (a value may be a function of ε), a family of a
 #: private selection (a str), or None (a baseline of its own).
 CONFIGS = {
-    "default (staged trees, quantile thresholds; James-Stein leaves from ε ≈ 0.7)": {},
+    "default (staged trees, quantile thresholds; from ε ≈ 0.7 James-Stein leaves and main "
+    "effects by released gain)": {},
+    "staged trees, main effects in turn (the default before the released-gain draws)": dict(
+        main_effect_features="in_turn"),
     "one-feature trees (the default before issue 41)": dict(
         feature_selection="cyclic", interaction_thresholds="uniform",
         leaf_shrinkage="none", learning_rate=_rate_before_shrinkage),
@@ -72,6 +78,10 @@ CONFIGS = {
 
 def make_task(name, seed):
     """(X_train, y_train, X_test, y_test, feature_bounds) of one repetition."""
+    if name == "sparse500-anywhere":  # the same rows, the columns in a random order
+        X, y, X_test, y_test, bounds = make_task("sparse500", seed)
+        order = np.random.default_rng([seed, 500]).permutation(X.shape[1])
+        return X[:, order], y, X_test[:, order], y_test, bounds
     rng = np.random.default_rng(seed)
     n_features, n_rows = (500, 12_000) if name == "sparse500" else (10, 60_000)
     X = rng.standard_normal((n_rows, n_features))
@@ -87,7 +97,7 @@ def make_task(name, seed):
         margin = X @ weights
     else:
         raise ValueError(f"task must be one of additive, product, checkerboard, sparse500, "
-                         f"got {name!r}")
+                         f"sparse500-anywhere, got {name!r}")
     y = (rng.random(n_rows) < 1.0 / (1.0 + np.exp(-margin))).astype(float)
     cut = n_rows * 5 // 6
     return X[:cut], y[:cut], X[cut:], y[cut:], np.tile([-6.0, 6.0], (n_features, 1))
@@ -121,7 +131,7 @@ def score(job):
 
 def fit_in_process(X, y, **given):
     """A binary fit of these parameters (the default's where not given), in this process."""
-    params = resolve_params("binary:logistic", **given)
+    params = resolve_params("binary:logistic", n_features=X.shape[1], **given)
     return train_in_process(check_bounds_policy(params, X.shape[1]), X, y)[0]
 
 
@@ -137,7 +147,8 @@ def grid_parser(description):
 def main():
     parser = grid_parser(__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+",
-                        default=["additive", "product", "checkerboard", "sparse500"])
+                        default=["additive", "product", "checkerboard", "sparse500",
+                                 "sparse500-anywhere"])
     args = parser.parse_args()
     labels = list(CONFIGS)
     jobs = [(task, s, eps, label) for task in args.tasks for label in labels

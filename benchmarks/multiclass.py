@@ -70,8 +70,8 @@ def dp_accuracy(method, epsilon, seed, data, client):
               "random_state": seed, "reproducible_noise": True}
     preset = None if method == "default" else method
     if client is None:
-        p = check_bounds_policy(resolve_params("multi:softprob", preset=preset, **params),
-                                X.shape[1])
+        p = check_bounds_policy(resolve_params("multi:softprob", preset=preset,
+                                               n_features=X.shape[1], **params), X.shape[1])
         booster, _ = train_in_process(p, X, y, n_partitions=2)
     else:
         booster = train(dict(params, objective="multi:softprob", preset=preset), X, y,

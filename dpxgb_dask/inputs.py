@@ -97,6 +97,25 @@ def feature_names_of(X):
     return [str(c) for c in X.columns] if is_frame(X) else None
 
 
+def count_features(X):
+    """X's column count from its shape alone, before its columns are checked
+    (:func:`describe_features` checks them); None when X has no 2-D shape.
+
+    Returns
+    -------
+    int or None
+    """
+    if is_frame(X):
+        return len(X.columns)
+    if isinstance(X, SiloTable):
+        return len(X.features)
+    try:
+        shape = X.shape if hasattr(X, "shape") else np.shape(X)
+    except (TypeError, ValueError):  # (a ragged list: describe_features says what is wrong)
+        return None
+    return int(shape[1]) if len(shape) == 2 else None
+
+
 def describe_features(X):
     """Feature names and count of ``X`` from its metadata (no values are read).
 

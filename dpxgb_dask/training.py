@@ -28,7 +28,7 @@ from .boosting.protocol import LocalBackend
 from .boosting.selection import Selection, SelectionPlan, resolve_selection
 from .cluster.client import client_or_embedded, run_fit
 from .evaluation import check_early_stopping_rounds, stop_early
-from .inputs import (base_margin_rows, describe_features, feature_names_of,
+from .inputs import (base_margin_rows, count_features, describe_features, feature_names_of,
                      float_values, is_dask_collection, label_array, target_columns,
                      weight_shares)
 from .model.booster import Booster
@@ -484,17 +484,17 @@ def _selection(select, params, p, n_features, init_model, base_margin=None):
         return p, None, (make_plan, p, n_features)
     if init_model is not None:
         raise ValueError("select cannot continue a model: give xgb_model=None")
-    configurations, spec = resolve_selection(select, p, n_features, _resolver(params),
+    configurations, spec = resolve_selection(select, p, n_features, _resolver(params, n_features),
                                              None if base_margin is None
                                              else {"init_score": "zero"})
     return (configurations[0], (configurations, spec),
             (SelectionPlan, configurations, n_features, spec))
 
 
-def _resolver(params):
+def _resolver(params, n_features):
     """``resolve(overrides, epsilon)`` of :func:`~dpxgb_dask.boosting.selection.resolve_selection`
-    for the user's parameters: a dict is resolved again with each configuration's
-    overrides (None for resolved ``TrainParams``)."""
+    for the user's parameters: a dict is resolved again, for a table of ``n_features``
+    features, with each configuration's overrides (None for resolved ``TrainParams``)."""
     if isinstance(params, TrainParams):
         return None
     given = dict(params)
@@ -502,7 +502,7 @@ def _resolver(params):
     preset = given.pop("preset", None)
 
     def resolve(overrides, epsilon):
-        return resolve_params(objective, preset=preset,
+        return resolve_params(objective, preset=preset, n_features=n_features,
                               **{**given, **overrides, "epsilon": epsilon})
 
     return resolve
@@ -538,7 +538,7 @@ def _fit_params(params, X, xgb_model):
         given = dict(params)
         objective = given.pop("objective", "binary:logistic")
         preset = given.pop("preset", None)
-        p = resolve_params(objective, preset=preset, **given)
+        p = resolve_params(objective, preset=preset, n_features=count_features(X), **given)
     init_model = None
     if xgb_model is not None:
         if isinstance(xgb_model, Booster):

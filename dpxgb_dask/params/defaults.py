@@ -9,6 +9,7 @@ explicitly win over the schedule.
 import math
 import numbers
 
+from .fields import TrainParams
 from .schedules import nearest, nearest_overrides
 
 #: The binary default's trees from ε 0.02: one-feature trees over the features in turn in
@@ -43,7 +44,8 @@ DEFAULT_REGRESSION_OVERRIDES = dict(newton=False, leaf_noise_ratio=0.5, max_dept
 #: The default's ε schedule per objective (:mod:`~dpxgb_dask.params.schedules`). Binary:
 #: few trees on small samples from a zero score at the smallest ε, 400 subsampled depth-4
 #: trees with a heavier DP initial score up to ε 0.1, all rows from ε 0.5, and 255
-#: equal-width candidates (no sketch) and James-Stein leaves from ε ≈ 0.7. Regression: few
+#: equal-width candidates (no sketch), James-Stein leaves and main effects by released
+#: gain (400 + m trees for m features) from ε ≈ 0.7. Regression: few
 #: shallow subsampled mixed trees at small ε, deeper trees with a random feature per node
 #: from ε 1.
 #: Multiclass:
@@ -66,10 +68,13 @@ DEFAULT_SCHEDULE = {
         (0.5, dict(_SBDT_LEAVES, n_estimators=400, max_depth=4, subsample=1.0)),
         # from ε ≈ 0.7 each tree's leaves are shrunk by their James-Stein factor, which
         # lets a larger step through where the leaves stand out of the noise
-        # (benchmarks/results/default_suite_shrinkage.md)
+        # (benchmarks/results/default_suite_shrinkage.md); their released gains then
+        # tell which features carry signal: after a pass over every feature (one more
+        # tree per feature), the main-effect rounds are drawn by released gain, whatever
+        # the columns' order (results/default_suite_gain.md, results/wide_tables.md)
         (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
                    learning_rate=0.3, max_bin=255, split_candidates="uniform",
-                   leaf_shrinkage="james_stein")),
+                   leaf_shrinkage="james_stein", main_effect_features="by_released_gain")),
     ),
     "reg:squarederror": (
         # mixed trees at ε 0.05-0.5: 0.02-0.12 validation RMSE better than one-feature
@@ -186,6 +191,36 @@ def default_schedule_overrides(objective, epsilon):
         log ε, or ``{}``.
     """
     return nearest_overrides(DEFAULT_SCHEDULE[objective], epsilon)
+
+
+def trees_with_a_pass(values, given, n_features):
+    """The default's tree count for a table of ``n_features`` features (public).
+
+    Where the default's main effects are drawn by released gain
+    (``main_effect_features="by_released_gain"``), its one-feature trees first make a pass
+    over every feature; one more tree per feature keeps that pass from taking the rounds the
+    schedule point was chosen with (results/default_suite_gain.md). The user's own
+    ``n_estimators`` wins.
+
+    Parameters
+    ----------
+    values : dict
+        The resolved fields so far (the schedule point's and the user's).
+    given : dict
+        The fields the user gave.
+    n_features : int or None
+        None (unknown): the point's own count.
+
+    Returns
+    -------
+    dict
+        ``{"n_estimators": ...}``, or ``{}``.
+    """
+    if not n_features or "n_estimators" in given \
+            or values.get("main_effect_features") != "by_released_gain":
+        return {}
+    return {"n_estimators": values.get("n_estimators", TrainParams.n_estimators)
+            + int(n_features)}
 
 
 def carried_leaf_regime(objective, epsilon, n_estimators, given):

@@ -6,8 +6,9 @@
    the preset's parameters (:mod:`~dpxgb_dask.params.presets`);
 3. the parameters the user gives (by our names or XGBoost's), with the cross-silo
    defaults that follow from them;
-4. for the default alone, the λ and η carried from its schedule point to the fit's ε and
-   tree count, where the user gave neither.
+4. for the default alone, one more tree per feature where its main effects are drawn by
+   released gain and the user gave no tree count, then the λ and η carried from its
+   schedule point to the fit's ε and tree count, where the user gave neither.
 
 The result is validated (:func:`~dpxgb_dask.params.validation.validate`).
 """
@@ -18,7 +19,8 @@ import numpy as np
 from ..objective import OBJECTIVES, metric_names
 from .checks import check_choice as _check_choice
 from .defaults import (DEFAULT_REGRESSION_OVERRIDES, SPLIT_METHOD_DEFAULTS,
-                       carried_leaf_regime, default_schedule_overrides, split_method_defaults)
+                       carried_leaf_regime, default_schedule_overrides, split_method_defaults,
+                       trees_with_a_pass)
 from .fields import TrainParams
 from .names import canonical_names
 from .presets import PRESETS, preset_overrides
@@ -28,7 +30,7 @@ from .validation import validate
 __all__ = ["resolve_params", "with_overrides"]
 
 
-def resolve_params(objective, preset=None, **explicit):
+def resolve_params(objective, preset=None, *, n_features=None, **explicit):
     """Build validated :class:`~dpxgb_dask.params.fields.TrainParams` from a preset and
     explicit overrides.
 
@@ -36,6 +38,11 @@ def resolve_params(objective, preset=None, **explicit):
     ----------
     objective : {"reg:squarederror", "binary:logistic"}
     preset : {"dp-xgboost", "dpboost", "maddock", "s-bdt"}, optional
+    n_features : int, optional
+        The table's feature count (public), which the default's tree count reads where its
+        main effects are drawn by released gain
+        (:func:`~dpxgb_dask.params.defaults.trees_with_a_pass`); every fit gives it.
+        Without it the schedule point's own count holds.
     **explicit
         Parameters given by the user, by our names or XGBoost's
         (:data:`~dpxgb_dask.params.names.XGBOOST_ALIASES`);
@@ -81,7 +88,12 @@ def resolve_params(objective, preset=None, **explicit):
     values.update(given, **cross_silo_defaults(given))  # (defaults: not in given)
     if "leaf_shrinkage" not in given and not TrainParams(**values).gaussian_leaf_release:
         values.pop("leaf_shrinkage", None)  # (the schedule's, for a Gaussian leaf release)
+    if "main_effect_features" not in given and not (
+            values.get("feature_selection") == "staged"
+            and values.get("split_method", "random") == "random"):
+        values.pop("main_effect_features", None)  # (the schedule's, for random staged trees)
     if preset is None and not own_method:
+        values.update(trees_with_a_pass(values, given, n_features))
         values.update(carried_leaf_regime(
             objective, epsilon, values.get("n_estimators", TrainParams.n_estimators), given))
     if values.get("private_eval_sets"):

@@ -167,4 +167,5 @@ def train_params(schema, params):
         public["label_bounds"] = tuple(schema.label_bounds)
     if schema.objective == "multi:softprob":
         public["num_class"] = len(schema.classes)
-    return resolve_params(schema.objective, preset=preset, **chosen, **public)
+    return resolve_params(schema.objective, preset=preset, n_features=len(schema.features),
+                          **chosen, **public)

@@ -67,8 +67,8 @@ def test_stage_lengths(release_plan, fit_streams):
     assert _splitter(release_plan, fit_streams, 10, 11).main_effect_rounds == 11
     assert _splitter(release_plan, fit_streams, 10, 10).main_effect_rounds == 5
     assert _splitter(release_plan, fit_streams, 10, 7).main_effect_rounds == 4
-    in_turn = RandomSplits(release_plan(10, feature_selection="staged", n_estimators=410),
-                           fit_streams(0))
+    in_turn = RandomSplits(release_plan(10, feature_selection="staged", n_estimators=410,
+                                        main_effect_features="in_turn"), fit_streams(0))
     assert in_turn.main_effect_rounds == 205
 
 
@@ -113,7 +113,7 @@ def test_a_wide_fit_spends_its_focused_rounds_on_the_informative_features(wide_r
     the releases are the in-turn fit's (the choice is post-processing: the same ledger)."""
     focused = _fit(wide_rows, main_effect_features="by_released_gain",
                    leaf_shrinkage="james_stein")
-    in_turn = _fit(wide_rows, leaf_shrinkage="james_stein")
+    in_turn = _fit(wide_rows, main_effect_features="in_turn", leaf_shrinkage="james_stein")
     roots = focused.nodes["feature"][focused.tree_roots]  # (a one-feature tree's feature)
     assert roots[:40].tolist() == list(range(40))  # the pass, in turn
     assert np.mean(roots[40:120] >= 36) > 0.2
@@ -127,3 +127,52 @@ def test_a_wide_fit_spends_its_focused_rounds_on_the_informative_features(wide_r
     assert focused.ledger["epsilon"] == in_turn.ledger["epsilon"]
     assert focused.params["main_effect_features"] == "by_released_gain"
     assert "main_effect_features" not in in_turn.params
+
+
+def test_the_default_passes_over_every_feature_from_its_james_stein_point():
+    """From ε ≈ 0.7 the binary default draws its main effects by released gain, with one
+    more tree per feature when the feature count is known (every fit gives it); below, and
+    for the other objectives, the features in turn and the point's own count."""
+    bounds = [[0.0, 1.0]] * 500
+    for epsilon in (1.0, 4.0, 10.0):
+        p = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=bounds,
+                           n_features=500)
+        assert (p.main_effect_features, p.n_estimators) == ("by_released_gain", 900)
+        assert resolve_params("binary:logistic", epsilon=epsilon,
+                              feature_bounds=bounds).n_estimators == 400
+    for epsilon in (0.02, 0.1, 0.5):
+        p = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=bounds,
+                           n_features=500)
+        assert p.main_effect_features == "in_turn" and p.n_estimators < 500
+    regression = resolve_params("reg:squarederror", epsilon=4.0, feature_bounds=bounds,
+                                label_bounds=(0, 1), n_features=500)
+    assert regression.main_effect_features == "in_turn"
+    # the user's own count wins, and so does the user's own feature order
+    given = resolve_params("binary:logistic", epsilon=4.0, feature_bounds=bounds,
+                           n_features=500, n_estimators=300)
+    assert given.n_estimators == 300
+    in_turn = resolve_params("binary:logistic", epsilon=4.0, feature_bounds=bounds,
+                             n_features=500, main_effect_features="in_turn")
+    assert (in_turn.main_effect_features, in_turn.n_estimators) == ("in_turn", 400)
+    # the pass comes with the draws by released gain, wherever the user asks for them
+    asked = resolve_params("binary:logistic", epsilon=0.1, feature_bounds=bounds,
+                           n_features=500, main_effect_features="by_released_gain")
+    assert asked.n_estimators == 900
+    # the schedule's draws by released gain are for its staged trees: another feature
+    # selection drops them (and their pass), as a user's own choice would need
+    cyclic = resolve_params("binary:logistic", epsilon=4.0, feature_bounds=bounds,
+                            n_features=500, feature_selection="cyclic")
+    assert (cyclic.main_effect_features, cyclic.n_estimators) == ("in_turn", 400)
+
+
+def test_every_way_to_fit_gives_the_feature_count():
+    """train's parameters, a private selection's configurations and the service's job
+    resolve the default with the table's feature count."""
+    from dpxgb_dask.training import _fit_params, _resolver
+
+    X = np.zeros((10, 30))
+    p, _, _, _ = _fit_params({"epsilon": 4.0, "feature_bounds": [[0.0, 1.0]] * 30}, X, None)
+    assert p.n_estimators == 430
+    resolve = _resolver({"feature_bounds": [[0.0, 1.0]] * 30}, 30)
+    assert resolve({}, 4.0).n_estimators == 430
+    assert resolve({"main_effect_features": "in_turn"}, 4.0).n_estimators == 400
