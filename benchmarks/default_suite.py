@@ -95,6 +95,7 @@ _UNIFORM, _QUANTILE = dict(interaction_thresholds="uniform"), \
 #: staged trees with their main effects in turn, as before the schedule drew them by
 #: released gain (from ε ≈ 0.7; "staged-q-gain-js" is that schedule)
 _IN_TURN = dict(main_effect_features="in_turn")
+_BY_GAIN = dict(main_effect_features="by_released_gain")
 CANDIDATES = {
     "one-feature": dict(_UNIFORM, feature_selection="cyclic"),
     "one-feature-ih255": dict(_UNIFORM, feature_selection="cyclic",
@@ -123,22 +124,11 @@ CANDIDATES = {
     # pass over the features, and one more tree per feature than the schedule point's
     # (benchmarks/results/wide_tables.md): at every ε, or only at the points with
     # James-Stein leaves (ε ≈ 0.7 and above), whose released gains stand out of the noise
-    "staged-q-gain": lambda epsilon, n_features: dict(
-        _QUANTILE, feature_selection="staged", **_by_released_gain(epsilon, n_features)),
+    # (the fit adds the tree per feature itself: params.defaults.trees_with_a_pass)
+    "staged-q-gain": dict(_QUANTILE, **_BY_GAIN, feature_selection="staged"),
     "staged-q-gain-js": lambda epsilon, n_features: dict(
-        _QUANTILE, feature_selection="staged",
-        **(_by_released_gain(epsilon, n_features) if epsilon >= 0.7 else {})),
+        _QUANTILE, feature_selection="staged", **(_BY_GAIN if epsilon >= 0.7 else {})),
 }
-
-
-def _by_released_gain(epsilon, n_features):
-    """Main effects by released gain, with the binary schedule point's trees plus one per
-    feature."""
-    from dpxgb_dask.params import resolve_params
-
-    point = resolve_params("binary:logistic", epsilon=epsilon, feature_bounds=None)
-    return dict(main_effect_features="by_released_gain",
-                n_estimators=point.n_estimators + n_features)
 
 #: The loss each real table may take against the best candidate, at every ε (AUC; RMSE).
 ALLOWANCE = {"adult": 0.003, "bank": 0.003, "abalone": 0.03}
