@@ -61,6 +61,12 @@ INLINE_RELEASE_VALUES = 4096
 _YIELDS_TO_SEND = 4
 
 
+def _done(finish):
+    """Run a pending tree's bookkeeping (:meth:`Coordinator._finish_tree`), if any; None."""
+    if finish is not None:
+        finish()
+
+
 class Coordinator:
     """Sequence one fit: bounds, candidates, trees and depths, every DP release and its ledger.
 
@@ -276,6 +282,7 @@ class Coordinator:
         self.splitter.new_candidates(n_cuts)
         tree_end = None  # the previous tree, applied to the margins in the next round
         drawn = None     # the next random tree's structure, drawn while a round was out
+        finish = None    # the previous tree's bookkeeping, done while the next round is out
         # A continued fit numbers its trees after the model's: every stream key, sample and
         # ledger event of tree t is then distinct from the first part's.
         offset = self.init_model.n_trees if self.init_model is not None else 0
@@ -291,6 +298,7 @@ class Coordinator:
             start = self.rows.start(t, k, local * per_round + k)
             first = dict(end_tree=tree_end, start_tree=start)
             if k == 0 and local < self.plan.refresh_rounds:
+                finish = _done(finish)
                 cuts = await self._refresh(t, start, tree_end, cuts, bounds)
                 n_cuts = np.array([len(c) for c in cuts])
                 self.splitter.new_candidates(n_cuts)
@@ -302,19 +310,28 @@ class Coordinator:
             draw_next = following is not None and not (
                 following[1] == 0 and following[0] < self.plan.refresh_rounds)
             tree, values, last_splits, drawn = await self._grow_tree(
-                t, cuts, n_cuts, first, drawn, draw_next)
+                t, cuts, n_cuts, first, drawn, draw_next=draw_next, finish=finish)
             shrink = p.learning_rate / batch_len
             values = values * shrink
-            for node in tree.leaves:
-                tree.leaves[node] *= shrink
-            booster.append_tree(tree, start.output_class)
             batch_end = local == batch_start + batch_len - 1 and k == per_round - 1
             tree_end = TreeEnd(last_splits, values, batch_end=batch_end,
                                output_class=start.output_class)
+            finish = partial(self._finish_tree, booster, tree, shrink, start.output_class,
+                             (i, len(schedule)))
             self.timings["tree"].append(time.perf_counter() - t0)
-            self._publish({"event": "tree", "tree": i, "n_trees": len(schedule),
-                           "n_leaves": len(tree.leaves)})
+        _done(finish)
         return cuts
+
+    def _finish_tree(self, booster, tree, shrink, output_class, place):
+        """Append a grown tree to ``booster``, its leaves shrunk by ``shrink``, and publish
+        its progress event (``place``: the tree's index and the number of trees). Done while
+        the next tree's round is out: the next round needs only the leaf values."""
+        for node in tree.leaves:
+            tree.leaves[node] *= shrink
+        booster.append_tree(tree, output_class)
+        index, n_trees = place
+        self._publish({"event": "tree", "tree": index, "n_trees": n_trees,
+                       "n_leaves": len(tree.leaves)})
 
     async def _refresh(self, t, start, tree_end, cuts, bounds):
         """New candidates before tree ``t`` grows, from a release on its rows: an
@@ -428,13 +445,16 @@ class Coordinator:
 
     # -- trees ------------------------------------------------------------------------------
 
-    async def _grow_tree(self, t, cuts, n_cuts, first, drawn=None, draw_next=False):
+    async def _grow_tree(self, t, cuts, n_cuts, first, drawn=None, *, draw_next=False,
+                         finish=None):
         """Grow tree ``t``; ``first`` holds the fields of its first round (the previous
-        tree's end, this tree's start, a re-binning).
+        tree's end, this tree's start, a re-binning); ``finish``: the previous tree's
+        bookkeeping (:meth:`_finish_tree`), or None.
 
         With random splits the whole structure is drawn before any row is read (``drawn``:
-        drawn already while the previous tree's round was out), and ``draw_next`` draws
-        tree ``t + 1`` while this tree's round is out.
+        drawn already while the previous tree's round was out), and while this tree's round
+        is out the previous tree is finished, this tree's leaf noise drawn, and with
+        ``draw_next`` tree ``t + 1`` drawn.
 
         Returns
         -------
@@ -447,24 +467,29 @@ class Coordinator:
         next_drawn : tuple or None
             Tree ``t + 1``'s structure when ``draw_next``.
         """
-        next_drawn = last_splits = None
+        next_drawn = last_splits = noise = None
         if not self.splitter.data_dependent:
             tree, tree_splits, leaves, leaf_ranges = drawn if drawn is not None else \
                 self._random_tree(t, cuts, n_cuts)
 
-            async def draw_next_tree():
-                return self._random_tree(t + 1, cuts, n_cuts) if draw_next else None
+            async def while_out():
+                _done(finish)
+                drawn_noise = None if self.silos is not None else \
+                    self.leaf_method.draw_noise(t, leaves.size)
+                return (self._random_tree(t + 1, cuts, n_cuts) if draw_next else None,
+                        drawn_noise)
 
             if self.silos is not None:
                 first = dict(first, silo_release=self.silos.leaf(t))
-            next_drawn, sums = await self._round_while(
-                draw_next_tree, **first, tree_splits=tree_splits, leaf_nodes=leaves)
+            (next_drawn, noise), sums = await self._round_while(
+                while_out, **first, tree_splits=tree_splits, leaf_nodes=leaves)
         else:
+            _done(finish)
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
         order = np.argsort(leaves)
         leaves, sums = leaves[order], sums[order]
         values, covers = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
-                                         n_values=2 * sums.size)
+                                         noise, n_values=2 * sums.size)
         del sums
         if self.splitter.observes_leaves:  # (random trees only: post-processing)
             self.splitter.observe_leaves(

@@ -135,7 +135,7 @@ class LeafMethod(abc.ABC):
         self.leaf_bound = p.leaf_bound
 
     @abc.abstractmethod
-    def release(self, tree, sums):
+    def release(self, tree, sums, noise=None):
         """Release the leaves of tree ``tree``.
 
         Parameters
@@ -144,6 +144,8 @@ class LeafMethod(abc.ABC):
         sums : ndarray of float64, shape (n_leaves, 3) or (n_leaves, 2)
             The leaves' exact (G, H, count), or their released (G, H) when the leaves are
             read off the splits' release.
+        noise : object, optional
+            What :meth:`draw_noise` drew for this tree and its number of leaves.
 
         Returns
         -------
@@ -152,6 +154,23 @@ class LeafMethod(abc.ABC):
         events : list of dict
             The ledger fields of the releases made, in recording order.
         """
+
+    def draw_noise(self, tree, n_leaves):
+        """The noise of tree ``tree``'s leaf release drawn before its sums arrive, for
+        ``release(..., noise=)``: the same draws from the same keyed streams, so the
+        release is unchanged; None where the method has none to draw ahead.
+
+        Parameters
+        ----------
+        tree : int
+        n_leaves : int
+            The number of leaves (public: a random tree's structure).
+
+        Returns
+        -------
+        object or None
+        """
+        return None
 
     def _values(self, noisy_g, noisy_h):
         """The leaves' values and covers from released sums."""
@@ -196,26 +215,35 @@ class GaussianLeaves(LeafMethod):
             return "hessian sums"
         return "weighted counts" if self.hessian_denominators else "counts"
 
-    def noisy_sums(self, tree, sums):
-        """The released (G, H) of tree ``tree``'s leaves (H: hessian sums or counts).
+    def draw_noise(self, tree, n_leaves):
+        """:meth:`LeafMethod.draw_noise`: the integer noise of the gradient sums and of the
+        denominators, from the streams :meth:`noisy_sums` would draw them from."""
+        return (self.gradient_mechanism.draw_noise(
+                    n_leaves, self.streams.noise_stream("leaf/grad", tree)),
+                self.denominator_mechanism.draw_noise(
+                    n_leaves, self.streams.noise_stream("leaf/hess", tree)))
+
+    def noisy_sums(self, tree, sums, noise=None):
+        """The released (G, H) of tree ``tree``'s leaves (H: hessian sums or counts);
+        ``noise``: :meth:`draw_noise`'s for this tree, or None to draw it now.
 
         Returns
         -------
         noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
         """
+        if noise is None:
+            noise = self.draw_noise(tree, sums.shape[0])
         denominator = sums[:, 1] if self.hessian_denominators else sums[:, 2]
-        return (self.gradient_mechanism.release(
-                    sums[:, 0], self.streams.noise_stream("leaf/grad", tree)),
-                self.denominator_mechanism.release(
-                    denominator, self.streams.noise_stream("leaf/hess", tree)))
+        return (self.gradient_mechanism.release(sums[:, 0], noise=noise[0]),
+                self.denominator_mechanism.release(denominator, noise=noise[1]))
 
-    def release(self, tree, sums):
+    def release(self, tree, sums, noise=None):
         """:meth:`LeafMethod.release`: one Gaussian release of the leaves' (G, H), the
         values shrunk by :func:`james_stein_factor` with ``leaf_shrinkage="james_stein"``
         (post-processing)."""
         event = self.plan.tree_event("leaf", tree, n_parallel=sums.shape[0])
         event["note"] = "; ".join(filter(None, [event.get("note"), self.pair_note]))
-        noisy_g, noisy_h = self.noisy_sums(tree, sums)
+        noisy_g, noisy_h = self.noisy_sums(tree, sums, noise)
         values, covers = self._values(noisy_g, noisy_h)
         if self.james_stein:
             values = values * james_stein_factor(noisy_g, self.sigmas[0])
@@ -249,7 +277,7 @@ class LaplaceLeaves(LeafMethod):
         return min(self.leaf_bound, geometric_leaf_clip_threshold(
             self.gradient_bound, self.learning_rate, place))
 
-    def release(self, tree, sums):
+    def release(self, tree, sums, noise=None):
         """:meth:`LeafMethod.release`: one Laplace release of the clipped leaf values."""
         clip = self.clip(tree)
         sensitivity = leaf_value_sensitivity(self.gradient_bound, self.reg_lambda,
@@ -280,7 +308,7 @@ class NoisyAverageLeaves(LeafMethod):
         self.count_mechanism = LaplaceMechanism(1.0, plan.releases["leaf_count"].epsilon,
                                                 coords_per_row=1)
 
-    def release(self, tree, sums):
+    def release(self, tree, sums, noise=None):
         """:meth:`LeafMethod.release`: Laplace releases of the gradient sums and the counts."""
         n_leaves = sums.shape[0]
         noisy_g = self.sum_mechanism.release(sums[:, 0],
@@ -296,7 +324,7 @@ class ReleasedSumLeaves(LeafMethod):
     """Leaf values read off sums the splits already released (partially random splits):
     post-processing, no release of their own."""
 
-    def release(self, tree, sums):
+    def release(self, tree, sums, noise=None):
         """:meth:`LeafMethod.release` of released sums: post-processing, no event."""
         return self._values(sums[:, 0], sums[:, 1]), []
 

@@ -106,3 +106,26 @@ def test_shrinkage_needs_a_gaussian_leaf_release():
     with pytest.raises(ValueError, match="leaf_shrinkage must be one of"):
         resolve_params("binary:logistic", epsilon=1.0, feature_bounds=BOUNDS,
                        leaf_shrinkage="ridge")
+
+
+def test_leaf_noise_drawn_ahead_gives_the_same_release(release_plan, fit_streams):
+    """The coordinator draws a random tree's leaf noise while its round is out
+    (``LeafMethod.draw_noise``): the same keyed streams, so the same release as drawing it
+    when the sums arrive, and other trees' noise differs."""
+    from dpxgb_dask.boosting.leaves import make_leaf_method
+
+    plan = release_plan(4, epsilon=1.0, n_estimators=10, split_candidates="uniform")
+    sums = np.column_stack([np.linspace(-20, 20, 16), np.linspace(5, 80, 16),
+                            np.arange(16, dtype=float) + 10])
+
+    def released(tree, ahead):
+        leaves = make_leaf_method(plan, fit_streams(11))
+        noise = leaves.draw_noise(tree, 16) if ahead else None
+        (values, covers), events = leaves.release(tree, sums, noise)
+        return values, covers, events
+
+    now, ahead = released(3, False), released(3, True)
+    np.testing.assert_array_equal(now[0], ahead[0])
+    np.testing.assert_array_equal(now[1], ahead[1])
+    assert now[2] == ahead[2]
+    assert not np.array_equal(released(4, True)[0], ahead[0])
