@@ -219,6 +219,49 @@ def long_signatures(modules):
     return sorted(found, reverse=True)
 
 
+#: The fields of a ``dpxgb_call`` to a worker: the fit, its capability, one typed action as
+#: the payload (:mod:`~dpxgb_dask.cluster.actions`), and a load's rows in Dask's frames.
+WORKER_CALL_FIELDS = {"op", "fit", "capability", "payload", "rows", "labels"}
+
+
+def _encoded_type(node):
+    """The class name ``encode(Name(...))`` encodes, "" for another ``encode(...)``, None
+    for any other expression (a payload passed on, encoded elsewhere)."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "encode":
+        inner = node.args[0] if node.args else None
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
+            return inner.func.id
+        return ""
+    return None
+
+
+def untyped_worker_calls(modules, action_names):
+    """``(module, line, why)`` of every ``dpxgb_call`` message the package builds (a
+    ``dpxgb_call(...)`` call, or a dict with ``"op": "dpxgb_call"``) with a field outside
+    :data:`WORKER_CALL_FIELDS`, or whose payload encodes anything but an action."""
+    found = []
+    for module, (_, tree) in modules.items():
+        for node in ast.walk(tree):
+            fields = None
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "dpxgb_call":
+                fields = {k.arg: k.value for k in node.keywords if k.arg is not None}
+            elif isinstance(node, ast.Dict) and any(
+                    isinstance(k, ast.Constant) and k.value == "op" and
+                    isinstance(v, ast.Constant) and v.value == "dpxgb_call"
+                    for k, v in zip(node.keys, node.values)):
+                fields = {k.value: v for k, v in zip(node.keys, node.values)
+                          if isinstance(k, ast.Constant)}
+            if fields is None:
+                continue
+            extra = sorted(set(fields) - WORKER_CALL_FIELDS)
+            if extra:
+                found.append((module, node.lineno, f"fields {extra}"))
+            encoded = _encoded_type(fields.get("payload"))
+            if encoded is not None and encoded not in action_names:
+                found.append((module, node.lineno, f"payload encodes {encoded or 'a value'}"))
+    return found
+
+
 def module_lines(modules):
     return sorted(((len(path.read_text().splitlines()), module)
                    for module, (path, _) in modules.items()), reverse=True)
@@ -314,6 +357,25 @@ def test_no_function_takes_more_than_6_positional_parameters(modules):
     assert [(n, m, f) for n, m, f in found if (m, f) not in POSITIONAL_EXCEPTIONS] == []
     # (an exception whose function was fixed or removed leaves the list)
     assert sorted(set(POSITIONAL_EXCEPTIONS) - {(m, f) for _, m, f in found}) == []
+
+
+def test_every_call_to_a_worker_carries_one_typed_action(modules):
+    """Issue 44, item 1: a worker's calls are dataclasses of the codec's list, not an
+    action's name with a positional tuple."""
+    import dataclasses
+
+    from dpxgb_dask.cluster import codec
+    from dpxgb_dask.cluster.actions import ACTIONS
+
+    names = {cls.__name__ for cls in ACTIONS}
+    assert untyped_worker_calls(modules, names) == []
+    for cls in ACTIONS:
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
+        assert codec.TYPES[cls.__name__] == cls.__module__
+    planted = ast.parse('rpc.dpxgb_call(fit=f, action="round", payload=encode((step, None)))\n'
+                        'msg = {"op": "dpxgb_call", "fit": f, "payload": encode(Touch())}\n')
+    assert untyped_worker_calls({"planted": (None, planted)}, names) == [
+        ("planted", 1, "fields ['action']"), ("planted", 1, "payload encodes a value")]
 
 
 def test_only_the_cluster_package_imports_distributed(modules):

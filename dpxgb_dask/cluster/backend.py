@@ -10,10 +10,13 @@ receives two partial sums per round whatever the number of workers. It implement
 :class:`~dpxgb_dask.boosting.protocol.PartitionBackend`, and recovers from lost workers.
 """
 import asyncio
+from dataclasses import replace
 import time
 
 from ..boosting.protocol import add_results
 from ..boosting.silos import combine_silo_answers
+from .actions import (Aggregate, Drop, PrepareRows, RestoreRows, RunRound, SiloKey,
+                      SiloPeers, Touch)
 from .codec import encode, register_error
 from .reduction import PeerLost, reduction_order, tree_roots
 from .wire import unpack_reply
@@ -138,10 +141,11 @@ class DaskBackend:
         workers = self._scheduler.workers
         return next((a for a in addresses if a not in workers), None)
 
-    async def _call(self, address, action, payload, watched=None):
-        """One call to one worker; ``payload`` is the action's argument, encoded (once for
-        a message that goes to every worker); ``watched``: the workers whose loss ends the
-        call (a reduced round's: the whole tree; by default ``address``)."""
+    async def _call(self, address, payload, watched=None):
+        """One call to one worker; ``payload`` is its action
+        (:mod:`~dpxgb_dask.cluster.actions`), encoded (once for a message that goes to
+        every worker); ``watched``: the workers whose loss ends the call (a reduced
+        round's: the whole tree; by default ``address``)."""
         watched = (address,) if watched is None else watched
         if address not in self._scheduler.workers:
             raise WorkerLost(f"worker {address} holding partitions "
@@ -150,8 +154,7 @@ class DaskBackend:
         self.worker_calls += 1
         self.bytes_sent += len(payload)
         call = asyncio.ensure_future(self._scheduler.rpc(address).dpxgb_call(
-            fit=self._fit_id, capability=self._capability, action=action,
-            payload=payload))
+            fit=self._fit_id, capability=self._capability, payload=payload))
         try:
             while not call.done():
                 # A worker that leaves (killed, restarted) is noticed by the scheduler at
@@ -190,20 +193,21 @@ class DaskBackend:
         self.worker_seconds += reply.get("seconds", 0.0)  # (a silo sends none)
         return result
 
-    async def _all(self, action, args, reduced=False):
-        """One call to every worker holding partitions; worker losses are recovered from
-        (see the class notes) and the call repeated. ``reduced``: one call to each of the
-        reduction tree's two roots, which pass it down the tree and answer their subtree's
-        sums; every worker of the tree is watched, and the first failure cancels the other
+    async def _all(self, action, reduced=False):
+        """One call of ``action`` (:mod:`~dpxgb_dask.cluster.actions`) to every worker
+        holding partitions; worker losses are recovered from (see the class notes) and the
+        call repeated. ``reduced`` (a :class:`RunRound`): one call to each of the reduction
+        tree's two roots, which pass it down the tree and answer their subtree's sums;
+        every worker of the tree is watched, and the first failure cancels the other
         call."""
         for attempt in range(MAX_RECOVERIES + 1):
             if reduced:
                 self._reduction_tag += 1
                 order = reduction_order(self._placement)
-                payload = encode((args, (self._reduction_tag, order)))
-                outcomes = await self._gather(action, payload, tree_roots(order), order)
+                payload = encode(replace(action, reduction=(self._reduction_tag, order)))
+                outcomes = await self._gather(payload, tree_roots(order), order)
             else:
-                outcomes = await self._gather(action, encode(args), self.workers)
+                outcomes = await self._gather(encode(action), self.workers)
             lost = [o for o in outcomes if isinstance(o, WorkerLost)]
             errors = [o for o in outcomes if isinstance(o, BaseException) and o not in lost]
             if errors:
@@ -218,11 +222,11 @@ class DaskBackend:
                 raise lost[0]
             await self._recover(lost)
 
-    async def _gather(self, action, payload, targets, tree=None):
+    async def _gather(self, payload, targets, tree=None):
         """The outcomes (results or exceptions) of one call to each of ``targets``; for the
         roots of a reduction ``tree`` (every worker, in heap order), the call still running
         when the other fails is cancelled (its outcome is None: the round is repeated)."""
-        calls = [asyncio.ensure_future(self._call(w, action, payload, tree)) for w in targets]
+        calls = [asyncio.ensure_future(self._call(w, payload, tree)) for w in targets]
         if tree is None:
             return await asyncio.gather(*calls, return_exceptions=True)
         try:
@@ -251,7 +255,7 @@ class DaskBackend:
             for index in self._placement.pop(address):
                 target = await self._reload(index)
                 log = self._rounds[:-1] if self._pending_round else self._rounds
-                await self._call(target, "restore", encode((index, self._prepare, log)))
+                await self._call(target, encode(RestoreRows(index, self._prepare, log)))
                 self._placement.setdefault(target, []).append(index)
         for indices in self._placement.values():
             indices.sort()
@@ -274,15 +278,15 @@ class DaskBackend:
 
     async def collect(self, name, *args):
         out = {}
-        for per_worker in await self._all("aggregate", (name, True, args)):
+        for per_worker in await self._all(Aggregate(name, True, args)):
             out.update(per_worker)
         return [out[i] for i in sorted(out)]
 
     async def reduce(self, name, *args):
-        return add_results(await self._all("aggregate", (name, False, args)))
+        return add_results(await self._all(Aggregate(name, False, args)))
 
     async def reduce_released(self, name, release, *args):
-        return combine_silo_answers(await self._all("aggregate", (name, False, args, release)),
+        return combine_silo_answers(await self._all(Aggregate(name, False, args, release)),
                                     release)
 
     async def agree_silo_keys(self, context):
@@ -290,30 +294,30 @@ class DaskBackend:
         identity, if any), relayed with the silos' addresses to every silo, which derives
         its pairwise masks (:mod:`~dpxgb_dask.privacy.secure_sum`); ``context``: bytes
         naming the fit."""
-        keys = await self._all("silo_key", None)
-        await self._all("silo_peers", ((self.workers, keys), context))
+        keys = await self._all(SiloKey())
+        await self._all(SiloPeers((self.workers, keys), context))
 
     async def prepare(self, spec):
         self._prepare, self._rounds = spec, []
         self._pending_round = False
-        await self._all("prepare", spec)
+        await self._all(PrepareRows(spec))
 
     async def round(self, step):
         self._rounds.append(step)
         self._pending_round = True
         try:
             if self.silos:  # every silo answers for itself: no sum passes another silo
-                answers = await self._all("round", (step, None))
+                answers = await self._all(RunRound(step))
                 return add_results(answers) if step.silo_release is None else \
                     combine_silo_answers(answers, step.silo_release)
-            return add_results(await self._all("round", step, reduced=True))
+            return add_results(await self._all(RunRound(step), reduced=True))
         finally:
             self._pending_round = False
 
     async def touch(self):
         """Keep the fit's lease on every worker (:data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`);
         a worker that fails to answer is left to the next real call."""
-        await asyncio.gather(*(self._call(w, "touch", encode(None)) for w in self.workers),
+        await asyncio.gather(*(self._call(w, encode(Touch())) for w in self.workers),
                              return_exceptions=True)
 
     async def close(self):
@@ -323,7 +327,8 @@ class DaskBackend:
 
     async def _drop(self, address):
         await asyncio.wait_for(
-            self._scheduler.rpc(address).dpxgb_call(fit=self._fit_id, action="drop"),
+            self._scheduler.rpc(address).dpxgb_call(fit=self._fit_id,
+                                                    payload=encode(Drop())),
             WORKER_CHECK_SECONDS * 20)
 
 

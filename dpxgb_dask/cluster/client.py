@@ -34,6 +34,7 @@ from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse,
 from ..progress import ProgressDisplay
 from ..silo_table import SiloTable
 from . import dashboard_plot
+from .actions import Drop, LoadRows, Touch
 from .codec import encode
 from .fit_request import FitRequest
 from .scheduler import DPXGBSchedulerPlugin
@@ -339,7 +340,8 @@ def _touch_fit(client, fit_id, capability, placement):
         try:
             await asyncio.wait_for(client.scheduler.broadcast(
                 msg={"op": "dpxgb_call", "fit": fit_id, "capability": capability,
-                     "action": "touch"}, workers=list(placement), on_error="ignore"),
+                     "payload": encode(Touch())}, workers=list(placement),
+                on_error="ignore"),
                 KEEPALIVE_SECONDS)
         except asyncio.TimeoutError:
             pass  # a worker that left: the coordinator will say so
@@ -352,7 +354,8 @@ def _drop_fit(client, fit_id):
     async def drop():
         try:
             await asyncio.wait_for(client.scheduler.broadcast(
-                msg={"op": "dpxgb_call", "fit": fit_id, "action": "drop"}, on_error="ignore"),
+                msg={"op": "dpxgb_call", "fit": fit_id, "payload": encode(Drop())},
+                on_error="ignore"),
                 5 * KEEPALIVE_SECONDS)
         except asyncio.TimeoutError:
             pass  # unreachable workers: their leases expire
@@ -453,8 +456,9 @@ def _load_local(client, X, y, objective, fit_id, capability, *, n_partitions, n_
         for holder, replica in holders:
             # (the rows in Dask's own frames: NumPy's serialisation, without a copy)
             messages.append((holder, {"op": "dpxgb_call", "fit": fit_id,
-                                      "capability": capability, "action": "load",
-                                      "payload": encode((i, objective, n_threads, replica)),
+                                      "capability": capability,
+                                      "payload": encode(LoadRows(i, objective, n_threads,
+                                                                 replica)),
                                       "rows": to_serialize(X_values[a:b]),
                                       "labels": to_serialize(y_values[a:b])}))
 

@@ -3,8 +3,9 @@ pickle, so that decoding a message runs no code its sender chose.
 
 A message holds ``None``, booleans, integers (of any size), floats, strings, bytes, lists,
 tuples, dicts, NumPy arrays of numbers (dtype, shape and raw bytes), CSR matrices, and the
-protocol's own types from a fixed list (:data:`TYPES`: the round messages, the objective,
-the Rényi filter, a model), which are rebuilt field by field through their constructors.
+protocol's own types from a fixed list (:data:`TYPES`: a worker's actions, the round
+messages, the objective, the Rényi filter, a model), which are rebuilt field by field
+through their constructors.
 Exceptions travel as their type's name (from a fixed list, :data:`ERRORS`; any other
 arrives as a ``RuntimeError`` naming it) and their plain arguments.
 
@@ -34,6 +35,9 @@ TYPES = {
     "Objective": "dpxgb_dask.objective",
     "FilterTerm": "dpxgb_dask.privacy.filter",
     "RowFilter": "dpxgb_dask.privacy.filter",
+    **{name: "dpxgb_dask.cluster.actions" for name in (
+        "LoadRows", "LoadSiloRows", "Aggregate", "PrepareRows", "RunRound", "RestoreRows",
+        "SiloKey", "SiloPeers", "Touch", "Drop")},
 }
 _BOOSTER_MODULE = "dpxgb_dask.model.booster"
 

@@ -138,8 +138,7 @@ class SubtreeRound:
         self._fit_id = fit_id
         self._tag, order = reduction
         _, self._children = neighbours(order, worker.address)
-        self._message = dict(fit=fit_id, capability=capability, action="round",
-                             payload=payload)
+        self._message = dict(fit=fit_id, capability=capability, payload=payload)
         self._calls = []
 
     async def start(self):

@@ -1,7 +1,7 @@
 """In the user's process: a :class:`~dpxgb_dask.silo_table.SiloTable`'s rows loaded by its
 silos, and a lost silo named.
 
-Each silo's worker receives one ``load_silo`` call (through the scheduler's ``broadcast``
+Each silo's worker receives one ``LoadSiloRows`` call (through the scheduler's ``broadcast``
 to that worker alone, as :func:`~dpxgb_dask.cluster.client.load_partitions` sends in-memory
 rows): its file's path, the format, the feature and label columns and the fit's public
 category lists, plain values encoded by :mod:`~dpxgb_dask.cluster.codec`. The worker reads
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from ..silo_table import SiloTable
 from .backend import WorkerLost
+from .actions import LoadSiloRows
 from .codec import encode
 from .wire import unpack_reply
 
@@ -92,8 +93,9 @@ def load_silos(client, table, y, objective, fit_id, capability, *, n_threads=1,
         raise ValueError("y must be None when X is a SiloTable (its label column)")
     workers = silo_workers(client.scheduler_info(n_workers=-1)["workers"], table)
     messages = [(silo, address, {
-        "op": "dpxgb_call", "fit": fit_id, "capability": capability, "action": "load_silo",
-        "payload": encode((i, table.source(silo, categories), objective, n_threads))})
+        "op": "dpxgb_call", "fit": fit_id, "capability": capability,
+        "payload": encode(LoadSiloRows(i, table.source(silo, categories), objective,
+                                       n_threads))})
         for i, (silo, address) in enumerate(workers.items())]
 
     async def send():

@@ -5,30 +5,32 @@ coordinator (in the scheduler process) calls it over the scheduler's RPC connect
 for every message of a fit; the client calls it through the scheduler's ``broadcast``
 only to load NumPy and pandas rows, or to have each silo read its own. A call names the
 fit, proves it belongs to it with the fit's capability (a 256-bit secret of the fitting
-client and its coordinator; the worker keeps only its SHA-256), and names an action:
+client and its coordinator; the worker keeps only its SHA-256), and carries one action, a
+dataclass of :mod:`~dpxgb_dask.cluster.actions`, which the worker runs by its type:
 
-==============  =====================================================================
-``load``        validate rows and labels sent with the call and keep them as a partition
-                (or as the replica of a partition held by another worker)
-``load_silo``   as a silo of a :class:`~dpxgb_dask.silo_table.SiloTable`: read this
-                worker's own file (the call names its path and columns) and keep its rows
-                as a partition (:func:`~dpxgb_dask.inputs.read_silo_rows`); reply nothing
-``restore``     rebuild a lost partition here, from its replica (or from a block a load
-                task just put here) and the log of the fit's messages so far
-``aggregate``   exact fit-level aggregates of the raw rows (row counts, bounds, sketch...)
-``prepare``     bin the rows and set the initial margins
-``round``       one :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition,
-                passed on to this worker's children in the reduction tree and its sum
-                added to theirs (:mod:`~dpxgb_dask.cluster.reduction`)
-``silo_key``    a cross-silo fit with secure aggregation: this silo's fresh public key,
-                signed by its operator's identity if it has one
-``silo_peers``  every silo's address and public key: derive this silo's pairwise masks
-                (from keys its operator's peers signed, if it configured them)
-``touch``       keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
-``drop``        forget the fit
-==============  =====================================================================
+=======================  ===================================================================
+``LoadRows``             validate rows and labels sent with the call and keep them as a
+                         partition (or as the replica of a partition held by another worker)
+``LoadSiloRows``         as a silo of a :class:`~dpxgb_dask.silo_table.SiloTable`: read this
+                         worker's own file (the call names its path and columns) and keep
+                         its rows as a partition (:func:`~dpxgb_dask.inputs.read_silo_rows`)
+``RestoreRows``          rebuild a lost partition here, from its replica (or from a block a
+                         load task just put here) and the log of the fit's messages so far
+``Aggregate``            exact fit-level aggregates of the raw rows (row counts, bounds,
+                         sketch...)
+``PrepareRows``          bin the rows and set the initial margins
+``RunRound``             one :class:`~dpxgb_dask.boosting.protocol.Round` on every local
+                         partition, passed on to this worker's children in the reduction
+                         tree and its sum added to theirs (:mod:`~dpxgb_dask.cluster.reduction`)
+``SiloKey``              a cross-silo fit with secure aggregation: this silo's fresh public
+                         key, signed by its operator's identity if it has one
+``SiloPeers``            every silo's address and public key: derive this silo's pairwise
+                         masks (from keys its operator's peers signed, if it configured them)
+``Touch``                keep the fit alive (see :data:`~dpxgb_dask.cluster.wire.LEASE_SECONDS`)
+``Drop``                 forget the fit
+=======================  ===================================================================
 
-A fit whose rows a silo read itself (``load_silo``) is the silo's: from then on its worker
+A fit whose rows a silo read itself (``LoadSiloRows``) is the silo's: from then on its worker
 answers only silo releases (:func:`~dpxgb_dask.boosting.silos.release_at_silo`, at the
 noise scales the request names: the silo trusts its caller for those) and refuses rows
 from elsewhere, aggregates per partition or without a release, rounds whose step names
@@ -70,7 +72,9 @@ from ..objective import Objective
 from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
 from ..privacy.silo_identity import SignedKey, authenticated_keys
-from .codec import ARRAY_KINDS, decode
+from .actions import (ACTIONS, Aggregate, Drop, LoadRows, LoadSiloRows, PrepareRows,
+                      RestoreRows, RunRound, SiloKey, SiloPeers, Touch)
+from .codec import ARRAY_KINDS, MessageError, decode
 from .reduction import FORWARDS, SubtreeRound
 from .silo_config import check_silo_path, configured_peers, silo_budget, silo_identity
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
@@ -81,7 +85,7 @@ logger = logging.getLogger("dpxgb_dask.silo")
 SWEEP_SECONDS = 1.0
 #: A round of a fit holding at most this many feature values (rows x features) on the
 #: worker runs on the worker's event loop (blocking it for a few ms at most); larger
-#: rounds, and every other action but ``touch``, run in a thread. The hop to a thread and
+#: rounds, and every other action but ``Touch``, run in a thread. The hop to a thread and
 #: back costs about 2 ms per call (measured on the Adult default fit: 10.4 ms per tree with
 #: threads, 5.8 ms inline).
 INLINE_CELLS = 1 << 22
@@ -217,29 +221,34 @@ class _FitOnWorker:
             self.silo_budget.charge(part.build() for part in release.fields)
         return release_at_silo(total, release, self.silo_noise(), self.silo_masks)
 
-    def check_silo_call(self, action, args):
+    def refuse_rows_from_elsewhere(self, what):
+        """On a silo's own rows, refuse ``what`` (a load or a restore: rows not the silo's).
+        Call it under ``lock``."""
+        if self.silo:
+            raise PermissionError(f"action {what} is refused on a silo's own rows: a silo's "
+                                  "partitions are loaded by the silo and never copied")
+
+    def check_silo_call(self, action):
         """Refuse, on a silo's own rows, every call that could answer more than a silo
         release (:func:`~dpxgb_dask.boosting.silos.release_at_silo`): rows from elsewhere
-        (``load``, ``restore``), aggregates asked per partition or without a release,
-        rounds that answer sums without one, and a round number run before (a partition
-        answers it again from its last result: ``PartitionState.run``). Call it under
-        ``lock``, before the call runs."""
+        (:class:`LoadRows`, :class:`RestoreRows`), aggregates asked per partition or
+        without a release, rounds that answer sums without one, and a round number run
+        before (a partition answers it again from its last result: ``PartitionState.run``).
+        Call it under ``lock``, before the call runs."""
         if not self.silo:
             return
-        if action in ("load", "restore"):
-            raise PermissionError(f"action {action!r} is refused on a silo's own rows: a "
-                                  "silo's partitions are loaded by the silo and never copied")
-        if action == "aggregate":
-            name, per_partition, _, *release = args
-            if per_partition or not release:
+        if isinstance(action, (LoadRows, RestoreRows)):
+            self.refuse_rows_from_elsewhere(type(action).__name__)
+        if isinstance(action, Aggregate):
+            if action.per_partition or action.release is None:
                 raise PermissionError("an aggregate of a silo's rows must be a silo release "
                                       "of their sum (not per partition, not exact)")
-            if name not in SILO_AGGREGATES:
+            if action.name not in SILO_AGGREGATES:
                 raise PermissionError(f"a silo releases only the aggregates "
                                       f"{list(SILO_AGGREGATES)}, whose sensitivity it "
-                                      f"derives itself; not {name!r}")
-        if action == "round":
-            step = args[0]
+                                      f"derives itself; not {action.name!r}")
+        if isinstance(action, RunRound):
+            step = action.step
             if step.returns_sums and step.silo_release is None:
                 raise PermissionError("a round's sums of a silo's rows must be a silo "
                                       "release (the step names none)")
@@ -290,11 +299,11 @@ def add_partition(worker_address, fit_id, digest, index, state, replica=False):
     Raises
     ------
     PermissionError
-        The fit holds a silo's own rows (``_FitOnWorker.check_silo_call``).
+        The fit holds a silo's own rows (``_FitOnWorker.refuse_rows_from_elsewhere``).
     """
     fit = _fit(worker_address, fit_id, digest, create=True)
     with fit.lock:
-        fit.check_silo_call("load", None)
+        fit.refuse_rows_from_elsewhere("LoadRows")
         (fit.replicas if replica else fit.states)[int(index)] = state
 
 
@@ -351,13 +360,13 @@ def _sweep(worker_address):
 def _runs_inline(worker_address, fit_id, action):
     """Whether a call is small enough to run on the event loop (see ``INLINE_CELLS``).
 
-    Only the per-level and per-tree calls (``round``, ``touch``), and only for fits whose
-    rows here are few (a shape, public); loads, re-loads, aggregates and binning go to a
-    thread whatever their size.
+    Only the per-level and per-tree calls (:class:`RunRound`, :class:`Touch`), and only for
+    fits whose rows here are few (a shape, public); loads, re-loads, aggregates and binning
+    go to a thread whatever their size.
     """
-    if action == "touch":
+    if isinstance(action, Touch):
         return True
-    if action != "round":
+    if not isinstance(action, RunRound):
         return False
     fit = _fits_of(worker_address).get(fit_id)
     if fit is None:
@@ -366,96 +375,108 @@ def _runs_inline(worker_address, fit_id, action):
     return sum(s.raw.X.size for s in states) <= INLINE_CELLS
 
 
-
-def execute(worker_address, fit_id, capability, action, args):
+def execute(worker_address, fit_id, capability, action, rows=None):
     """Run one action of a fit on this worker's partitions (CPU work: in a thread, or on
     the event loop for small fits, see ``INLINE_CELLS``).
+
+    Parameters
+    ----------
+    worker_address, fit_id : str
+    capability : bytes
+    action : one of :data:`~dpxgb_dask.cluster.actions.ACTIONS`
+    rows : tuple of (X, y), optional
+        :class:`~dpxgb_dask.cluster.actions.LoadRows`: the rows and labels the call
+        carried.
 
     Returns
     -------
     object
-        ``aggregate`` with ``per_partition``: dict index -> result; otherwise the sum over
-        the local partitions (None when the operation returns nothing).
+        :class:`~dpxgb_dask.cluster.actions.Aggregate` with ``per_partition``: dict
+        index -> result; otherwise the sum over the local partitions (None when the
+        operation returns nothing).
     """
     digest = capability_digest(capability)
-    if action == "load":
-        index, X, y, objective, n_threads, replica = args
+    if isinstance(action, LoadRows):
         fit = _fit(worker_address, fit_id, digest, create=True)
         with fit.lock:
-            fit.check_silo_call(action, args)
-        add_partition(worker_address, fit_id, digest, index,
-                      load_partition(X, y, objective, index, n_threads), replica)
+            fit.check_silo_call(action)
+        add_partition(worker_address, fit_id, digest, action.index,
+                      load_partition(*rows, action.objective, action.index, action.n_threads),
+                      action.replica)
         return None
-    if action == "load_silo":  # (the rows come from this worker's own storage)
-        index, source, objective, n_threads = args
-        check_silo_path(source["path"])  # (before the fit holds anything here)
-        fit = _fit(worker_address, fit_id, digest, create=True)
-        with fit.lock:
-            if fit.silo or fit.states or fit.replicas:
-                raise PermissionError("a silo loads its rows into a fit of its own, once: "
-                                      "this fit already holds partitions here")
-            fit.silo = True  # (before the rows are read, and for the fit's life)
-            fit.silo_budget = silo_budget(source["path"])
-        X, y = read_silo_rows(**source)
-        # a silo never refuses on its rows (its caller would learn that some label is
-        # not a class): it leaves such rows out and tells its operator, in its own log
-        state = load_partition(X, y, replace(objective, unknown_labels="missing"), index,
-                               n_threads)
-        missing = int(np.isnan(np.asarray(y, dtype=np.float64)).sum())
-        left_out = int(np.isnan(state.labels).sum()) - missing
-        if left_out:
-            logger.warning("silo file %s: %d rows have a label outside the fit's classes "
-                           "%s and are left out of the fit", source["path"], left_out,
-                           source.get("classes") or [0, 1])
-        with fit.lock:
-            fit.states[int(index)] = state
-        return None
+    if isinstance(action, LoadSiloRows):  # (the rows come from this worker's own storage)
+        return _load_silo(worker_address, fit_id, digest, action)
     fit = _fit(worker_address, fit_id, digest)
-    if action == "touch":
+    if isinstance(action, Touch):
         return None
     try:
         with fit.lock:
-            if action == "silo_key":
+            if isinstance(action, SiloKey):
                 return fit.silo_key(fit_id)
-            if action == "silo_peers":
-                return fit.silo_peers(worker_address, fit_id, *args)
-            fit.check_silo_call(action, args)
-            return _execute(fit, action, args)
+            if isinstance(action, SiloPeers):
+                return fit.silo_peers(worker_address, fit_id, action.roster, action.context)
+            fit.check_silo_call(action)
+            return _execute(fit, action)
     finally:
         fit.touched = time.monotonic()  # a long computation must not expire its own fit
 
 
-def _execute(fit, action, args):
+def _load_silo(worker_address, fit_id, digest, action):
+    """:class:`LoadSiloRows`: read this silo's own file into the fit's one partition."""
+    source = action.source
+    check_silo_path(source["path"])  # (before the fit holds anything here)
+    fit = _fit(worker_address, fit_id, digest, create=True)
+    with fit.lock:
+        if fit.silo or fit.states or fit.replicas:
+            raise PermissionError("a silo loads its rows into a fit of its own, once: "
+                                  "this fit already holds partitions here")
+        fit.silo = True  # (before the rows are read, and for the fit's life)
+        fit.silo_budget = silo_budget(source["path"])
+    X, y = read_silo_rows(**source)
+    # a silo never refuses on its rows (its caller would learn that some label is
+    # not a class): it leaves such rows out and tells its operator, in its own log
+    state = load_partition(X, y, replace(action.objective, unknown_labels="missing"),
+                           action.index, action.n_threads)
+    missing = int(np.isnan(np.asarray(y, dtype=np.float64)).sum())
+    left_out = int(np.isnan(state.labels).sum()) - missing
+    if left_out:
+        logger.warning("silo file %s: %d rows have a label outside the fit's classes "
+                       "%s and are left out of the fit", source["path"], left_out,
+                       source.get("classes") or [0, 1])
+    with fit.lock:
+        fit.states[int(action.index)] = state
+    return None
+
+
+def _execute(fit, action):
     states = [fit.states[i] for i in sorted(fit.states)]
-    if action == "aggregate":
-        name, per_partition, extra, *release = args
-        results = {s.index: aggregate(s, name, *extra) for s in states}
-        if per_partition:
+    if isinstance(action, Aggregate):
+        results = {s.index: aggregate(s, action.name, *action.args) for s in states}
+        if action.per_partition:
             return results
         total = add_results(list(results.values()))
-        if not release:
+        if action.release is None:
             return total
         n_features = states[0].raw.X.shape[1]
-        return fit.release(total, release[0], lambda field: silo_sensitivity_floors(
-            name, extra, n_features, field))
-    if action == "prepare":
+        return fit.release(total, action.release, lambda field: silo_sensitivity_floors(
+            action.name, action.args, n_features, field))
+    if isinstance(action, PrepareRows):
         for s in states:
-            s.prepare(args)
+            s.prepare(action.spec)
         return None
-    if action == "round":
-        step, _ = args  # the reduction is the handler's (handle_call)
+    if isinstance(action, RunRound):  # (the reduction is the handler's: handle_call)
+        step = action.step
         total = add_results([s.run(step) for s in states])
         if step.silo_release is None or total is None:
             return total
         return fit.release(total, step.silo_release, round_sensitivity_floors(
             step, states[0].tree_spec, states[0].raw.X.shape[1]))
-    if action == "restore":
-        index, prepare, rounds = args
-        state = fit.states.get(index) or fit.replicas.pop(index)
-        state.replay(prepare, rounds)
-        fit.states[index] = state
+    if isinstance(action, RestoreRows):
+        state = fit.states.get(action.index) or fit.replicas.pop(action.index)
+        state.replay(action.prepare, action.rounds)
+        fit.states[action.index] = state
         return None
-    raise ValueError(f"unknown action {action!r}")
+    raise MessageError(f"unknown action {type(action).__name__}")
 
 
 async def sweep_forever(worker_address):
@@ -465,19 +486,19 @@ async def sweep_forever(worker_address):
         _sweep(worker_address)
 
 
-async def handle_call(worker, *, fit=None, capability=None, action=None, payload=None,
-                      rows=None, labels=None):
-    """The ``dpxgb_call`` handler of a worker: ``payload`` is the argument of ``action``,
-    encoded by :func:`~dpxgb_dask.cluster.codec.encode` (never unpickled: a payload of
-    any other kind is refused).
+async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=None,
+                      labels=None):
+    """The ``dpxgb_call`` handler of a worker: ``payload`` is one action of
+    :mod:`~dpxgb_dask.cluster.actions`, encoded by :func:`~dpxgb_dask.cluster.codec.encode`
+    (never unpickled: a payload of any other kind is refused).
 
     Parameters
     ----------
     worker : distributed.Worker
     rows, labels : ndarray or scipy.sparse matrix, optional
-        ``load``: the rows and their targets, in Dask's own frames (NumPy's serialisation,
-        no copy: the fast path of a trusted client's rows); anything but arrays of
-        numbers is refused (``_row_arrays``).
+        :class:`~dpxgb_dask.cluster.actions.LoadRows`: the rows and their targets, in
+        Dask's own frames (NumPy's serialisation, no copy: the fast path of a trusted
+        client's rows); anything but arrays of numbers is refused (``_row_arrays``).
 
     Returns
     -------
@@ -488,23 +509,26 @@ async def handle_call(worker, *, fit=None, capability=None, action=None, payload
         or :func:`~dpxgb_dask.cluster.wire.error_reply`.
     """
     address = worker.address
-    if action == "drop":
-        return reply(drop_fit(address, fit), seconds=0.0)
     start = time.perf_counter()
     subtree = None
     try:
-        args = None if payload is None else decode(payload)
-        if action == "load":
-            index, objective, n_threads, replica = args
-            args = (index, *_row_arrays(rows, labels), objective, n_threads, replica)
-        if action == "round" and args[1] is not None:
+        action = decode(payload)
+        if not isinstance(action, ACTIONS):
+            raise MessageError(f"a dpxgb_call carries one of the actions "
+                               f"{[a.__name__ for a in ACTIONS]}, got "
+                               f"{type(action).__name__}")
+        if isinstance(action, Drop):
+            return reply(drop_fit(address, fit), seconds=0.0)
+        loaded = _row_arrays(rows, labels) if isinstance(action, LoadRows) else None
+        if isinstance(action, RunRound) and action.reduction is not None:
             _fit(address, fit, capability_digest(capability))  # checked before it travels on
-            subtree = SubtreeRound(worker, fit, capability, args[1], payload)
+            subtree = SubtreeRound(worker, fit, capability, action.reduction, payload)
             await subtree.start()
         if _runs_inline(address, fit, action):
-            result = execute(address, fit, capability, action, args)
+            result = execute(address, fit, capability, action, loaded)
         else:
-            result = await asyncio.to_thread(execute, address, fit, capability, action, args)
+            result = await asyncio.to_thread(execute, address, fit, capability, action,
+                                             loaded)
         seconds = time.perf_counter() - start
         if subtree is not None:
             result, below = await subtree.total(result, add_results)

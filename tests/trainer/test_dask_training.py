@@ -102,9 +102,9 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
         def execute(*args):
             try:
                 asyncio.get_running_loop()
-                seen.append((args[3], "loop"))
+                seen.append((type(args[3]).__name__, "loop"))
             except RuntimeError:
-                seen.append((args[3], "thread"))
+                seen.append((type(args[3]).__name__, "thread"))
             return original(*args)
 
         execute.calls, execute.original = seen, original
@@ -121,10 +121,11 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
     try:
         inline = train(params, X, y, client=client)
         calls = client.run(spy, 0)
-        assert where(calls, "round") == {"loop"} and where(calls, "load") == {"thread"}
+        assert where(calls, "RunRound") == {"loop"} and where(calls, "LoadRows") == {"thread"}
         threaded = train(params, X, y, client=client)
         calls = client.run(spy, 1 << 22)
-        assert where(calls, "round") == {"thread"} and where(calls, "prepare") == {"thread"}
+        assert where(calls, "RunRound") == {"thread"} and \
+            where(calls, "PrepareRows") == {"thread"}
     finally:
         def unspy():
             from dpxgb_dask.cluster import worker
@@ -540,7 +541,7 @@ def test_a_closing_workers_last_calls_get_an_error_not_a_missing_handler():
         worker, plugin = Worker(), DPXGBWorkerPlugin()
         plugin.setup(worker)
         plugin.teardown(worker)
-        return await worker.handlers["dpxgb_call"](fit="f", action="round", payload=b"")
+        return await worker.handlers["dpxgb_call"](fit="f", payload=b"")
 
     reply = asyncio.run(run())
     with pytest.raises(ConnectionError, match="is closing: it holds no dpxgb fit"):

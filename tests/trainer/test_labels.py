@@ -104,6 +104,7 @@ def test_a_silo_leaves_out_a_label_outside_the_classes_and_tells_its_operator(
     """One silo writes ``Yes``/``No`` against ``classes=["no", "yes"]``: its rows were read
     as class 0. The silo never refuses on its rows (its caller would learn that a label is
     not a class): they are left out, and its own log says how many."""
+    from dpxgb_dask.cluster.actions import LoadSiloRows
     from dpxgb_dask.objective import Objective as Obj
 
     path = tmp_path / "silo.parquet"
@@ -113,8 +114,8 @@ def test_a_silo_leaves_out_a_label_outside_the_classes_and_tells_its_operator(
     address, fit, capability = "tcp://silo-labels:1", "a" * 32, os.urandom(32)
     try:
         with caplog.at_level(logging.WARNING, logger="dpxgb_dask.silo"):
-            worker.execute(address, fit, capability, "load_silo",
-                           (0, source, Obj("binary:logistic"), 1))
+            worker.execute(address, fit, capability,
+                           LoadSiloRows(0, source, Obj("binary:logistic"), 1))
         (state,) = worker._fits_of(address)[fit].states.values()
         np.testing.assert_array_equal(state.labels, [1.0, np.nan, 0.0, np.nan])
         assert any("1 rows have a label outside the fit's classes" in r.getMessage()

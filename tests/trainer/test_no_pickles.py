@@ -4,7 +4,7 @@ keyword arguments checked field by field, and every other dpxgb message is
 
 A pickle whose loading would write a file is sent in every field of every dpxgb handler
 (the scheduler's ``dpxgb_fit``, ``dpxgb_budget``, ``dpxgb_reloaded``, the workers'
-``dpxgb_call`` with each action): each call is refused, and the file never appears.
+``dpxgb_call``, whose payload is its action): each call is refused, and the file never appears.
 """
 import os
 import pathlib
@@ -18,6 +18,7 @@ from distributed.protocol import to_serialize
 
 from dpxgb_dask.boosting.protocol import Prepare, Round, TreeEnd, TreeStart
 from dpxgb_dask.cluster import codec
+from dpxgb_dask.cluster.actions import LoadRows
 from dpxgb_dask.cluster.backend import WorkerLost
 from dpxgb_dask.cluster.fit_request import FIT_REQUEST_FIELDS, FitRequest
 from dpxgb_dask.cluster.reduction import PeerLost
@@ -27,9 +28,6 @@ from dpxgb_dask.cluster.worker import DPXGBWorkerPlugin
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.privacy.validation import BudgetError
-
-WORKER_ACTIONS = ["load", "restore", "aggregate", "prepare", "round", "touch"]
-
 
 class _WritesAFile:
     """Unpickling this writes ``path``: the proof that something was unpickled."""
@@ -108,16 +106,22 @@ def test_every_worker_action_refuses_a_pickle(client, bomb):
         return await client.rpc(worker).dpxgb_call(**message)
 
     for worker in workers:
-        for action in WORKER_ACTIONS:
+        # the action is the payload's type: a pickle is no action, whatever it would be
+        answer = client.sync(call, worker, fit="f" * 32, capability=os.urandom(32),
+                             payload=data)
+        error = _refused(answer)
+        assert isinstance(error, codec.MessageError), error
+        assert "not a dpxgb message" in str(error)
+        # a protocol type that is no action, and a plain tuple (the old positional form)
+        for payload in (codec.encode(Prepare(None, None, 0, 0.0, {0: 0})),
+                        codec.encode(("round", 1))):
             answer = client.sync(call, worker, fit="f" * 32, capability=os.urandom(32),
-                                 action=action, payload=data)
-            error = _refused(answer)
-            assert isinstance(error, codec.MessageError), (action, error)
-            assert "not a dpxgb message" in str(error)
+                                 payload=payload)
+            assert "a dpxgb_call carries one of the actions" in str(_refused(answer))
         # a well-formed load whose rows are a pickle's bytes, not an array
         answer = client.sync(call, worker, fit="f" * 32, capability=os.urandom(32),
-                             action="load", payload=codec.encode(
-                                 (0, Objective("binary:logistic"), 1, False)),
+                             payload=codec.encode(
+                                 LoadRows(0, Objective("binary:logistic"), 1, False)),
                              rows=data, labels=data)
         assert "rows must be an array of numbers, got bytes" in str(_refused(answer))
     assert not path.exists()

@@ -24,6 +24,8 @@ from sklearn.metrics import roc_auc_score
 
 from dpxgb_dask import (BudgetError, DPXGBClassifier, DPXGBRegressor, SiloTable, budget_status,
                         create_budget, load_model, train)
+from dpxgb_dask.cluster.actions import (Aggregate, LoadRows, LoadSiloRows, PrepareRows,
+                                        RestoreRows, RunRound, SiloKey, SiloPeers)
 from dpxgb_dask.cluster.backend import WorkerLost
 from dpxgb_dask.cluster.codec import decode, encode
 from dpxgb_dask.cluster.scheduler import DPXGBSchedulerPlugin
@@ -96,7 +98,8 @@ def scheduler_spy(cluster, client, monkeypatch):
     async def broadcast_spy(serializers=None, **kwargs):
         seen["broadcast"].append(kwargs["msg"])
         answer = await broadcast(serializers=serializers, **kwargs)
-        seen["answers"].append((kwargs["msg"].get("action"), answer))
+        seen["answers"].append((type(decode(kwargs["msg"]["payload"])).__name__
+                                if "payload" in kwargs["msg"] else None, answer))
         return answer
 
     async def fit_spy(comm=None, **request):
@@ -233,18 +236,20 @@ def test_no_row_passes_through_this_process_or_the_scheduler(client, silo_files,
     paths = silo_files()
     train(dict(PARAMS, n_estimators=3), SiloTable(paths, FEATURES, "target"), None,
           client=client)
-    loads = [m for m in scheduler_spy["broadcast"] if m.get("action") == "load_silo"]
-    assert len(loads) == 2 and all(set(m) == {"op", "fit", "capability", "action", "payload"}
+    loads = [m for m in scheduler_spy["broadcast"]
+             if isinstance(decode(m["payload"]), LoadSiloRows)]
+    assert len(loads) == 2 and all(set(m) == {"op", "fit", "capability", "payload"}
                                    for m in loads)
-    sources = sorted(decode(m["payload"])[1]["path"] for m in loads)
+    sources = sorted(decode(m["payload"]).source["path"] for m in loads)
     assert sources == sorted(paths.values())
     for message in loads:
-        index, source, _, _ = decode(message["payload"])
+        load = decode(message["payload"])
+        index, source = load.index, load.source
         assert source == {"path": paths[str(index)], "file_format": "parquet",
                           "features": FEATURES, "label": "target", "classes": None,
                           "categories": None}
     answers = [decode(a["payload"]) for action, answer in scheduler_spy["answers"]
-               if action == "load_silo" for a in answer.values()]
+               if action == "LoadSiloRows" for a in answer.values()]
     assert answers == [None, None]  # (no row count, no value)
     assert not any("rows" in m or "labels" in m for m in scheduler_spy["broadcast"])
     assert scheduler_spy["graphs"] == 0 and len(scheduler_spy["fit"]) == 1
@@ -335,66 +340,67 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
     source = SiloTable(silo_files(), FEATURES, "target").source("0")
     objective = Objective("binary:logistic")
 
-    def call(action, *args, fit_id=fit):
-        return worker.execute(address, fit_id, capability, action, args)
+    def call(action, rows=None, fit_id=fit):
+        return worker.execute(address, fit_id, capability, action, rows)
 
     try:
-        call("load_silo", 0, source, objective, 1)
+        call(LoadSiloRows(0, source, objective, 1))
         counts = SiloRelease("init", fields=(FieldNoise(None, "gaussian", 1.0, 1.0, 1),))
-        refused = [("aggregate", "class_counts", False, (2,)),
-                   ("aggregate", "class_counts", True, (2,), counts),
-                   ("load", 1, np.zeros((3, 6)), np.zeros(3), objective, 1, False),
-                   ("restore", 0, None, []),
-                   ("load_silo", 1, source, objective, 1)]
-        for action, *args in refused:
+        refused = [(Aggregate("class_counts", False, (2,)), None),
+                   (Aggregate("class_counts", True, (2,), counts), None),
+                   (LoadRows(1, objective, 1, False), (np.zeros((3, 6)), np.zeros(3))),
+                   (RestoreRows(0, None, []), None),
+                   (LoadSiloRows(1, source, objective, 1), None)]
+        for action, rows in refused:
             with pytest.raises(PermissionError):
-                call(action, *args)
+                call(action, rows)
         with pytest.raises(PermissionError):
             worker.add_partition(address, fit, capability_digest(capability), 1, None)
-        released = call("aggregate", "class_counts", False, (2,), counts)
+        released = call(Aggregate("class_counts", False, (2,), counts))
         exact = np.bincount(pd.read_parquet(source["path"])["target"].astype(int), minlength=2)
         assert released.shape == (2,) and not np.array_equal(released, exact)
         assert abs(released - exact).max() < 10  # (σ = 1)
         twice = SiloRelease("init", fields=(FieldNoise(None, "gaussian", 1.0, 1.0, 1),) * 2)
         with pytest.raises(ValueError, match="distinct parts"):
-            call("aggregate", "class_counts", False, (2,), twice)
-        worker.execute(address, fit, capability, "prepare", protocol.Prepare(
-            BOUNDS, [np.linspace(-4, 4, 17)[1:-1]] * 6, 16, 0.0, {0: 0}))
+            call(Aggregate("class_counts", False, (2,), twice))
+        worker.execute(address, fit, capability, PrepareRows(protocol.Prepare(
+            BOUNDS, [np.linspace(-4, 4, 17)[1:-1]] * 6, 16, 0.0, {0: 0})))
         step = protocol.Round(seq=1, start_tree=protocol.TreeStart(0, (0.0, 2.0), 0.3, "clip",
                                                                    0.25),
                               histogram_nodes=np.array([0]))
         with pytest.raises(PermissionError, match="names none"):
-            call("round", step, None)
+            call(RunRound(step))
         leaf = SiloRelease("leaf", 0, fields=(FieldNoise("sum_gradients", "gaussian", 1.0, 1.0,
                                                          1),))
-        histogram = call("round", replace(step, silo_release=leaf), None)
+        histogram = call(RunRound(replace(step, silo_release=leaf)))
         assert histogram["sum_gradients"].any() and not histogram["count"].any()
         for replay in (protocol.Round(seq=1), replace(step, silo_release=replace(
                 leaf, purpose="again"))):  # (a partition answers its last round again)
             with pytest.raises(PermissionError, match="never runs a round again"):
-                call("round", replay, None)
-        key = worker.execute(address, fit, capability, "silo_key", None)
+                call(RunRound(replay))
+        key = worker.execute(address, fit, capability, SiloKey())
         assert key.identity is None  # (no identity configured: the keys go unsigned)
         with pytest.raises(PermissionError, match="made once per fit"):
-            worker.execute(address, fit, capability, "silo_key", None)
+            worker.execute(address, fit, capability, SiloKey())
         peers = (([address, "tcp://peer:1"], [key, SignedKey(SiloKeyPair().public_bytes)]),
                  b"c" * 16)
-        call("silo_peers", *peers)
+        call(SiloPeers(*peers))
         with pytest.raises(PermissionError, match="agreed once per fit"):
-            call("silo_peers", *peers)
+            call(SiloPeers(*peers))
         answer = asyncio.run(worker.handle_call(
             SimpleNamespace(address=address), fit=fit, capability=capability,
-            action="aggregate", payload=encode(("class_counts", False, (2,), replace(
+            payload=encode(Aggregate("class_counts", False, (2,), replace(
                 counts, purpose="counted")))))
         assert "payload" in answer and "seconds" not in answer  # (its time: the rows')
         other = "e" * 32
-        call("load", 0, np.zeros((3, 6)), np.zeros(3), objective, 1, False, fit_id=other)
+        call(LoadRows(0, objective, 1, False), rows=(np.zeros((3, 6)), np.zeros(3)),
+             fit_id=other)
         answer = asyncio.run(worker.handle_call(
             SimpleNamespace(address=address), fit=other, capability=capability,
-            action="aggregate", payload=encode(("class_counts", False, (2,)))))
+            payload=encode(Aggregate("class_counts", False, (2,)))))
         assert "seconds" in answer and decode(answer["payload"]).tolist() == [3, 0]
         with pytest.raises(PermissionError, match="a fit of its own"):
-            call("load_silo", 1, source, objective, 1, fit_id=other)
+            call(LoadSiloRows(1, source, objective, 1), fit_id=other)
     finally:
         worker.forget_worker(address)
 
@@ -416,16 +422,16 @@ def test_a_silo_aggregates_securely_only_with_the_peers_its_operator_configured(
               "dpxgb.silo.peers": [{"public-key": peer.public_bytes.hex(),
                                     "address": "tcp://peer-b:1"}]}
 
-    def call(action, *args):
-        return worker.execute(address, fit, capability, action, args)
+    def call(action, rows=None):
+        return worker.execute(address, fit, capability, action, rows)
 
     def peers(addresses, keys):
-        call("silo_peers", (addresses, [signed] + keys), b"c" * 16)
+        call(SiloPeers((addresses, [signed] + keys), b"c" * 16))
 
     try:
         with dask.config.set(config):
-            call("load_silo", 0, source, objective := Objective("binary:logistic"), 1)
-            signed = call("silo_key")
+            call(LoadSiloRows(0, source, objective := Objective("binary:logistic"), 1))
+            signed = call(SiloKey())
             assert signed.identity == own.public_bytes
             fakes = [caller.sign(SiloKeyPair().public_bytes, fit.encode()) for _ in range(63)]
             with pytest.raises(PermissionError, match="its 1 configured peers, 2 silos in "
@@ -445,17 +451,17 @@ def test_a_silo_aggregates_securely_only_with_the_peers_its_operator_configured(
                                                       "1 at tcp://peer-b:1"):
                 peers([address, "tcp://elsewhere:1"], [honest])
             with pytest.raises(PermissionError, match="is not signed by this silo's identity"):
-                call("silo_peers", ([address, "tcp://peer-b:1"],
-                                    [caller.sign(signed.public_key, fit.encode()), honest]),
-                     b"c" * 16)
+                call(SiloPeers(([address, "tcp://peer-b:1"],
+                                [caller.sign(signed.public_key, fit.encode()), honest]),
+                               b"c" * 16))
             peers([address, "tcp://peer-b:1"], [honest])
             with pytest.raises(PermissionError, match="agreed once per fit"):
                 peers([address, "tcp://peer-b:1"], [honest])
         with dask.config.set({"dpxgb.silo.peers": [peer.public_bytes.hex()]}):
-            worker.execute(address, "g" * 32, capability, "load_silo",
-                           (0, source, objective, 1))
+            worker.execute(address, "g" * 32, capability,
+                           LoadSiloRows(0, source, objective, 1))
             with pytest.raises(PermissionError, match="no identity"):
-                worker.execute(address, "g" * 32, capability, "silo_key", ())
+                worker.execute(address, "g" * 32, capability, SiloKey())
     finally:
         worker.forget_worker(address)
 
@@ -516,21 +522,21 @@ def test_a_silos_operator_caps_what_it_releases_in_a_fit(silo_files):
     objective = Objective("binary:logistic")
     counts = SiloRelease("init", fields=(FieldNoise(None, "gaussian", 1.0, 10.0, 1),))
 
-    def call(action, *args, fit_id=fit):
-        return worker.execute(address, fit_id, capability, action, args)
+    def call(action, rows=None, fit_id=fit):
+        return worker.execute(address, fit_id, capability, action, rows)
 
     try:
         with dask.config.set({"dpxgb.silo.max-epsilon": 1.0}):  # (ρ 0.0176 at δ 1e-6)
-            call("load_silo", 0, source, objective, 1)
+            call(LoadSiloRows(0, source, objective, 1))
         for i in range(3):  # (ρ 0.005 each)
-            call("aggregate", "class_counts", False, (2,), replace(counts, purpose=f"c{i}"))
+            call(Aggregate("class_counts", False, (2,), replace(counts, purpose=f"c{i}")))
         with pytest.raises(PermissionError, match="caps a fit's releases at epsilon=1"):
-            call("aggregate", "class_counts", False, (2,), replace(counts, purpose="c3"))
+            call(Aggregate("class_counts", False, (2,), replace(counts, purpose="c3")))
         tiny = SiloRelease("tiny", fields=(FieldNoise(None, "gaussian", 1.0, 1e-6, 1),))
         with pytest.raises(PermissionError, match="dpxgb.silo.max-epsilon"):
-            call("aggregate", "class_counts", False, (2,), tiny)
-        call("load_silo", 0, source, objective, 1, fit_id="u" * 32)
-        assert call("aggregate", "class_counts", False, (2,), tiny,
+            call(Aggregate("class_counts", False, (2,), tiny))
+        call(LoadSiloRows(0, source, objective, 1), fit_id="u" * 32)
+        assert call(Aggregate("class_counts", False, (2,), tiny),
                     fit_id="u" * 32).shape == (2,)
     finally:
         worker.forget_worker(address)
@@ -550,21 +556,21 @@ def test_a_silos_cap_with_a_ledger_is_a_budget_over_every_fit(silo_files, tmp_pa
     counts = SiloRelease("init", fields=(FieldNoise(None, "gaussian", 1.0, 10.0, 1),))
     ledger = tmp_path / "silo" / "ledger.json"
 
-    def call(fit_id, action, *args):
-        return worker.execute(address, fit_id, capability, action, args)
+    def call(fit_id, action):
+        return worker.execute(address, fit_id, capability, action)
 
     try:
         with dask.config.set({"dpxgb.silo.max-epsilon": 1.0,  # (ρ 0.0176 at δ 1e-6)
                               "dpxgb.silo.ledger": str(ledger)}):
             for fit in ("a" * 32, "b" * 32):
-                call(fit, "load_silo", 0, table.source("0"), objective, 1)
-            call("e" * 32, "load_silo", 0, table.source("1"), objective, 1)
+                call(fit, LoadSiloRows(0, table.source("0"), objective, 1))
+            call("e" * 32, LoadSiloRows(0, table.source("1"), objective, 1))
         for i in range(3):  # (ρ 0.005 each)
-            call("a" * 32, "aggregate", "class_counts", False, (2,),
-                 replace(counts, purpose=f"c{i}"))
+            call("a" * 32, Aggregate("class_counts", False, (2,),
+                                     replace(counts, purpose=f"c{i}")))
         with pytest.raises(PermissionError, match="over every fit"):
-            call("b" * 32, "aggregate", "class_counts", False, (2,), counts)
-        assert call("e" * 32, "aggregate", "class_counts", False, (2,), counts).shape == (2,)
+            call("b" * 32, Aggregate("class_counts", False, (2,), counts))
+        assert call("e" * 32, Aggregate("class_counts", False, (2,), counts)).shape == (2,)
         spent = json.loads(ledger.read_text())["spent"]
         assert spent[os.path.realpath(files["0"])] == pytest.approx(0.015)
         assert spent[os.path.realpath(files["1"])] == pytest.approx(0.005)
@@ -629,12 +635,12 @@ def test_a_silo_reads_only_under_the_directories_its_operator_allows(silo_files,
             for path in (source["path"], str(allowed / "escape.parquet"),
                          str(allowed / ".." / os.path.basename(source["path"]))):
                 with pytest.raises(PermissionError, match="reads rows only under"):
-                    worker.execute(address, os.urandom(16).hex(), capability, "load_silo",
-                                   (0, dict(source, path=path), objective, 1))
+                    worker.execute(address, os.urandom(16).hex(), capability,
+                                   LoadSiloRows(0, dict(source, path=path), objective, 1))
             os.replace(source["path"], allowed / "silo0.parquet")
-            worker.execute(address, "c" * 32, capability, "load_silo",
-                           (0, dict(source, path=str(allowed / "silo0.parquet")), objective,
-                            1))
+            worker.execute(address, "c" * 32, capability,
+                           LoadSiloRows(0, dict(source, path=str(allowed / "silo0.parquet")),
+                                        objective, 1))
     finally:
         worker.forget_worker(address)
 
@@ -650,33 +656,33 @@ def test_a_silo_derives_its_aggregates_sensitivity_and_answers_no_other(silo_fil
     source = SiloTable(silo_files(), FEATURES, "target").source("0")
     objective = Objective("binary:logistic")
 
-    def call(action, *args):
-        return worker.execute(address, fit, capability, action, args)
+    def call(action, rows=None):
+        return worker.execute(address, fit, capability, action, rows)
 
     def init(delta, sigma):
         return SiloRelease("init", fields=(FieldNoise(0, "gaussian", delta, sigma, 1),
                                            FieldNoise(1, "gaussian", delta, sigma, 1)))
 
     try:
-        call("load_silo", 0, source, objective, 1)
+        call(LoadSiloRows(0, source, objective, 1))
         with pytest.raises(PermissionError, match="names sensitivity 1e-09, which this silo "
                                                   "refuses"):
-            call("aggregate", "clipped_label_sum", False, (objective,), init(1e-9, 1e-8))
+            call(Aggregate("clipped_label_sum", False, (objective,), init(1e-9, 1e-8)))
         histogram = SiloRelease("sketch", fields=(FieldNoise(None, "gaussian", 0.01, 0.02,
                                                              6),))
         with pytest.raises(PermissionError, match="can change by 2.44949"):  # 1·√6
-            call("aggregate", "fine_histogram", False, (BOUNDS, 16, 1.0), histogram)
+            call(Aggregate("fine_histogram", False, (BOUNDS, 16, 1.0), histogram))
         with pytest.raises(PermissionError, match="only the aggregates"):
-            call("aggregate", "feature_min_max", False, (), init(1.0, 1.0))
-        released = call("aggregate", "clipped_label_sum", False, (objective,),
-                        init(1.0, 1.0))
+            call(Aggregate("feature_min_max", False, (), init(1.0, 1.0)))
+        released = call(Aggregate("clipped_label_sum", False, (objective,),
+                                  init(1.0, 1.0)))
         labels = pd.read_parquet(source["path"])["target"]
         exact = np.array([labels.sum(), len(labels)])
         assert released.shape == (2,) and not np.array_equal(released, exact)
         assert abs(released - exact).max() < 10  # (σ = 1)
         # a tree's sums: the bounds are the ones the silo clipped the gradients to
-        worker.execute(address, fit, capability, "prepare", protocol.Prepare(
-            BOUNDS, [np.linspace(-4, 4, 17)[1:-1]] * 6, 16, 0.0, {0: 0}))
+        worker.execute(address, fit, capability, PrepareRows(protocol.Prepare(
+            BOUNDS, [np.linspace(-4, 4, 17)[1:-1]] * 6, 16, 0.0, {0: 0})))
         start = protocol.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25)
 
         def level(seq, delta):
@@ -685,8 +691,8 @@ def test_a_silo_derives_its_aggregates_sensitivity_and_answers_no_other(silo_fil
                                       "sum_gradients", "gaussian", delta, 1.0, 1),)))
 
         with pytest.raises(PermissionError, match=r"can change by 0\.7348"):  # 0.3·√6
-            call("round", level(1, 1e-9), None)
-        assert call("round", level(2, 0.75), None)["sum_gradients"].any()
+            call(RunRound(level(1, 1e-9)))
+        assert call(RunRound(level(2, 0.75)))["sum_gradients"].any()
     finally:
         worker.forget_worker(address)
 
