@@ -262,6 +262,42 @@ def untyped_worker_calls(modules, action_names):
     return found
 
 
+def class_members(tree, name):
+    """The methods, properties and annotated attributes class ``name`` of ``tree`` defines
+    (set in ``__init__`` too)."""
+    cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name)
+    members = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            members.add(node.name)
+            if node.name == "__init__":
+                targets = [t for n in ast.walk(node) if isinstance(n, ast.Assign)
+                           for target in n.targets
+                           for t in (target.elts if isinstance(target, ast.Tuple)
+                                     else [target])]
+                members |= {t.attr for t in targets if isinstance(t, ast.Attribute)
+                            and getattr(t.value, "id", None) == "self"}
+        elif isinstance(node, ast.AnnAssign):
+            members.add(node.target.id)
+    return members
+
+
+def backend_uses(tree):
+    """Attributes the coordinator reads of its backend: ``self.backend.X``, and ``be.X``
+    or ``backend.X`` (its constructor's parameter, or ``be = self.backend``)."""
+    used = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        value = node.value
+        if isinstance(value, ast.Attribute) and value.attr == "backend" and \
+                getattr(value.value, "id", None) == "self":
+            used.add(node.attr)
+        elif getattr(value, "id", None) in ("be", "backend"):
+            used.add(node.attr)
+    return used
+
+
 def module_lines(modules):
     return sorted(((len(path.read_text().splitlines()), module)
                    for module, (path, _) in modules.items()), reverse=True)
@@ -376,6 +412,33 @@ def test_every_call_to_a_worker_carries_one_typed_action(modules):
                         'msg = {"op": "dpxgb_call", "fit": f, "payload": encode(Touch())}\n')
     assert untyped_worker_calls({"planted": (None, planted)}, names) == [
         ("planted", 1, "fields ['action']"), ("planted", 1, "payload encodes a value")]
+
+
+def test_the_coordinator_reaches_partitions_only_through_the_backend_protocol(modules):
+    """Issue 44, item 2: ``PartitionBackend`` declares everything the coordinator calls,
+    and both backends (in process, and on Dask workers) define all of it."""
+    protocol = modules[f"{PACKAGE}.boosting.protocol"][1]
+    declared = class_members(protocol, "PartitionBackend")
+    used = backend_uses(modules[f"{PACKAGE}.boosting.coordinator"][1])
+    assert used and sorted(used - declared) == []
+    for module, name in ((f"{PACKAGE}.boosting.protocol", "LocalBackend"),
+                         (f"{PACKAGE}.cluster.backend", "DaskBackend")):
+        assert sorted(declared - class_members(modules[module][1], name)) == [], name
+    planted = ast.parse("class C:\n    def f(self):\n        return self.backend.n_workers\n")
+    assert backend_uses(planted) == {"n_workers"}
+
+
+def test_a_selection_runs_where_a_coordinator_does_through_one_declared_interface(modules):
+    """Issue 44, item 2: the scheduler reads of a fit's run only what ``FitRun`` declares,
+    and a :class:`Coordinator` and a private :class:`Selection` define all of it."""
+    declared = class_members(modules[f"{PACKAGE}.boosting.protocol"][1], "FitRun")
+    scheduler = modules[f"{PACKAGE}.cluster.scheduler"][1]
+    used = {n.attr for n in ast.walk(scheduler) if isinstance(n, ast.Attribute)
+            and getattr(n.value, "id", None) == "coordinator"}
+    assert used and sorted(used - declared) == []
+    for module, name in ((f"{PACKAGE}.boosting.coordinator", "Coordinator"),
+                         (f"{PACKAGE}.boosting.selection", "Selection")):
+        assert sorted(declared - class_members(modules[module][1], name)) == [], name
 
 
 def test_only_the_cluster_package_imports_distributed(modules):

@@ -87,6 +87,9 @@ class Coordinator:
     evaluations : sequence of PartitionBackend
         The partitions of each private evaluation set (``params.private_eval_sets`` of
         them), scored once the trees are grown.
+    holdout : (bytes, float), optional
+        A private selection's held-out rows (its secret key and fraction,
+        :class:`~dpxgb_dask.boosting.selection.Selection`): the trees leave them out.
 
     Attributes
     ----------
@@ -107,10 +110,11 @@ class Coordinator:
     """
 
     def __init__(self, params, plan, backend, n_features, feature_names=None, publish=None, *,
-                 init_model=None, evaluations=()):
+                 init_model=None, evaluations=(), holdout=None):
         self.params = params
         self.plan = plan
         self.init_model = init_model
+        self.holdout = holdout
         self.backend = backend
         self.n_features = n_features
         self.feature_names = feature_names
@@ -262,7 +266,7 @@ class Coordinator:
             self.releases.record(self.plan.filter_event())
         await be.prepare(Prepare(bounds, cuts, self.missing_bin, base_score,
                                  offsets, init_model=start,
-                                 row_filter=row_filter, holdout=self.plan.holdout))
+                                 row_filter=row_filter, holdout=self.holdout))
         self._phase("binning", t0)
         booster = Booster(p.objective, base_score, cuts, bounds, p.to_dict(),
                           feature_names=self.feature_names, label_bounds=p.label_bounds,

@@ -162,10 +162,6 @@ class ReleasePlan:
         The last rounds whose models a private evaluation scores (default: every round).
     """
 
-    # a private selection's held-out rows, (secret key, fraction), or None (set by
-    # ``boosting.selection``: the fit's trees leave them out, its score reads them)
-    holdout = None
-
     def __init__(self, params, n_features, budget_scale, scored_rounds=None):
         self.params = p = params
         self.n_features = n_features

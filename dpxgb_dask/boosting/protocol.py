@@ -179,11 +179,41 @@ class Round:
                    (self.histogram_nodes, self.leaf_nodes, self.fine_histogram))
 
 
+class FitRun(Protocol):
+    """One fit as the scheduler (or ``train_in_process``) runs it: a
+    :class:`~dpxgb_dask.boosting.coordinator.Coordinator`, or a private selection's
+    :class:`~dpxgb_dask.boosting.selection.Selection` of several.
+
+    Attributes
+    ----------
+    ledger : Ledger
+        What it released (a selection: its plan, charged in full).
+    warnings : list of (warning class, message)
+    scores, score_estimates : list of dict
+        Its private evaluation sets' DP scores (empty for a selection).
+    timings : dict
+    """
+
+    ledger: object
+    warnings: list
+    scores: list
+    score_estimates: list
+    timings: dict
+
+    async def fit(self):
+        """Grow the model; return its :class:`~dpxgb_dask.model.booster.Booster`."""
+
+    def unpublished_releases(self):
+        """The ledger's events not yet sent with a progress event, as dicts."""
+
+
 class PartitionBackend(Protocol):
     """The per-partition work of a fit, as the coordinator sees it."""
 
     n_partitions: int
     bytes_gathered: int
+    #: Silos of a cross-silo fit, each releasing its own sums (0: a central fit).
+    n_silos: int
 
     async def collect(self, name, *args):
         """Exact aggregate ``name`` (:data:`~dpxgb_dask.boosting.aggregates.AGGREGATES`) of
@@ -195,6 +225,11 @@ class PartitionBackend(Protocol):
     async def reduce_released(self, name, release, *args):
         """Aggregate ``name`` of each silo released at the silo (``release``: a
         :class:`~dpxgb_dask.boosting.silos.SiloRelease`), summed over the silos."""
+
+    async def agree_silo_keys(self, context):
+        """A cross-silo fit with secure aggregation: each silo's fresh key pair and its
+        pairwise masks with the others (:mod:`~dpxgb_dask.privacy.secure_sum`);
+        ``context``: bytes naming the fit."""
 
     async def prepare(self, spec):
         """Bin every partition and set its margins (:class:`Prepare`)."""

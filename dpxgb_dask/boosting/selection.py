@@ -361,8 +361,7 @@ class Selection:
     and release the best run alone (see the module docstring).
 
     It takes the place of one :class:`~dpxgb_dask.boosting.coordinator.Coordinator` in the
-    scheduler: the same ``fit()``, ``ledger``, ``warnings``, ``scores``, ``timings`` and
-    ``unpublished_releases()``.
+    scheduler: both are a :class:`~dpxgb_dask.boosting.protocol.FitRun`.
 
     Parameters
     ----------
@@ -379,14 +378,13 @@ class Selection:
         self._publish_to = publish or (lambda event: None)
         first = plan.configurations[0]
         self.streams, self.warnings = FitStreams.for_fit(first)
-        holdout = (self.streams.sampling_key("holdout"), float(plan.spec.holdout))
-        for run_plan in plan.plans:  # every run holds out the same rows
-            run_plan.holdout = holdout
+        # every run holds out the same rows
+        self._holdout = (self.streams.sampling_key("holdout"), float(plan.spec.holdout))
         self._accountant = RDPAccountant()
         # what a run of each configuration may spend: its plan (a run's own releases are
         # checked against it, since the selection is charged its plan)
         self._planned = [self._accountant.curve(run_plan.ledger()) for run_plan in plan.plans]
-        self.scores = []
+        self.scores, self.score_estimates = [], []
         self.timings = {}  # (a count of the runs would publish K to a benchmark that asks)
         self._published = False
 
@@ -441,7 +439,8 @@ class Selection:
             words = self.streams.noise_stream("selection_seed", index=run).uint64(2)
             params = replace(params, random_state=int(words[0]) | (int(words[1]) << 64))
         coordinator = Coordinator(params, run_plan, self.backend, self.plan.n_features,
-                                  self.feature_names, evaluations=[HeldOutRows(self.backend)])
+                                  self.feature_names, evaluations=[HeldOutRows(self.backend)],
+                                  holdout=self._holdout)
         booster = await coordinator.fit()
         spent = self._accountant.curve(coordinator.ledger)
         planned = self._planned[chosen]
