@@ -279,6 +279,8 @@ def class_members(tree, name):
                             and getattr(t.value, "id", None) == "self"}
         elif isinstance(node, ast.AnnAssign):
             members.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            members |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return members
 
 
@@ -426,6 +428,27 @@ def test_the_coordinator_reaches_partitions_only_through_the_backend_protocol(mo
         assert sorted(declared - class_members(modules[module][1], name)) == [], name
     planted = ast.parse("class C:\n    def f(self):\n        return self.backend.n_workers\n")
     assert backend_uses(planted) == {"n_workers"}
+
+
+def test_where_sums_become_releases_is_one_object_the_coordinator_is_given(modules):
+    """Issue 44, item 2: a cross-silo fit is a ``ReleaseSite`` given to the coordinator,
+    not branches inside it: the coordinator reads of its site only what ``ReleaseSite``
+    declares, both sites define all of it, and no other coordinator code asks which
+    kind of fit it runs."""
+    declared = class_members(modules[f"{PACKAGE}.boosting.protocol"][1], "ReleaseSite")
+    coordinator = modules[f"{PACKAGE}.boosting.coordinator"][1]
+    used = {n.attr for n in ast.walk(coordinator) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Attribute) and n.value.attr == "site"}
+    assert used and sorted(used - declared) == []
+    for module, name in ((f"{PACKAGE}.boosting.central", "CentralReleases"),
+                         (f"{PACKAGE}.boosting.silo_plan", "SiloPlan")):
+        assert sorted(declared - class_members(modules[module][1], name)) == [], name
+    choosing = next(n for n in ast.walk(coordinator) if isinstance(n, ast.Assign)
+                    and any(getattr(t, "attr", None) == "site" for t in n.targets))
+    asks = [n.lineno for n in ast.walk(coordinator) if isinstance(n, ast.Attribute)
+            and n.attr in ("cross_silo", "silos", "n_silos")]
+    assert asks and [line for line in asks
+                     if not choosing.lineno <= line <= choosing.end_lineno] == []
 
 
 def test_a_selection_runs_where_a_coordinator_does_through_one_declared_interface(modules):

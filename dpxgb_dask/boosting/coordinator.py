@@ -32,7 +32,6 @@ One fit::
 import asyncio
 from dataclasses import replace
 from functools import partial
-import os
 import time
 
 import numpy as np
@@ -42,14 +41,14 @@ from ..model.booster import Booster
 from ..model.certificate import continued_summary, privacy_summary
 from ..objective import Objective, to_label_units, to_training_units
 from .candidates import CandidateReleases, data_bounds, uniform_cuts
+from .central import CentralReleases
 from .leaves import InitialScore, make_leaf_method
 from .level_noise import LevelNoise
-from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS, FitLedger
+from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS
 from .protocol import Prepare, Round, TreeEnd
 from .sampling import TreeRows
 from .scores import EvaluationScores
-from .silo_plan import SiloFitLedger, SiloPlan
-from .summaries import summary_cuts
+from .silo_plan import SiloPlan
 from .splits import make_split_method
 from .streams import FitStreams
 from .tree import Tree, child_ranges, children
@@ -126,12 +125,11 @@ class Coordinator:
         self.initial_score = InitialScore(plan, self.streams, self.objective)
         self.splitter = make_split_method(plan, self.streams)
         self.leaf_method = make_leaf_method(plan, self.streams)
-        secure = params.cross_silo == "secure"
-        self.silos = None if params.cross_silo is None else SiloPlan(
-            backend.n_silos, secure, self.initial_score, self.candidates, self.leaf_method,
-            params.hessian_denominators)
-        self.releases = FitLedger(plan) if self.silos is None else \
-            SiloFitLedger(plan, backend.n_silos, secure)
+        # where the sums become releases: here, or at each silo (a ReleaseSite)
+        self.site = CentralReleases() if params.cross_silo is None else SiloPlan(
+            backend.n_silos, params.cross_silo == "secure", self.initial_score,
+            self.candidates, self.leaf_method, params.hessian_denominators)
+        self.releases = self.site.fit_ledger(plan)
         self.rows = TreeRows(plan, self.streams)
         self.evaluations = list(evaluations)
         if len(self.evaluations) != params.private_eval_sets:
@@ -240,13 +238,7 @@ class Coordinator:
         """
         p, be = self.params, self.backend
         t0 = time.perf_counter()
-        if self.silos is None:
-            lengths = np.cumsum(await be.collect("length"))[:-1]
-            offsets = dict(enumerate(np.concatenate([[0], lengths]).astype(np.int64).tolist()))
-        else:  # (no silo tells its row count)
-            offsets = self.silos.row_offsets(be.n_partitions)
-            if self.silos.secure:
-                await be.agree_silo_keys(os.urandom(16))  # (a fresh context binds the keys)
+        offsets = await self.site.row_offsets(be)
         if self.init_model is None:
             bounds = await self._feature_bounds()
             base_score = await self._init_score()
@@ -351,8 +343,8 @@ class Coordinator:
         root_start = start if p.num_class is None else replace(start, output_class=-1)
         if p.split_candidates == "iterative_hessian":
             root = await self._round(end_tree=tree_end, start_tree=root_start,
-                                     histogram_nodes=np.array([0]), silo_release=None
-                                     if self.silos is None else self.silos.refresh(t))
+                                     histogram_nodes=np.array([0]),
+                                     silo_release=self.site.refresh(t))
             cuts = await self._cpu(self._recorded, self.candidates.hessian_refresh, t, root,
                                    cuts, bounds, n_values=root.size)
         else:
@@ -412,8 +404,7 @@ class Coordinator:
         p = self.params
         if p.init_score == "zero":
             return np.zeros(p.num_class) if p.num_class else 0.0
-        reduce = self.backend.reduce if self.silos is None else partial(
-            self._reduce_released, self.silos.init())
+        reduce = partial(self.site.reduce_init, self.backend)
         if self.objective.is_multiclass:
             counts = await reduce("class_counts", p.num_class)
             score, event = self.initial_score.from_class_counts(counts)
@@ -423,9 +414,6 @@ class Coordinator:
         self.releases.record(event)
         return score
 
-    async def _reduce_released(self, release, name, *args):
-        return await self.backend.reduce_released(name, release, *args)
-
     async def _candidates(self, bounds):
         p = self.params
         if p.split_candidates != "dp_sketch":  # (a per-tree sketch replaces them at once)
@@ -433,17 +421,9 @@ class Coordinator:
         # Every row's weight is its hessian at the initial margin (1 for counts, 1/4 for the
         # logistic loss at p = 1/2): the sketch of DP-XGBoost §4.1.
         weight = self.objective.root_hessian if p.newton else 1.0
-        if self.silos is None:
-            histogram = await self.backend.reduce("fine_histogram", bounds, p.n_sketch_bins,
-                                                  weight)
-            cuts, event = self.candidates.fit_sketch(histogram, bounds, weight)
-            del histogram
-        else:  # each silo summarises its own release; their summaries are merged
-            mechanism, event = self.candidates.fit_sketch_release(weight)
-            summaries = await self.backend.reduce_released(
-                "fine_histogram", self.silos.sketch(mechanism, bounds, p.max_bin), bounds,
-                p.n_sketch_bins, weight)
-            cuts = summary_cuts(summaries, bounds, p.max_bin)
+        cuts, event = await self.site.sketch_cuts(
+            self.backend, self.candidates, bounds, n_sketch_bins=p.n_sketch_bins,
+            max_bin=p.max_bin, weight=weight)
         self.releases.record(event)
         return cuts
 
@@ -478,13 +458,12 @@ class Coordinator:
 
             async def while_out():
                 _done(finish)
-                drawn_noise = None if self.silos is not None else \
-                    self.leaf_method.draw_noise(t, leaves.size)
+                drawn_noise = self.leaf_method.draw_noise(t, leaves.size) \
+                    if self.site.draws_leaf_noise else None
                 return (self._random_tree(t + 1, cuts, n_cuts) if draw_next else None,
                         drawn_noise)
 
-            if self.silos is not None:
-                first = dict(first, silo_release=self.silos.leaf(t))
+            first = dict(first, silo_release=self.site.leaf(t))
             (next_drawn, noise), sums = await self._round_while(
                 while_out, **first, tree_splits=tree_splits, leaf_nodes=leaves)
         else:

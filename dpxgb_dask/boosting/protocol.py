@@ -207,6 +207,40 @@ class FitRun(Protocol):
         """The ledger's events not yet sent with a progress event, as dicts."""
 
 
+class ReleaseSite(Protocol):
+    """Where a fit's sums become DP releases, which the coordinator is given once per fit:
+    in the coordinator (:class:`~dpxgb_dask.boosting.central.CentralReleases`), or at
+    each silo of a cross-silo fit (:class:`~dpxgb_dask.boosting.silo_plan.SiloPlan`).
+
+    Attributes
+    ----------
+    draws_leaf_noise : bool
+        Whether the coordinator draws the leaf noise (ahead of the sums).
+    """
+
+    draws_leaf_noise: bool
+
+    def fit_ledger(self, plan):
+        """The fit's ledger of releases (:class:`~dpxgb_dask.boosting.plan.FitLedger`)."""
+
+    async def row_offsets(self, backend):
+        """``{partition index: its first row id}``, which key the per-row randomness."""
+
+    async def reduce_init(self, backend, name, *args):
+        """Aggregate ``name`` of the initial score, summed (released at the silos, or
+        exact for the coordinator's own release)."""
+
+    def leaf(self, tree):
+        """The silo release a tree's leaf round names (None: released here)."""
+
+    def refresh(self, tree):
+        """The silo release an iterative-Hessian refresh round names (None: here)."""
+
+    async def sketch_cuts(self, backend, candidates, bounds, *, n_sketch_bins, max_bin,
+                          weight):
+        """The DP sketch's cuts and its ledger event."""
+
+
 class PartitionBackend(Protocol):
     """The per-partition work of a fit, as the coordinator sees it."""
 

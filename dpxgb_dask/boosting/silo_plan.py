@@ -3,11 +3,13 @@ each silo releases with each request, built once per fit, and the fit's ledger, 
 every release is parallel over the disjoint silos."""
 import dataclasses
 import itertools
+import os
 
 import numpy as np
 
 from .plan import FitLedger
 from .silos import SiloRelease, SiloReleased, field_noise
+from .summaries import summary_cuts
 
 #: A silo's summary of its sketch keeps this many entries per bin of the fit: the merge of
 #: up to 8 silos then adds at most 3 / (8 max_bin) to the rank error, an eighth of a
@@ -63,10 +65,36 @@ class SiloPlan:
         leaf_method.gradient_mechanism = SiloReleased(leaf_method.gradient_mechanism)
         leaf_method.denominator_mechanism = SiloReleased(leaf_method.denominator_mechanism)
 
-    @staticmethod
-    def row_offsets(n_partitions):
-        """The first row id of each partition (``{index: index << ROW_ID_BITS}``)."""
-        return {i: i << ROW_ID_BITS for i in range(n_partitions)}
+    #: The silos draw the leaf noise: the coordinator has none to draw ahead.
+    draws_leaf_noise = False
+
+    def fit_ledger(self, plan):
+        """The fit's :class:`SiloFitLedger`."""
+        return SiloFitLedger(plan, self.n_silos, self.secure)
+
+    async def row_offsets(self, backend):
+        """The first row id of each partition (``{index: index << ROW_ID_BITS}``: no silo
+        tells its row count); with secure aggregation, the silos agree their keys first."""
+        offsets = {i: i << ROW_ID_BITS for i in range(backend.n_partitions)}
+        if self.secure:
+            await backend.agree_silo_keys(os.urandom(16))  # (a fresh context binds the keys)
+        return offsets
+
+    async def reduce_init(self, backend, name, *args):
+        """Aggregate ``name`` of the initial score, released by each silo
+        (:meth:`init`) and summed."""
+        return await backend.reduce_released(name, self.init(), *args)
+
+    async def sketch_cuts(self, backend, candidates, bounds, *, n_sketch_bins, max_bin,
+                          weight):
+        """DP-XGBoost's sketch (§4.1), distributed: each silo releases its fine histogram
+        and answers its summaries, which are merged and pruned here: ``(cuts, ledger
+        event)``."""
+        mechanism, event = candidates.fit_sketch_release(weight)
+        summaries = await backend.reduce_released(
+            "fine_histogram", self.sketch(mechanism, bounds, max_bin), bounds, n_sketch_bins,
+            weight)
+        return summary_cuts(summaries, bounds, max_bin), event
 
     def _release(self, purpose, tree, fields):
         """A :class:`~dpxgb_dask.boosting.silos.SiloRelease`, with a mask label of its own."""
