@@ -8,7 +8,7 @@ The checks read no value. The conversions (:func:`float_values`, :func:`weight_s
 :func:`target_columns`, the label encodings) run where the values are: in the user's process
 for in-memory inputs, lazily on the workers for dask collections. Value checks (lengths of
 dask partitions, label sets, infinities) run on the workers, inside
-:func:`~dpxgb_dask.boosting.partition.make_part`, and surface as a ``ValueError`` naming
+:func:`~dpxgb_dask.partition.state.make_part`, and surface as a ``ValueError`` naming
 the argument.
 """
 import numpy as np

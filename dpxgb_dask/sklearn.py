@@ -15,7 +15,7 @@ is a missing value (routed by each split's default direction) and ±inf lies bey
 feature's public bounds (binned to their ends, as every value outside them is). Regression
 labels outside ``label_bounds`` are clipped to them. Dask inputs are not read in the user's
 process: only their metadata is checked, and values outside the public domain are
-clipped on the workers, never refused (:func:`~dpxgb_dask.boosting.partition.make_part`),
+clipped on the workers, never refused (:func:`~dpxgb_dask.partition.state.make_part`),
 except a classification label outside its classes, refused to the user who sent it unless
 ``unknown_labels="missing"``.
 """

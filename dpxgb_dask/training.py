@@ -22,7 +22,7 @@ import numpy as np
 
 from . import categories
 from .boosting.coordinator import Coordinator
-from .boosting.partition import load_partition
+from .partition.state import load_partition
 from .boosting.calibration import make_plan
 from .boosting.protocol import LocalBackend
 from .boosting.selection import Selection, SelectionPlan, resolve_selection

@@ -24,6 +24,9 @@ LAYERS = (
                     "dpxgb_dask.progress", "dpxgb_dask.silo_table")),
     ("parameters", ("dpxgb_dask.params",)),
     ("model", ("dpxgb_dask.model",)),
+    # a worker's side of a fit (its partitions' state and exact sums, the messages it
+    # applies), below the coordinator's algorithm, which sends them
+    ("partition", ("dpxgb_dask.partition",)),
     ("algorithm", ("dpxgb_dask.boosting",)),
     ("cluster", ("dpxgb_dask.cluster",)),
     ("client API", ("dpxgb_dask", "dpxgb_dask.sklearn", "dpxgb_dask.estimator_inputs",
@@ -472,6 +475,7 @@ def test_only_the_cluster_package_imports_distributed(modules):
 def test_the_algorithm_and_the_privacy_layer_import_no_dask(modules):
     importers = imports_of(modules, {"dask", "distributed"})
     assert sorted(m for m in importers if m.startswith(("dpxgb_dask.boosting",
+                                                         "dpxgb_dask.partition",
                                                          "dpxgb_dask.privacy",
                                                          "dpxgb_dask._core"))) == []
 

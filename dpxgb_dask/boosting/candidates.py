@@ -15,7 +15,7 @@ from .. import categories
 from ..privacy.mechanisms import GaussianMechanism, LaplaceMechanism
 from ..privacy.validation import DPBoundsWarning
 from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS
-from .summaries import histogram_summaries, summary_cuts
+from ..partition.summaries import histogram_summaries, summary_cuts
 
 
 def uniform_cuts(feature_bounds, max_bin):
@@ -26,7 +26,7 @@ def uniform_cuts(feature_bounds, max_bin):
 def sketch_cuts(noisy_weights, feature_bounds, max_bin):
     """Cut points from DP histograms of row weights (DP-XGBoost §4.1): the noisy bins,
     clipped at zero, are weighted points of the weighted quantile sketch (post-processing:
-    :mod:`~dpxgb_dask.boosting.summaries`).
+    :mod:`~dpxgb_dask.partition.summaries`).
 
     Parameters
     ----------
@@ -98,7 +98,7 @@ def bounds_from_magnitude_counts(noisy, noise_scale, n_exponents, min_exponent):
     ----------
     noisy : ndarray of float64, shape (n_features, 2 * n_exponents + 1)
         Laplace release of
-        :func:`~dpxgb_dask.boosting.aggregates.log2_magnitude_histogram` (its bin layout).
+        :func:`~dpxgb_dask.partition.aggregates.log2_magnitude_histogram` (its bin layout).
     noise_scale : float
         The Laplace scale Δ/ε of that release.
     n_exponents, min_exponent : int
@@ -184,7 +184,7 @@ class CandidateReleases:
         Parameters
         ----------
         counts : ndarray of float64, shape (n_features, 2 * BOUNDS_N_EXPONENTS + 1)
-            Exact (:func:`~dpxgb_dask.boosting.aggregates.log2_magnitude_histogram`).
+            Exact (:func:`~dpxgb_dask.partition.aggregates.log2_magnitude_histogram`).
 
         Returns
         -------
@@ -219,7 +219,7 @@ class CandidateReleases:
         Parameters
         ----------
         histogram : ndarray of float64, shape (n_features, n_sketch_bins)
-            Exact (:func:`~dpxgb_dask.boosting.aggregates.fine_histogram`).
+            Exact (:func:`~dpxgb_dask.partition.aggregates.fine_histogram`).
         bounds : ndarray of float64, shape (n_features, 2)
         weight : float
 
@@ -252,7 +252,7 @@ class CandidateReleases:
 
     def tree_sketch(self, tree, histogram, bounds):
         """DP-XGBoost's sketch of tree ``tree``'s rows: Laplace noise on their fine
-        histogram (:func:`~dpxgb_dask.boosting.aggregates.tree_fine_histogram`), then the
+        histogram (:func:`~dpxgb_dask.partition.aggregates.tree_fine_histogram`), then the
         weighted quantile cuts.
 
         Returns

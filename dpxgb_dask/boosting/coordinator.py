@@ -45,7 +45,7 @@ from .central import CentralReleases
 from .leaves import InitialScore, make_leaf_method
 from .level_noise import LevelNoise
 from .plan import BOUNDS_MIN_EXPONENT, BOUNDS_N_EXPONENTS
-from .protocol import Prepare, Round, TreeEnd
+from ..partition.messages import Prepare, Round, TreeEnd
 from .sampling import TreeRows
 from .scores import EvaluationScores
 from .silo_plan import SiloPlan

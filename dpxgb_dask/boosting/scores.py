@@ -1,7 +1,7 @@
 """The DP metric of private evaluation sets (XGBoost's ``evals`` on rows that are not
 public): one release per set, after the last tree, from which every round's score follows.
 
-The query of a set (:func:`~dpxgb_dask.boosting.aggregates.round_loss_sums`, summed over
+The query of a set (:func:`~dpxgb_dask.partition.aggregates.round_loss_sums`, summed over
 its partitions on the workers) is the vector
 
     q = ( Σ_i ℓ_m(x_i, y_i; model after round r) for each metric m and round r,  n )
@@ -64,7 +64,7 @@ class EvaluationScores:
         ----------
         sums : list of ndarray of float64, shape (M·T + 1,)
             Exact, one per private evaluation set, metric-major then the row count
-            (:func:`~dpxgb_dask.boosting.aggregates.round_loss_sums`).
+            (:func:`~dpxgb_dask.partition.aggregates.round_loss_sums`).
 
         Returns
         -------

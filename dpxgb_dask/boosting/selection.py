@@ -6,7 +6,7 @@ inside the cluster, Papernot & Steinke's private hyperparameter selection
 (:mod:`~dpxgb_dask.privacy.selection`):
 
 1. a secret fraction p of the rows is held out of every tree (each row by its own uniform
-   number under a secret key, :func:`~dpxgb_dask.boosting.sampling.held_out`);
+   number under a secret key, :func:`~dpxgb_dask.partition.rows.held_out`);
 2. the number of runs K is drawn from the truncated negative binomial distribution, in
    secret;
 3. each run draws one configuration uniformly (in secret), grows its trees on the other

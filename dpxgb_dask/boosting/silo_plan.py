@@ -8,8 +8,9 @@ import os
 import numpy as np
 
 from .plan import FitLedger
-from .silos import SiloRelease, SiloReleased, field_noise
-from .summaries import summary_cuts
+from ..partition.messages import SiloRelease
+from ..partition.summaries import summary_cuts
+from .silos import SiloReleased, field_noise
 
 #: A silo's summary of its sketch keeps this many entries per bin of the fit: the merge of
 #: up to 8 silos then adds at most 3 / (8 max_bin) to the rank error, an eighth of a
@@ -22,7 +23,7 @@ ROW_ID_BITS = 40
 
 class SiloPlan:
     """A cross-silo fit's releases, built once per fit from its release objects: what each
-    silo releases with each request (:class:`~dpxgb_dask.boosting.silos.SiloRelease`), and the release objects'
+    silo releases with each request (:class:`~dpxgb_dask.partition.messages.SiloRelease`), and the release objects'
     mechanisms turned into :class:`~dpxgb_dask.boosting.silos.SiloReleased` (the silos add the noise).
 
     Parameters
@@ -97,24 +98,24 @@ class SiloPlan:
         return summary_cuts(summaries, bounds, max_bin), event
 
     def _release(self, purpose, tree, fields):
-        """A :class:`~dpxgb_dask.boosting.silos.SiloRelease`, with a mask label of its own."""
+        """A :class:`~dpxgb_dask.partition.messages.SiloRelease`, with a mask label of its own."""
         if not self.secure:
             return SiloRelease(purpose, tree, fields=fields)
         return SiloRelease(purpose, tree, fields=fields, n_shares=self.n_silos,
                            label=next(self._labels))
 
     def init(self):
-        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of the initial score's label
+        """The :class:`~dpxgb_dask.partition.messages.SiloRelease` of the initial score's label
         sum and count (or class counts)."""
         return self._release("init", -1, self._init)
 
     def leaf(self, tree):
-        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s leaf
+        """The :class:`~dpxgb_dask.partition.messages.SiloRelease` of tree ``tree``'s leaf
         sums (G, H or count)."""
         return self._release("leaf", tree, self._leaf)
 
     def sketch(self, mechanism, bounds, max_bin):
-        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of the fit's DP sketch
+        """The :class:`~dpxgb_dask.partition.messages.SiloRelease` of the fit's DP sketch
         (DP-XGBoost §4.1, distributed): each silo releases its fine histogram with
         ``mechanism`` and answers with its summaries of ``SUMMARY_BINS_PER_CUT * max_bin``
         entries, which the coordinator merges and prunes."""
@@ -123,7 +124,7 @@ class SiloPlan:
                                     SUMMARY_BINS_PER_CUT * max_bin))
 
     def refresh(self, tree):
-        """The :class:`~dpxgb_dask.boosting.silos.SiloRelease` of tree ``tree``'s
+        """The :class:`~dpxgb_dask.partition.messages.SiloRelease` of tree ``tree``'s
         iterative-Hessian root histogram."""
         return self._release("sketch", tree, self._refresh)
 

@@ -85,7 +85,7 @@ class FitStreams:
 
     def sampling_key(self, purpose, tree=None):
         """A secret 256-bit key of row subsamples
-        (:func:`~dpxgb_dask.boosting.sampling.row_uniforms`).
+        (:func:`~dpxgb_dask.partition.rows.row_uniforms`).
 
         Returns
         -------

@@ -65,9 +65,9 @@ class LoadSiloRows:
 @dataclass(frozen=True)
 class Aggregate:
     """An exact fit-level aggregate of the local rows
-    (:mod:`~dpxgb_dask.boosting.aggregates`), summed over the worker's partitions unless
+    (:mod:`~dpxgb_dask.partition.aggregates`), summed over the worker's partitions unless
     ``per_partition``; with ``release``, a silo's release of the sum
-    (:class:`~dpxgb_dask.boosting.silos.SiloRelease`).
+    (:class:`~dpxgb_dask.partition.messages.SiloRelease`).
 
     Attributes
     ----------
@@ -92,7 +92,7 @@ class PrepareRows:
     Attributes
     ----------
     spec : Prepare
-        :class:`~dpxgb_dask.boosting.protocol.Prepare`: the public cuts, bounds and
+        :class:`~dpxgb_dask.partition.messages.Prepare`: the public cuts, bounds and
         initial score.
     """
 
@@ -101,7 +101,7 @@ class PrepareRows:
 
 @dataclass(frozen=True)
 class RunRound:
-    """One :class:`~dpxgb_dask.boosting.protocol.Round` on every local partition.
+    """One :class:`~dpxgb_dask.partition.messages.Round` on every local partition.
 
     Attributes
     ----------

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import replace
 import time
 
-from ..boosting.protocol import add_results
+from ..partition.aggregates import add_results
 from ..boosting.silos import combine_silo_answers
 from .actions import (Aggregate, Drop, PrepareRows, RestoreRows, RunRound, SiloKey,
                       SiloPeers, Touch)

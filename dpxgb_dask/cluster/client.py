@@ -406,7 +406,7 @@ def load_partitions(client, X, y, objective, fit_id, capability, *, n_partitions
     Raises
     ------
     ValueError
-        From the checks of :func:`~dpxgb_dask.boosting.partition.make_part` on any
+        From the checks of :func:`~dpxgb_dask.partition.state.make_part` on any
         partition.
     """
     if isinstance(X, SiloTable):

@@ -25,12 +25,12 @@ import numpy as np
 #: holds one (a worker loads the Rényi filter's accountants, or SciPy, only for a fit
 #: that uses them).
 TYPES = {
-    "Prepare": "dpxgb_dask.boosting.protocol",
-    "Round": "dpxgb_dask.boosting.protocol",
-    "TreeEnd": "dpxgb_dask.boosting.protocol",
-    "TreeStart": "dpxgb_dask.boosting.protocol",
-    "SiloRelease": "dpxgb_dask.boosting.silos",
-    "FieldNoise": "dpxgb_dask.boosting.silos",
+    "Prepare": "dpxgb_dask.partition.messages",
+    "Round": "dpxgb_dask.partition.messages",
+    "TreeEnd": "dpxgb_dask.partition.messages",
+    "TreeStart": "dpxgb_dask.partition.messages",
+    "SiloRelease": "dpxgb_dask.partition.messages",
+    "FieldNoise": "dpxgb_dask.partition.messages",
     "SignedKey": "dpxgb_dask.privacy.silo_identity",
     "Objective": "dpxgb_dask.objective",
     "FilterTerm": "dpxgb_dask.privacy.filter",

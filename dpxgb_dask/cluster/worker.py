@@ -19,7 +19,7 @@ dataclass of :mod:`~dpxgb_dask.cluster.actions`, which the worker runs by its ty
 ``Aggregate``            exact fit-level aggregates of the raw rows (row counts, bounds,
                          sketch...)
 ``PrepareRows``          bin the rows and set the initial margins
-``RunRound``             one :class:`~dpxgb_dask.boosting.protocol.Round` on every local
+``RunRound``             one :class:`~dpxgb_dask.partition.messages.Round` on every local
                          partition, passed on to this worker's children in the reduction
                          tree and its sum added to theirs (:mod:`~dpxgb_dask.cluster.reduction`)
 ``SiloKey``              a cross-silo fit with secure aggregation: this silo's fresh public
@@ -31,7 +31,7 @@ dataclass of :mod:`~dpxgb_dask.cluster.actions`, which the worker runs by its ty
 =======================  ===================================================================
 
 A fit whose rows a silo read itself (``LoadSiloRows``) is the silo's: from then on its worker
-answers only silo releases (:func:`~dpxgb_dask.boosting.silos.release_at_silo`, at the
+answers only silo releases (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`, at the
 noise scales the request names: the silo trusts its caller for those) and refuses rows
 from elsewhere, aggregates per partition or without a release, rounds whose step names
 no release, a round number run before, and a second key agreement, whoever holds the
@@ -63,10 +63,10 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 import numpy as np
 
-from ..boosting.aggregates import SILO_AGGREGATES, aggregate, silo_sensitivity_floors
-from ..boosting.partition import load_partition
-from ..boosting.protocol import add_results
-from ..boosting.silos import release_at_silo, round_sensitivity_floors
+from ..partition.aggregates import (SILO_AGGREGATES, add_results, aggregate,
+                                   silo_sensitivity_floors)
+from ..partition.silo_release import release_at_silo, round_sensitivity_floors
+from ..partition.state import load_partition
 from ..inputs import read_silo_rows
 from ..objective import Objective
 from ..privacy.randomness import NoiseSource
@@ -202,11 +202,11 @@ class _FitOnWorker:
 
     def release(self, total, release, floors=None):
         """This worker's release of its sums ``total`` as a silo
-        (:func:`~dpxgb_dask.boosting.silos.release_at_silo`), counted first against the
+        (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`), counted first against the
         silo operator's cap, if any (:class:`~dpxgb_dask.privacy.silo_budget.SiloBudget`).
 
         ``floors``: a part's field -> (Δ₂, Δ₁) one row can change of it, derived by the
-        silo itself (:func:`~dpxgb_dask.boosting.aggregates.silo_sensitivity_floors`); a
+        silo itself (:func:`~dpxgb_dask.partition.aggregates.silo_sensitivity_floors`); a
         part named with a smaller sensitivity is refused, before any charge: its noise
         would be scaled to the caller's word, not to what the silo computed."""
         if floors is not None:
@@ -230,7 +230,7 @@ class _FitOnWorker:
 
     def check_silo_call(self, action):
         """Refuse, on a silo's own rows, every call that could answer more than a silo
-        release (:func:`~dpxgb_dask.boosting.silos.release_at_silo`): rows from elsewhere
+        release (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`): rows from elsewhere
         (:class:`LoadRows`, :class:`RestoreRows`), aggregates asked per partition or
         without a release, rounds that answer sums without one, and a round number run
         before (a partition answers it again from its last result: ``PartitionState.run``).

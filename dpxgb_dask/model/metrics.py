@@ -5,7 +5,7 @@ rows sums (:mod:`~dpxgb_dask.boosting.scores`).
 A metric of public rows is computed exactly, in the user's process
 (:mod:`~dpxgb_dask.evaluation`). A metric of private rows is a mean of per-row losses that
 each lie in ``[0, 1]`` once divided by a public bound: the workers sum them for every round
-(:func:`~dpxgb_dask.boosting.aggregates.round_loss_sums`), and only a noisy release of the
+(:func:`~dpxgb_dask.partition.aggregates.round_loss_sums`), and only a noisy release of the
 sums leaves the cluster.
 """
 from dataclasses import dataclass

@@ -85,7 +85,7 @@ def _check_methods(p):
     _check_number("leaf_noise_ratio", p.leaf_noise_ratio, lo=0, hi=1, lo_open=True, hi_open=True)
     if not isinstance(p.newton, (bool, np.bool_)):
         raise ValueError(f"newton must be True or False, got {p.newton!r}")
-    # <= 16: quantised gradients stay exact in float32 (boosting.partition.MAX_VALUE_BOUND)
+    # <= 16: quantised gradients stay exact in float32 (partition.state.MAX_VALUE_BOUND)
     _check_number("gradient_bound", p.gradient_bound, lo=0, hi=16.0, lo_open=True)
     _check_number("hessian_bound", p.hessian_bound, lo=0, hi=16.0, lo_open=True)
     _check_choice("gradient_rule", p.gradient_rule, GRADIENT_RULES)

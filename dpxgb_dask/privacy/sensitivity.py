@@ -327,7 +327,7 @@ def row_contribution_bounds(g_star, h_star, newton, n_classes=None):
     so the gradient bound is ``min(sqrt(K) g*, sqrt 2)``, the Hessian one ``min(sqrt(K) h*,
     1/2)`` and their sum ``min(K h*, 1)``. With row counts a row adds 1 to each of the K
     trees: ``sqrt(K)``, and 1 to the class-summed root. The worker scales each row's vectors
-    down to these bounds (``boosting.gradients.clip_row_vectors``), so they hold after clipping and
+    down to these bounds (``partition.gradients.clip_row_vectors``), so they hold after clipping and
     rounding too. One joint release of σ = z·Δ thus costs what one binary tree's release
     costs with (g*, h*) replaced by these bounds, instead of K such releases: with g* = 1,
     h* = 1/4 and K >= 4, Δ² per feature is 2 + 1/4 against K (1 + 1/16) for K separate

@@ -10,9 +10,9 @@ import pytest
 from sklearn.metrics import log_loss, roc_auc_score
 
 from dpxgb_dask import DPXGBClassifier, train
-from dpxgb_dask.boosting.aggregates import round_loss_sums
-from dpxgb_dask.boosting.partition import PartitionState, make_part
-from dpxgb_dask.boosting.protocol import Prepare
+from dpxgb_dask.partition.aggregates import round_loss_sums
+from dpxgb_dask.partition.state import PartitionState, make_part
+from dpxgb_dask.partition.messages import Prepare
 from dpxgb_dask.evaluation import evaluate
 from dpxgb_dask.inputs import target_columns
 from dpxgb_dask.model.metrics import round_margins

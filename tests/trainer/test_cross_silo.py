@@ -9,6 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from dpxgb_dask import train
 from dpxgb_dask.boosting import protocol, silos
+from dpxgb_dask.partition import messages, silo_release
 from dpxgb_dask.cluster.codec import decode
 from dpxgb_dask.boosting.silo_plan import planned_silo_events
 from dpxgb_dask.params import resolve_params
@@ -68,21 +69,21 @@ def test_what_a_silo_cannot_release_is_refused_by_name(override, name):
 def test_a_silo_releases_only_the_fields_it_is_told_to_with_their_noise():
     rng = np.random.default_rng(3)
     answer = rng.normal(size=(50, 3)) * 100
-    gaussian = silos.FieldNoise(0, "gaussian", 1.0, 2.0, 1)
-    release = silos.SiloRelease("leaf", 4, fields=(gaussian,))
-    out = silos.release_at_silo(answer, release, NoiseSource())
+    gaussian = messages.FieldNoise(0, "gaussian", 1.0, 2.0, 1)
+    release = messages.SiloRelease("leaf", 4, fields=(gaussian,))
+    out = silo_release.release_at_silo(answer, release, NoiseSource())
     assert np.all(out[:, 1:] == 0.0)  # what is not released stays in the silo
     noise = out[:, 0] - answer[:, 0]
     assert np.all(noise != 0.0) and 1.0 < noise.std() < 3.0
     # another silo's secret: other noise for the same release
-    again = silos.release_at_silo(answer, release, NoiseSource())
+    again = silo_release.release_at_silo(answer, release, NoiseSource())
     assert not np.array_equal(out, again)
     histogram = np.zeros((1, 2, 3), dtype=[("sum_gradients", "f8"), ("sum_hessians", "f8"),
                                            ("count", "i8")])
     histogram["count"] = 7
-    counts = silos.SiloRelease("sketch", 0, fields=(
-        silos.FieldNoise("count", "gaussian", 1.0, 0.5, 2),))
-    released = silos.release_at_silo(histogram, counts, NoiseSource())
+    counts = messages.SiloRelease("sketch", 0, fields=(
+        messages.FieldNoise("count", "gaussian", 1.0, 0.5, 2),))
+    released = silo_release.release_at_silo(histogram, counts, NoiseSource())
     assert released.dtype["count"] == np.float64 and np.all(released["sum_hessians"] == 0)
     assert not np.array_equal(released["count"], histogram["count"])
 
@@ -142,14 +143,14 @@ def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data, mode
 def test_secure_aggregation_sums_the_shares_to_the_central_noise(n_silos):
     """The masks cancel exactly, and the silos' noise shares add up to the central
     mechanism's discrete Gaussian: the combined release of zeros has the central σ."""
-    gaussian = silos.FieldNoise(0, "gaussian", 1.0, 2.0, 2)
-    release = silos.SiloRelease("leaf", 0, fields=(gaussian,), n_shares=n_silos, label=3)
+    gaussian = messages.FieldNoise(0, "gaussian", 1.0, 2.0, 2)
+    release = messages.SiloRelease("leaf", 0, fields=(gaussian,), n_shares=n_silos, label=3)
     pairs = [SiloKeyPair() for _ in range(n_silos)]
     keys = [pair.public_bytes for pair in pairs]
     answer = np.zeros((20000, 3))
     answer[:, 0] = np.arange(20000) % 7  # (exact multiples of the grid: rounding is exact)
     masks = [pair.masks(i, keys, b"fit") for i, pair in enumerate(pairs)]
-    answers = [silos.release_at_silo(answer, release, NoiseSource(), own) for own in masks]
+    answers = [silo_release.release_at_silo(answer, release, NoiseSource(), own) for own in masks]
     one = answers[0][2][0]
     assert one.dtype == np.uint64 and np.mean(one < 2**63) == pytest.approx(0.5, abs=0.02)
     combined = silos.combine_silo_answers(answers, release)
@@ -159,10 +160,10 @@ def test_secure_aggregation_sums_the_shares_to_the_central_noise(n_silos):
     assert noise.std() == pytest.approx(sigma, rel=0.04) and abs(noise.mean()) < 0.1
     with pytest.raises(ValueError, match="silos answered"):
         silos.combine_silo_answers(answers[1:], release)
-    more = silos.SiloRelease("leaf", 1, fields=(gaussian,), n_shares=n_silos + 1, label=4)
+    more = messages.SiloRelease("leaf", 1, fields=(gaussian,), n_shares=n_silos + 1, label=4)
     with pytest.raises(ValueError, match=f"n_shares must be the number of silos .*"
                                          f"\\({n_silos}\\), got {n_silos + 1}"):
-        silos.release_at_silo(answer, more, NoiseSource(), masks[0])
+        silo_release.release_at_silo(answer, more, NoiseSource(), masks[0])
 
 
 def test_a_secure_fit_learns_as_the_central_one_and_only_rdp_accounts_it(
@@ -250,7 +251,7 @@ def test_a_local_sketch_merges_the_silos_summaries(monkeypatch, n_silos):
     """``split_candidates="dp_sketch"`` across silos (DP-XGBoost §4.1, distributed): each
     silo answers with the summaries of its own noisy histogram, pruned; the coordinator
     merges and prunes them and queries the cuts, which follow the data's quantiles."""
-    from dpxgb_dask.boosting import summaries
+    from dpxgb_dask.partition import summaries
 
     rng = np.random.default_rng(11)
     X = rng.normal(size=(40000, 4))

@@ -14,9 +14,9 @@ from dpxgb_dask.boosting.leaves import GaussianLeaves
 from dpxgb_dask.boosting.streams import FitStreams
 from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.objective import Objective, softmax
-from dpxgb_dask.boosting.gradients import clip_row_vectors
-from dpxgb_dask.boosting.partition import load_partition
-from dpxgb_dask.boosting.protocol import Prepare, Round
+from dpxgb_dask.partition.gradients import clip_row_vectors
+from dpxgb_dask.partition.state import load_partition
+from dpxgb_dask.partition.messages import Prepare, Round
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.privacy import NoiseSource, PLDAccountant

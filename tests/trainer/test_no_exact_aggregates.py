@@ -11,8 +11,8 @@ import pytest
 
 import distributed
 from dpxgb_dask import train
-from dpxgb_dask.boosting import partition, protocol
-from dpxgb_dask.boosting.aggregates import round_loss_sums
+from dpxgb_dask.partition import messages, state as partition
+from dpxgb_dask.partition.aggregates import round_loss_sums
 from dpxgb_dask.boosting.candidates import uniform_cuts
 from dpxgb_dask.objective import Objective
 
@@ -97,8 +97,8 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
 
     # Tree 0's exact root histogram, recomputed locally (same cuts, gradients at margin 0).
     state = partition.load_partition(X, y, Objective("binary:logistic"), 0)
-    state.prepare(protocol.Prepare(bounds, uniform_cuts(bounds, 16), 16, 0.0, {0: 0}))
-    root = state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25),
+    state.prepare(messages.Prepare(bounds, uniform_cuts(bounds, 16), 16, 0.0, {0: 0}))
+    root = state.run(messages.Round(seq=1, start_tree=messages.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25),
                                histogram_nodes=np.array([0])))[0]
     # Distinctive values only: small round numbers (0.25 k for tiny bins) also occur in
     # unrelated metadata. Gradient sums are multiples of the quantised 0.3.

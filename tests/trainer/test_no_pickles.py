@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from distributed.protocol import to_serialize
 
-from dpxgb_dask.boosting.protocol import Prepare, Round, TreeEnd, TreeStart
+from dpxgb_dask.partition.messages import Prepare, Round, TreeEnd, TreeStart
 from dpxgb_dask.cluster import codec
 from dpxgb_dask.cluster.actions import LoadRows
 from dpxgb_dask.cluster.backend import WorkerLost

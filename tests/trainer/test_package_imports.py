@@ -47,6 +47,15 @@ def test_a_worker_imports_no_estimator_or_accountant_code(tmp_path):
     assert _run(code, tmp_path) == "[]"
 
 
+def test_a_worker_imports_no_coordinator_code(tmp_path):
+    """Issue 44, item 2: a worker runs ``partition/`` (the messages it applies, its rows'
+    state and sums); the coordinator's ``boosting/`` stays in the scheduler."""
+    code = ("import sys, dpxgb_dask.cluster.worker; "
+            "print(sorted(m for m in sys.modules if m.startswith('dpxgb_dask.boosting')), "
+            "'dpxgb_dask.partition.state' in sys.modules)")
+    assert _run(code, tmp_path) == "[] True"
+
+
 def test_the_command_line_loads_no_cluster_code_to_score_a_model(tmp_path):
     """``dpxgb predict`` and ``dpxgb report`` read a model file: the CLI reaches the rest
     of the package through its public names, which load on first use."""

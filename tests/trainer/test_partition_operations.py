@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from dpxgb_dask.boosting import (aggregates, candidates, gradients, partition, protocol, sampling,
-                                 tree)
+from dpxgb_dask.boosting import candidates, tree
+from dpxgb_dask.partition import aggregates, gradients, messages, rows, state as partition
 from dpxgb_dask._core.naive import histogram as naive_histogram
 from dpxgb_dask._core.predict import predict_binned
 from dpxgb_dask.objective import Objective
@@ -18,7 +18,7 @@ def _binned_part(rng, n_rows=500, n_features=4, n_bins=33, row_offset=0,
     state = partition.load_partition(X, y, objective, index=0)
     bounds = np.tile([-3.0, 3.0], (n_features, 1))
     cuts = [np.linspace(-2.5, 2.5, n_bins - 2) for _ in range(n_features)]
-    state.prepare(protocol.Prepare(bounds, cuts, n_bins - 1, 0.0, {0: row_offset}))
+    state.prepare(messages.Prepare(bounds, cuts, n_bins - 1, 0.0, {0: row_offset}))
     return state
 
 
@@ -75,12 +75,12 @@ def test_make_part_validates_and_names_the_argument():
 
 def test_row_uniforms_do_not_depend_on_partitioning():
     key = 12345678901234567890123456789
-    whole = sampling.row_uniforms(key, 0, 1003)
-    pieces = np.concatenate([sampling.row_uniforms(key, a, b - a)
+    whole = rows.row_uniforms(key, 0, 1003)
+    pieces = np.concatenate([rows.row_uniforms(key, a, b - a)
                              for a, b in [(0, 1), (1, 6), (6, 517), (517, 1003)]])
     np.testing.assert_array_equal(whole, pieces)
     assert 0.0 <= whole.min() and whole.max() < 1.0
-    assert not np.array_equal(whole, sampling.row_uniforms(key + 1, 0, 1003))
+    assert not np.array_equal(whole, rows.row_uniforms(key + 1, 0, 1003))
     # Roughly uniform: 1003 draws, mean within 5 standard errors of 1/2.
     assert abs(whole.mean() - 0.5) < 5 * np.sqrt(1 / 12 / 1003)
 
@@ -92,7 +92,7 @@ def test_start_tree_samples_and_bounds_gradients(rule):
                                                                          (-1.0, 1.0)))
     margin = rng.normal(scale=3.0, size=20000)
     state.margins = state.pending = margin
-    state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(7, (0.0, 0.3), 1.0, rule, 1.0)))
+    state.run(messages.Round(seq=1, start_tree=messages.TreeStart(7, (0.0, 0.3), 1.0, rule, 1.0)))
     in_tree = state.positions == 0
     assert np.all(state.positions[~in_tree] == -1)  # ~0: outside the tree, at the root
     assert np.all(np.abs(state.gradients) <= 1.0)
@@ -121,12 +121,12 @@ def test_level_histograms_with_subtraction_equal_a_direct_build():
     feats = np.array([0, 1, 2], np.int32)
     bins = np.array([10, 20, 5], np.uint8)
     miss = np.array([1, 0, 1], np.uint8)
-    state.run(protocol.Round(seq=1, splits=_heap(is_split[:1], feats[:1], bins[:1], miss[:1])))
+    state.run(messages.Round(seq=1, splits=_heap(is_split[:1], feats[:1], bins[:1], miss[:1])))
     depth1 = partition.level_histograms(state, [1, 2], previous=root, previous_nodes=[0])
     direct1 = partition.level_histograms(state, [1, 2])
     np.testing.assert_array_equal(depth1["count"], direct1["count"])
     np.testing.assert_allclose(depth1["sum_hessians"], direct1["sum_hessians"], atol=1e-9)
-    state.run(protocol.Round(seq=2, splits=_heap(is_split, feats, bins, miss)))
+    state.run(messages.Round(seq=2, splits=_heap(is_split, feats, bins, miss)))
     nodes = [3, 4, 5, 6]
     depth2 = partition.level_histograms(state, nodes, previous=depth1, previous_nodes=[1, 2])
     direct2 = partition.level_histograms(state, nodes)
@@ -142,9 +142,9 @@ def test_add_reduces_histograms_and_arrays():
     state = _tree_state(_binned_part(rng), np.zeros(500, np.int32),
                         rng.normal(size=500).astype(np.float32), np.ones(500, np.float32))
     h = partition.level_histograms(state, [0])
-    total = protocol.add(h, h, h)
+    total = aggregates.add(h, h, h)
     np.testing.assert_array_equal(total["count"], 3 * h["count"])
-    np.testing.assert_array_equal(protocol.add(np.ones(3), np.ones(3)), 2 * np.ones(3))
+    np.testing.assert_array_equal(aggregates.add(np.ones(3), np.ones(3)), 2 * np.ones(3))
 
 
 def test_quantized_sums_are_exact_in_any_order():
@@ -194,7 +194,7 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
 
     rng = np.random.default_rng(seed)
     state = _binned_part(rng, n_rows=3000, objective=Objective("reg:squarederror", (-1, 1)))
-    state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(11, (0.0, 0.4), 1.0, "clip", 1.0)))
+    state.run(messages.Round(seq=1, start_tree=messages.TreeStart(11, (0.0, 0.4), 1.0, "clip", 1.0)))
     assert np.any(state.positions < 0) and np.any(state.positions == 0)
     cuts = [np.linspace(-2.5, 2.5, 31) for _ in range(4)]
     tree = Tree(cuts)
@@ -210,7 +210,7 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
             else:
                 tree.add_leaf(node, 0.0)
         nodes = children
-    state.run(protocol.Round(seq=2, tree_splits=_merge_levels(levels[:-1])))
+    state.run(messages.Round(seq=2, tree_splits=_merge_levels(levels[:-1])))
     leaf_values = rng.normal(size=2 ** 4)
     for node in nodes + [n for n in tree.leaves]:
         tree.add_leaf(node, leaf_values[node])
@@ -223,17 +223,17 @@ def test_margins_from_the_leaf_each_row_reached_equal_a_walk_of_the_tree(seed):
     by_heap = np.zeros(2 ** 4)
     for node, value in tree.leaves.items():
         by_heap[node] = value
-    state.run(protocol.Round(seq=3, end_tree=protocol.TreeEnd(levels[-1], by_heap)))
+    state.run(messages.Round(seq=3, end_tree=messages.TreeEnd(levels[-1], by_heap)))
     np.testing.assert_array_equal(state.margins, np.clip(expected, -1.0, 1.0))
 
 
 def test_a_replayed_round_returns_its_result_without_applying_it_again():
     rng = np.random.default_rng(4)
     state = _binned_part(rng)
-    start = protocol.Round(seq=1, start_tree=protocol.TreeStart(0, (0.0, 2.0), 1.0, "clip", 0.25),
+    start = messages.Round(seq=1, start_tree=messages.TreeStart(0, (0.0, 2.0), 1.0, "clip", 0.25),
                       histogram_nodes=np.array([0]))
     root = state.run(start)
-    split = protocol.Round(seq=2, splits=_heap([1], [0], [10], [1]), histogram_nodes=np.array([1, 2]))
+    split = messages.Round(seq=2, splits=_heap([1], [0], [10], [1]), histogram_nodes=np.array([1, 2]))
     first = state.run(split)
     positions = state.positions.copy()
     again = state.run(split)
@@ -254,7 +254,7 @@ def test_leaf_sums_read_off_the_histograms_equal_direct_sums():
     splits = tree.LevelSplits(np.array([0]), np.array([True]), np.array([2], np.int32),
                                    np.array([12], np.int32), np.array([True]))
     children = tree.child_totals(root, splits)
-    state.run(protocol.Round(seq=1, splits=splits.as_heap_arrays()))
+    state.run(messages.Round(seq=1, splits=splits.as_heap_arrays()))
     direct = partition.node_sums(state, tree.children(splits))
     np.testing.assert_array_equal(children, direct)
     np.testing.assert_array_equal(tree.node_totals(root), partition.node_sums(state, [1, 2]).sum(
@@ -268,9 +268,9 @@ def test_float32_partitions_are_kept_without_a_copy_and_bin_like_float64():
     bounds = np.tile([-2.0, 2.0], (3, 1))  # values beyond the bounds: binned as if clipped
     cuts = candidates.uniform_cuts(bounds, 16)
     states = []
-    for rows in (X, X.astype(np.float64)):
-        state = partition.load_partition(rows, y, Objective("binary:logistic"), 0)
-        state.prepare(protocol.Prepare(bounds, cuts, 16, 0.0, {0: 0}))
+    for values in (X, X.astype(np.float64)):
+        state = partition.load_partition(values, y, Objective("binary:logistic"), 0)
+        state.prepare(messages.Prepare(bounds, cuts, 16, 0.0, {0: 0}))
         states.append(state)
     assert np.shares_memory(states[0].raw.X, X)
     np.testing.assert_array_equal(states[0].X_binned, states[1].X_binned)

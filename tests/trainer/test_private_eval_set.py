@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, budget_status, create_budget, train
-from dpxgb_dask.boosting.aggregates import round_loss_sums
-from dpxgb_dask.boosting.partition import RawPart
+from dpxgb_dask.partition.aggregates import round_loss_sums
+from dpxgb_dask.partition.state import RawPart
 from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.boosting.scores import EvaluationScores
 from dpxgb_dask.evaluation import early_stopping, evaluate, noisy_early_stopping

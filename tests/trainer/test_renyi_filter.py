@@ -12,8 +12,8 @@ from dpxgb_dask import train
 from dpxgb_dask.boosting.protocol import LocalBackend
 from dpxgb_dask.boosting.coordinator import Coordinator
 from dpxgb_dask.objective import Objective
-from dpxgb_dask.boosting.gradients import quantize
-from dpxgb_dask.boosting.partition import PartitionState, load_partition
+from dpxgb_dask.partition.gradients import quantize
+from dpxgb_dask.partition.state import PartitionState, load_partition
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.boosting.calibration import make_plan
 from dpxgb_dask.model.certificate import check_privacy_claims

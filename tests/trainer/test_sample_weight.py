@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, train
-from dpxgb_dask.boosting.gradients import VALUE_GRID
-from dpxgb_dask.boosting.partition import make_part
+from dpxgb_dask.partition.gradients import VALUE_GRID
+from dpxgb_dask.partition.state import make_part
 from dpxgb_dask.inputs import target_columns, weight_shares
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params

@@ -9,11 +9,11 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from dpxgb_dask import DPXGBClassifier, train
-from dpxgb_dask.boosting import partition
-from dpxgb_dask.boosting.aggregates import held_out_loss_sums, round_loss_sums
+from dpxgb_dask.partition import state as partition
+from dpxgb_dask.partition.aggregates import held_out_loss_sums, round_loss_sums
 from dpxgb_dask.boosting.candidates import uniform_cuts
-from dpxgb_dask.boosting.protocol import Prepare
-from dpxgb_dask.boosting.sampling import row_uniforms
+from dpxgb_dask.partition.messages import Prepare
+from dpxgb_dask.partition.rows import row_uniforms
 from dpxgb_dask.boosting.selection import (FAMILIES, SelectionPlan, SelectionSpec,
                                            resolve_selection)
 from dpxgb_dask.boosting.streams import FitStreams

@@ -30,8 +30,8 @@ from dpxgb_dask.cluster.backend import WorkerLost
 from dpxgb_dask.cluster.codec import decode, encode
 from dpxgb_dask.cluster.scheduler import DPXGBSchedulerPlugin
 from dpxgb_dask.cluster.wire import PLUGIN_NAME, capability_digest
-from dpxgb_dask.boosting import protocol
-from dpxgb_dask.boosting.silos import FieldNoise, SiloRelease
+from dpxgb_dask.partition import messages
+from dpxgb_dask.partition.messages import FieldNoise, SiloRelease
 from dpxgb_dask.cluster import silo_config, worker
 from dpxgb_dask.cluster.worker import DPXGBWorkerPlugin, fits_on
 from dpxgb_dask.objective import Objective
@@ -363,9 +363,9 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
         twice = SiloRelease("init", fields=(FieldNoise(None, "gaussian", 1.0, 1.0, 1),) * 2)
         with pytest.raises(ValueError, match="distinct parts"):
             call(Aggregate("class_counts", False, (2,), twice))
-        worker.execute(address, fit, capability, PrepareRows(protocol.Prepare(
+        worker.execute(address, fit, capability, PrepareRows(messages.Prepare(
             BOUNDS, [np.linspace(-4, 4, 17)[1:-1]] * 6, 16, 0.0, {0: 0})))
-        step = protocol.Round(seq=1, start_tree=protocol.TreeStart(0, (0.0, 2.0), 0.3, "clip",
+        step = messages.Round(seq=1, start_tree=messages.TreeStart(0, (0.0, 2.0), 0.3, "clip",
                                                                    0.25),
                               histogram_nodes=np.array([0]))
         with pytest.raises(PermissionError, match="names none"):
@@ -374,7 +374,7 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
                                                          1),))
         histogram = call(RunRound(replace(step, silo_release=leaf)))
         assert histogram["sum_gradients"].any() and not histogram["count"].any()
-        for replay in (protocol.Round(seq=1), replace(step, silo_release=replace(
+        for replay in (messages.Round(seq=1), replace(step, silo_release=replace(
                 leaf, purpose="again"))):  # (a partition answers its last round again)
             with pytest.raises(PermissionError, match="never runs a round again"):
                 call(RunRound(replay))
@@ -681,12 +681,12 @@ def test_a_silo_derives_its_aggregates_sensitivity_and_answers_no_other(silo_fil
         assert released.shape == (2,) and not np.array_equal(released, exact)
         assert abs(released - exact).max() < 10  # (σ = 1)
         # a tree's sums: the bounds are the ones the silo clipped the gradients to
-        worker.execute(address, fit, capability, PrepareRows(protocol.Prepare(
+        worker.execute(address, fit, capability, PrepareRows(messages.Prepare(
             BOUNDS, [np.linspace(-4, 4, 17)[1:-1]] * 6, 16, 0.0, {0: 0})))
-        start = protocol.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25)
+        start = messages.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25)
 
         def level(seq, delta):
-            return protocol.Round(seq=seq, start_tree=start, histogram_nodes=np.array([0]),
+            return messages.Round(seq=seq, start_tree=start, histogram_nodes=np.array([0]),
                                   silo_release=SiloRelease("leaf", seq, fields=(FieldNoise(
                                       "sum_gradients", "gaussian", delta, 1.0, 1),)))
 

@@ -475,7 +475,7 @@ def test_n_jobs_minus_one_runs_the_kernels_on_every_cpu_of_each_worker(client, s
     model = DPXGBClassifier(epsilon=2.0, feature_bounds=bounds, n_estimators=3, n_jobs=-1,
                             random_state=seed, client=client).fit(X, y)
     assert model.booster_.params["n_threads"] == -1
-    from dpxgb_dask.boosting.partition import kernel_threads
+    from dpxgb_dask.partition.state import kernel_threads
 
     assert kernel_threads(-1) == len(os.sched_getaffinity(0)) and kernel_threads(3) == 3
     for bad in (0, -2, 1.5, True):

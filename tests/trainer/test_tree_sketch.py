@@ -3,7 +3,8 @@ candidates come from a Laplace sketch of its own rows, before it grows."""
 import numpy as np
 import pytest
 
-from dpxgb_dask.boosting import candidates, partition, protocol
+from dpxgb_dask.boosting import candidates
+from dpxgb_dask.partition import messages, state as partition
 from dpxgb_dask.boosting.candidates import uniform_cuts
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
@@ -25,8 +26,8 @@ def _data(n=3000, seed=0):
 
 def _state(X, y, by_hessian, interval=(0.0, 0.5)):
     state = partition.load_partition(X, y, Objective("binary:logistic"), 0)
-    state.prepare(protocol.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, 0.3, {0: 0}))
-    return state.run(protocol.Round(seq=1, start_tree=protocol.TreeStart(7, interval, 1.0, "clip", 0.25),
+    state.prepare(messages.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, 0.3, {0: 0}))
+    return state.run(messages.Round(seq=1, start_tree=messages.TreeStart(7, interval, 1.0, "clip", 0.25),
                                fine_histogram=(32, by_hessian))), state
 
 
@@ -73,10 +74,10 @@ def test_one_row_moves_the_tree_histogram_by_at_most_the_planned_sensitivity():
     for rows in (slice(1, None), slice(None)):
         state = partition.load_partition(X[rows], labels[rows], Objective("multi:softprob",
                                                                     n_classes=k), 0)
-        state.prepare(protocol.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, np.zeros(k), {0: 0}))
-        start = protocol.TreeStart(7, (-1.0, 2.0), 1.0, "clip", h_star, -1,
+        state.prepare(messages.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, np.zeros(k), {0: 0}))
+        start = messages.TreeStart(7, (-1.0, 2.0), 1.0, "clip", h_star, -1,
                               (np.sqrt(2.0), 0.5, min(k * h_star, 1.0)))
-        hists.append(state.run(protocol.Round(seq=1, start_tree=start, fine_histogram=(32, True))))
+        hists.append(state.run(messages.Round(seq=1, start_tree=start, fine_histogram=(32, True))))
     moved = np.abs(hists[1] - hists[0]).sum()
     assert 0 < moved <= planned + 1e-12
 

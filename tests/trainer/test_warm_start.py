@@ -6,8 +6,8 @@ import pytest
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, budget_status, create_budget, train
 from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.objective import Objective, to_training_units
-from dpxgb_dask.boosting.partition import load_partition
-from dpxgb_dask.boosting.protocol import Prepare
+from dpxgb_dask.partition.state import load_partition
+from dpxgb_dask.partition.messages import Prepare
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.model.certificate import check_privacy_claims
 from dpxgb_dask.privacy.accountants import get_accountant

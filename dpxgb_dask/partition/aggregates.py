@@ -219,7 +219,7 @@ def round_loss_sums(part, booster, metrics, n_rounds, label_bounds=None):
 
 def held_out_loss_sums(state, *args):
     """:func:`round_loss_sums` of the rows a private selection held out of its trees
-    (``state.held_out``, :func:`~dpxgb_dask.boosting.sampling.held_out`): the exact query
+    (``state.held_out``, :func:`~dpxgb_dask.partition.rows.held_out`): the exact query
     of its score.
 
     Parameters

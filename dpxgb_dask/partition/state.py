@@ -7,7 +7,7 @@ releases only DP-noised versions of them (:mod:`~dpxgb_dask.boosting.coordinator
 
 For the length of a fit, each partition's working state is one :class:`PartitionState`,
 built once where the rows are (:func:`load_partition`, :meth:`PartitionState.prepare`)
-and advanced by one :class:`~dpxgb_dask.boosting.protocol.Round` per message of the
+and advanced by one :class:`~dpxgb_dask.partition.messages.Round` per message of the
 coordinator: a round may finish the previous tree (its leaf values added to the margins,
 reusing the leaf index every row reached while the tree grew), start a tree (subsample,
 clipped gradients), re-bin with new cut points, apply the previous level's public split
@@ -30,7 +30,7 @@ from .._core.rows import add_leaf_values, select_tree_rows
 from ..inputs import float_values
 from .aggregates import tree_fine_histogram
 from .gradients import VALUE_GRID, clip_row_vectors, grid_limits, quantize
-from .sampling import held_out, row_uniforms
+from .rows import held_out, row_uniforms
 
 
 @dataclass
@@ -274,7 +274,7 @@ class PartitionState:
             self.run(step)
 
     def run(self, step):
-        """Apply one :class:`~dpxgb_dask.boosting.protocol.Round`; return its exact result
+        """Apply one :class:`~dpxgb_dask.partition.messages.Round`; return its exact result
         (histograms, sums or None).
 
         A round with the number of the last one applied returns that round's result again
