@@ -12,7 +12,7 @@ public bounds (-6, 6), 30,000 training and 10,000 holdout rows. Each method runs
 own defaults (a preset's tree count capped at 100), in-process, its noise keyed by a fixed
 seed (``reproducible_noise``) so that every cell gives the same model on every run.
 
-``tests/trainer/test_every_method_learns.py`` runs the cells that guard something distinct
+``tests/integration/test_every_method_learns.py`` runs the cells that guard something distinct
 (every method at 10 features, the default on the wide table) from this module; this script
 runs the whole matrix (it was the test's until issue 40 moved it here) and prints its table.
 """

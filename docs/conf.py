@@ -3,7 +3,7 @@
 The pages are MyST Markdown; the API reference is generated from the installed package's
 numpydoc docstrings. Nothing is fetched from the network: cross-references resolve within
 these pages, and a broken one, like a public object without a docstring, is an error under
-``-W`` (``tests/test_docs.py`` builds the docs in the default test run).
+``-W`` (``tests/integration/test_docs.py`` builds the docs in the default test run).
 """
 import dpxgb_dask
 

@@ -5,12 +5,15 @@ float rows; labels as class indices; bounds given by column name; a silo's own r
 from its file on its worker (:func:`~dpxgb_dask.inputs.read_silo_rows`).
 
 The checks read no value. The conversions (:func:`float_values`, :func:`weight_shares`,
-:func:`target_columns`, the label encodings) run where the values are: in the user's process
+:class:`Targets`, the label encodings) run where the values are: in the user's process
 for in-memory inputs, lazily on the workers for dask collections. Value checks (lengths of
 dask partitions, label sets, infinities) run on the workers, inside
 :func:`~dpxgb_dask.partition.state.make_part`, and surface as a ``ValueError`` naming
 the argument.
 """
+import dataclasses
+from dataclasses import dataclass
+
 import numpy as np
 
 from .categories import encode as encode_categories
@@ -163,16 +166,8 @@ def describe_features(X):
     return None, int(X.shape[1])
 
 
-#: The first columns of labels with their weight shares and base margins
-#: (:func:`target_columns`); the base margins follow, one column per output.
-TARGET_COLUMNS = ["label", "weight"]
-
-
 def label_array(y):
-    """``y`` as one column: a one-column frame becomes its series (labels with weight
-    shares and base margins, :func:`target_columns`, stay as they are)."""
-    if is_frame(y) and list(y.columns)[:2] == TARGET_COLUMNS:
-        return y
+    """``y`` as one column: a one-column frame becomes its series."""
     if is_frame(y):
         if len(y.columns) != 1:
             raise ValueError(f"y must be one column, got {len(y.columns)}")
@@ -467,78 +462,110 @@ def base_margin_rows(base_margin, n_rows, n_outputs):
     return margins.reshape(expected)
 
 
-def target_columns(y, shares=None, margins=None):
-    """Labels with each row's weight share and base margins as one target of
-    :data:`TARGET_COLUMNS`, ``(label, share, margin, ...)`` per row, so that they travel
-    with the same rows (the row partitions of X); the share is NaN without weights.
+@dataclass(frozen=True)
+class Targets:
+    """What a fit learns from each row, row-aligned with X: its label, its weight share and
+    its base margins, named as xgboost.dask names the parts it sends (``label``,
+    ``weight``, ``base_margin``).
 
-    Parameters
+    Each field is an in-memory array (NumPy, pandas) or a dask collection, all of one kind;
+    inside a partition, NumPy blocks. Build a fit's targets with :meth:`checked`.
+
+    Attributes
     ----------
-    y : array-like, pandas Series or dask collection, shape (n_rows,)
-    shares : same kind, shape (n_rows,), optional
-        From :func:`weight_shares`.
-    margins : same kind, shape (n_rows,) or (n_rows, K), optional
-        XGBoost's ``base_margin`` (a dask series, or a dask frame of K columns, with a dask
-        series ``y``).
-
-    Returns
-    -------
-    ndarray of float64 of shape (n_rows, 2 + K), a pandas or dask DataFrame of those
-    columns, or a dask array; ``y`` itself when neither is given
-
-    Raises
-    ------
-    ValueError
-        When a dask ``sample_weight`` or ``base_margin`` is not partitioned as ``y``.
+    label : array-like, shape (n_rows,)
+    weight : array-like of float, shape (n_rows,), or None
+        Each row's weight share in [0, 1] (:func:`weight_shares`); None: an unweighted fit.
+    margin : array-like of float, shape (n_rows,) or (n_rows, K), or None
+        XGBoost's ``base_margin``, where the row's margins start; None: the fit's base score.
     """
-    extra = {"sample_weight": shares, "base_margin": margins}
-    extra = {k: v for k, v in extra.items() if v is not None}
-    if not extra:
-        return y
-    for name, values in extra.items():
-        if is_dask_collection(y) != is_dask_collection(values):
-            raise ValueError(f"{name} must be a dask collection exactly when y is one")
-    if not is_dask_collection(y):
-        labels = float_values(y, "y").reshape(-1)
-        columns = [labels, np.full(labels.shape, np.nan) if shares is None else shares]
-        if margins is not None:
-            margins = np.asarray(float_values(margins, "base_margin"), dtype=np.float64)
-            columns.extend(margins.reshape(len(margins), -1).T)
-        if any(len(c) != len(labels) for c in columns):
-            raise ValueError(f"sample_weight and base_margin must have the {len(labels)} "
-                             "rows of y")
-        return np.column_stack(columns)
-    if getattr(y, "ndim", 1) != 1 or (shares is not None and getattr(shares, "ndim", 1) != 1):
-        raise ValueError("y and sample_weight must be one column each")
-    if hasattr(y, "chunks"):  # dask arrays
-        return _dask_array_target(y, shares, margins)
-    if any(hasattr(v, "chunks") for v in extra.values()):
-        raise ValueError("give y, sample_weight and base_margin as the same kind of dask "
-                         "collection (arrays, or series and frames)")
-    for name, values in extra.items():
-        if y.npartitions != values.npartitions or tuple(y.divisions) != tuple(values.divisions):
-            raise ValueError(f"{name} must have the partitions (and divisions) of y")
-    target = y.rename(TARGET_COLUMNS[0]).to_frame().assign(
-        **{TARGET_COLUMNS[1]: y.astype(np.float64) * np.nan if shares is None else shares})
-    if margins is not None:
-        columns = [margins] if getattr(margins, "ndim", 1) == 1 else \
-            [margins[c] for c in margins.columns]
-        target = target.assign(**{f"margin_{k}": c for k, c in enumerate(columns)})
-    return target
+
+    label: object
+    weight: object = None
+    margin: object = None
+
+    @classmethod
+    def checked(cls, label, weight=None, margin=None):
+        """The targets of ``label`` with their weight shares and base margins, checked to
+        travel with the same rows (the row partitions of X): in-memory fields as float64
+        arrays of one length; dask fields partitioned as ``label`` (dask arrays rechunked
+        to its chunks where they are known).
+
+        Parameters
+        ----------
+        label : array-like, pandas Series or dask collection, shape (n_rows,)
+        weight : same kind, shape (n_rows,), optional
+            From :func:`weight_shares`.
+        margin : same kind, shape (n_rows,) or (n_rows, K), optional
+            XGBoost's ``base_margin`` (a dask series, or a dask frame of K columns, with a
+            dask series ``label``).
+
+        Returns
+        -------
+        Targets
+
+        Raises
+        ------
+        ValueError
+            Fields of different kinds or lengths, or dask fields not partitioned as
+            ``label``.
+        """
+        extra = {k: v for k, v in {"sample_weight": weight, "base_margin": margin}.items()
+                 if v is not None}
+        for name, values in extra.items():
+            if is_dask_collection(label) != is_dask_collection(values):
+                raise ValueError(f"{name} must be a dask collection exactly when y is one")
+        if not is_dask_collection(label):
+            if not extra:
+                return cls(label)
+            labels = float_values(label, "y").reshape(-1)
+            fields = {"weight": weight, "margin": margin}
+            for field, values in fields.items():
+                if values is not None:
+                    fields[field] = np.asarray(float_values(values, "base_margin"
+                                                            if field == "margin"
+                                                            else "sample_weight"),
+                                               dtype=np.float64)
+                    if len(fields[field]) != len(labels):
+                        raise ValueError(f"sample_weight and base_margin must have the "
+                                         f"{len(labels)} rows of y")
+            return cls(labels, **fields)
+        if getattr(label, "ndim", 1) != 1 or getattr(weight, "ndim", 1) != 1:
+            raise ValueError("y and sample_weight must be one column each")
+        if hasattr(label, "chunks"):  # dask arrays
+            if any(not hasattr(v, "chunks") for v in extra.values()):
+                raise ValueError("give y, sample_weight and base_margin as the same kind of "
+                                 "dask collection (arrays, or series and frames)")
+            return cls(label, *(None if v is None else _rechunked_as(v, label)
+                                for v in (weight, margin)))
+        if any(hasattr(v, "chunks") for v in extra.values()):
+            raise ValueError("give y, sample_weight and base_margin as the same kind of dask "
+                             "collection (arrays, or series and frames)")
+        for name, values in extra.items():
+            if label.npartitions != values.npartitions or \
+                    tuple(label.divisions) != tuple(values.divisions):
+                raise ValueError(f"{name} must have the partitions (and divisions) of y")
+        return cls(label, weight, margin)
+
+    def fields(self):
+        """``{name: values}`` of the fields given (``label`` always)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+    def rows(self, index):
+        """The targets of the rows ``index`` (a slice or integer array) of in-memory
+        fields."""
+        return Targets(*(None if v is None else v[index]
+                         for v in (self.label, self.weight, self.margin)))
 
 
-def _dask_array_target(y, shares, margins):
-    """:func:`target_columns` of dask arrays: one (n_rows, 2 + K) array, chunked as y."""
-    import dask.array as da
-
-    columns = [y.astype(np.float64), y.astype(np.float64) * np.nan if shares is None else shares]
-    if margins is not None:
-        columns.extend([margins[:, k] for k in range(margins.shape[1])] if margins.ndim == 2
-                       else [margins])
-    known = not any(np.isnan(c) for c in y.chunks[0])
-    for i, column in enumerate(columns[1:]):
-        if len(column.chunks[0]) != len(y.chunks[0]):
-            raise ValueError("sample_weight and base_margin must have the partitions of y")
-        if known and not any(np.isnan(c) for c in column.chunks[0]):
-            columns[i + 1] = column.astype(np.float64).rechunk((y.chunks[0],))
-    return da.stack(columns, axis=1)
+def _rechunked_as(values, label):
+    """A dask array ``values`` (a weight or margin column, or K margin columns) chunked as
+    the rows of the dask array ``label`` where both chunkings are known (one block of
+    columns per row block)."""
+    if len(values.chunks[0]) != len(label.chunks[0]):
+        raise ValueError("sample_weight and base_margin must have the partitions of y")
+    if any(np.isnan(c) for c in label.chunks[0]) or any(np.isnan(c) for c in values.chunks[0]):
+        return values.astype(np.float64)
+    chunks = {0: label.chunks[0], 1: -1} if values.ndim == 2 else {0: label.chunks[0]}
+    return values.astype(np.float64).rechunk(chunks)

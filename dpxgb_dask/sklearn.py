@@ -2,7 +2,7 @@
 
 They follow the estimator contract (parameters stored as given in ``__init__``, fitted
 attributes ending in ``_``, ``get_params`` / ``set_params`` / ``clone``, scikit-learn's
-input validation and its estimator checks: ``tests/trainer/test_estimator_checks.py``), and
+input validation and its estimator checks: ``tests/integration/test_estimator_checks.py``), and
 Dask's: ``client=None`` uses the default client, else the scheduler at Dask's
 ``scheduler-address`` setting, else an embedded LocalCluster, dask inputs
 predict lazily, and pickling drops the client.

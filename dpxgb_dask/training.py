@@ -29,7 +29,7 @@ from .boosting.selection import Selection, SelectionPlan, resolve_selection
 from .cluster.client import client_or_embedded, run_fit
 from .evaluation import check_early_stopping_rounds, stop_early
 from .inputs import (base_margin_rows, count_features, describe_features, feature_names_of,
-                     float_values, is_dask_collection, label_array, target_columns,
+                     Targets, float_values, is_dask_collection, label_array,
                      weight_shares)
 from .model.booster import Booster
 from .model.certificate import check_privacy_claims
@@ -172,16 +172,17 @@ def _same_bounds(given, bounds, rows):
 
 
 def fit_targets(params, y, sample_weight=None, base_margin=None):
-    """The fit's target: ``y``, or the labels with each row's weight share
+    """The fit's targets: the labels with each row's weight share
     (:func:`~dpxgb_dask.inputs.weight_shares` of ``params.weight_bound``) and base margin
     (XGBoost's ``base_margin``, where the row's margins start), checked
-    (:func:`~dpxgb_dask.inputs.target_columns`); and the parameters, which make no
+    (:meth:`~dpxgb_dask.inputs.Targets.checked`); and the parameters, which make no
     initial-score release when every row has a base margin (XGBoost then ignores the base
     score).
 
     Returns
     -------
-    (TrainParams, target)
+    (TrainParams, Targets or None)
+        None for ``y=None`` (a silo table's labels are its own).
 
     Raises
     ------
@@ -198,8 +199,10 @@ def fit_targets(params, y, sample_weight=None, base_margin=None):
             base_margin = base_margin_rows(base_margin, len(label_array(y)),
                                            Objective.of(params).n_outputs)
         params = with_overrides(params, init_score="zero")
-    return params, target_columns(label_array(y), _weight_shares(params, y, sample_weight),
-                                  base_margin)
+    if y is None:  # (a silo table: its silos read the labels from their own files)
+        return params, None
+    return params, Targets.checked(label_array(y), _weight_shares(params, y, sample_weight),
+                                   base_margin)
 
 
 def _weight_shares(params, y, sample_weight):
@@ -223,13 +226,13 @@ def with_evaluations(params, evals, feature_names, n_features):
     """The private evaluation sets of ``train(evals=)``: pairs (X, y), or (X, y,
     base_margin), with X's categorical features encoded as the fit's (lazily for dask
     collections), checked against the fit's features, and the labels with their base
-    margins as one target (:func:`~dpxgb_dask.inputs.target_columns`); and ``params`` with
+    margins as their :class:`~dpxgb_dask.inputs.Targets`; and ``params`` with
     their count and metrics (``eval_metric``, default the objective's first with a DP
     form).
 
     Returns
     -------
-    (TrainParams, list of (X, y))
+    (TrainParams, list of (X, Targets))
     """
     sets = []
     for i, pair in enumerate(evals or ()):
@@ -246,7 +249,7 @@ def with_evaluations(params, evals, feature_names, n_features):
         if margins is not None and not (is_dask_collection(margins) or is_dask_collection(y)):
             margins = base_margin_rows(margins, len(label_array(y)),
                                        Objective.of(params).n_outputs)
-        sets.append((X, target_columns(label_array(y), None, margins)))
+        sets.append((X, Targets.checked(label_array(y), None, margins)))
     if len(sets) != params.private_eval_sets:
         metrics = tuple(metric_names(params.objective, params.eval_metric, private=True))
         params = with_overrides(params, private_eval_sets=len(sets),
@@ -335,9 +338,9 @@ def _local_backend(X, y, objective, n_partitions, silos=False):
     """The rows as ``n_partitions`` partition states in this process (``silos``: each a
     silo of a cross-silo fit)."""
     X = np.asarray(float_values(X, "X"), dtype=np.float64)
-    y = np.asarray(float_values(y, "y"), dtype=np.float64)
-    chunks = np.array_split(np.arange(len(y)), n_partitions)
-    return LocalBackend([load_partition(X[c], y[c], objective, i)
+    y = Targets(np.asarray(float_values(y.label, "y"), dtype=np.float64), y.weight, y.margin)
+    chunks = np.array_split(np.arange(len(y.label)), n_partitions)
+    return LocalBackend([load_partition(X[c], y.rows(c), objective, i)
                          for i, c in enumerate(chunks)],
                         [[i] for i in range(len(chunks))] if silos else None)
 

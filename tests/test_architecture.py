@@ -223,8 +223,10 @@ def long_signatures(modules):
 
 
 #: The fields of a ``dpxgb_call`` to a worker: the fit, its capability, one typed action as
-#: the payload (:mod:`~dpxgb_dask.cluster.actions`), and a load's rows in Dask's frames.
-WORKER_CALL_FIELDS = {"op", "fit", "capability", "payload", "rows", "labels"}
+#: the payload (:mod:`~dpxgb_dask.cluster.actions`), and a load's rows and the fields of
+#: their targets (:class:`~dpxgb_dask.inputs.Targets`) in Dask's frames.
+WORKER_CALL_FIELDS = {"op", "fit", "capability", "payload", "rows", "labels", "weights",
+                      "margins"}
 
 
 def _encoded_type(node):
@@ -386,6 +388,44 @@ def test_a_module_over_600_lines_says_which_one_concept_it_holds(modules):
     planted = [(700, f"{PACKAGE}.planted")]
     assert unlisted_long_modules(planted, {}) == planted
     assert unlisted_long_modules(planted, {f"{PACKAGE}.planted": "one concept"}) == []
+
+
+#: The test tree (issue 44, item 5): ``unit/<package>/`` tests one package of dpxgb_dask in
+#: this process (``_core``'s kernels against their naive twins, ``privacy``, ``partition``,
+#: ``boosting``, ``model``); ``cluster/`` the distributed runtime on a real Dask cluster
+#: (loading, the wire, faults, reduction, silos, budgets, the dashboard); ``integration/``
+#: what a user reaches end to end (train and the estimators, the CLI, the service, the
+#: docs, the notebooks, k8s/). The project-wide rules stay at the top.
+TEST_FOLDERS = {"unit", "cluster", "integration"}
+
+
+def misplaced_tests(tests_root, package_root):
+    """Test folders and files outside the layout of :data:`TEST_FOLDERS`: another folder at
+    the top, a ``unit/`` folder that names no package of dpxgb_dask, or a ``unit/`` test
+    file outside a package's folder."""
+    found = []
+    for path in sorted(tests_root.iterdir()):
+        if path.is_dir() and path.name != "__pycache__" and path.name not in TEST_FOLDERS:
+            found.append(path.name)
+    unit = tests_root / "unit"
+    for path in sorted(unit.iterdir()) if unit.is_dir() else ():
+        if path.is_dir() and path.name != "__pycache__" and \
+                not (package_root / path.name / "__init__.py").is_file():
+            found.append(f"unit/{path.name}")
+        elif path.is_file() and path.suffix == ".py":
+            found.append(f"unit/{path.name}")
+    return found
+
+
+def test_the_tests_mirror_the_package(tmp_path):
+    tests_root = pathlib.Path(__file__).resolve().parent
+    assert misplaced_tests(tests_root, package_dir()) == []
+    for planted in ("trainer", "unit/kernels"):
+        (tmp_path / planted).mkdir(parents=True)
+    (tmp_path / "unit" / "test_loose.py").write_text("")
+    (tmp_path / "unit" / "boosting").mkdir()
+    assert misplaced_tests(tmp_path, package_dir()) == [
+        "trainer", "unit/kernels", "unit/test_loose.py"]
 
 
 def test_no_function_over_80_lines(modules):

@@ -30,7 +30,7 @@ from distributed import Client, LocalCluster, default_client
 from distributed.protocol import to_serialize
 
 from ..boosting.silo_plan import planned_silo_events
-from ..inputs import check_lengths, float_values, is_dask_collection, is_sparse, label_array
+from ..inputs import Targets, check_lengths, float_values, is_dask_collection, is_sparse
 from ..progress import ProgressDisplay
 from ..silo_table import SiloTable
 from . import dashboard_plot
@@ -299,7 +299,7 @@ def reload_service(client, capability, reloads):
     client : distributed.Client
     capability : bytes
     reloads : dict of str -> dict of int -> tuple
-        Fit id -> partition -> ``(x_block, y_block, objective, n_threads)``
+        Fit id -> partition -> ``(x_block, target_blocks, objective, n_threads)``
         (:func:`load_partitions`).
     """
     if not any(reloads.values()):
@@ -311,9 +311,9 @@ def reload_service(client, capability, reloads):
     async def reload(fit_id, index):
         address = error = None
         try:
-            x_block, y_block, objective, n_threads = reloads[fit_id][index]
+            x_block, target_blocks, objective, n_threads = reloads[fit_id][index]
             future = client.compute(load_task_delayed(
-                x_block, y_block, PartitionLoad(fit_id, digest, index, objective, n_threads)))
+                x_block, target_blocks, PartitionLoad(fit_id, digest, index, objective, n_threads)))
             address = await future
         except Exception as exc:  # (its message names arguments, never values)
             error = f"{type(exc).__name__}: {exc}"
@@ -370,7 +370,8 @@ def _row_chunks(n_rows, n_chunks):
 
 def load_partitions(client, X, y, objective, fit_id, capability, *, n_partitions=None,
                     n_threads=1, categories=None):
-    """Load validated row partitions of (X, y) into the fit's states on the workers.
+    """Load validated row partitions of X and its targets into the fit's states on the
+    workers.
 
     Parameters
     ----------
@@ -379,8 +380,8 @@ def load_partitions(client, X, y, objective, fit_id, capability, *, n_partitions
         Shape (n_rows, n_features), numeric; NaN marks missing values. A
         :class:`~dpxgb_dask.silo_table.SiloTable` is loaded by its silos
         (:func:`~dpxgb_dask.cluster.silo_loading.load_silos`).
-    y : ndarray, pandas.Series, dask array or dask series, shape (n_rows,); None with a
-        silo table
+    y : Targets, or None with a silo table
+        The rows' :class:`~dpxgb_dask.inputs.Targets` (in-memory or dask fields, as X).
     objective : Objective
     fit_id : str
     capability : bytes
@@ -400,8 +401,8 @@ def load_partitions(client, X, y, objective, fit_id, capability, *, n_partitions
         worker address]`` (NumPy, pandas: a copy loaded on another worker), or
         ``["client"]`` (dask: this client runs the load task again, :func:`reload_service`).
     reloads : dict of int -> tuple
-        Dask inputs: partition -> ``(x_block, y_block, objective, n_threads)``, the blocks'
-        graph, which stays in this process; empty otherwise.
+        Dask inputs: partition -> ``(x_block, target_blocks, objective, n_threads)``, the
+        blocks' graph, which stays in this process; empty otherwise.
 
     Raises
     ------
@@ -413,9 +414,8 @@ def load_partitions(client, X, y, objective, fit_id, capability, *, n_partitions
         _workers(client)  # (waits for a first worker)
         return load_silos(client, X, y, objective, fit_id, capability, n_threads=n_threads,
                           categories=categories)
-    y = label_array(y)
-    check_lengths(X, y)
-    if is_dask_collection(X) or is_dask_collection(y):
+    check_lengths(X, y.label)
+    if is_dask_collection(X) or is_dask_collection(y.label):
         return _load_dask(client, X, y, objective, fit_id, capability, n_threads=n_threads)
     return _load_local(client, X, y, objective, fit_id, capability, n_partitions=n_partitions,
                        n_threads=n_threads)
@@ -437,7 +437,7 @@ def _load_local(client, X, y, objective, fit_id, capability, *, n_partitions, n_
     workers = _workers(client)
     # (sparse rows stay sparse until a worker's make_part: row slices of CSR are cheap)
     X_values = X.tocsr() if is_sparse(X) else float_values(X, "X")
-    y_values = float_values(y, "y")
+    labels = float_values(y.label, "y")
     n_chunks = int(n_partitions) if n_partitions else len(workers)
     if not isinstance(n_chunks, numbers.Integral) or n_chunks < 1:
         raise ValueError(f"n_partitions must be a positive integer, got {n_partitions!r}")
@@ -460,7 +460,9 @@ def _load_local(client, X, y, objective, fit_id, capability, *, n_partitions, n_
                                       "payload": encode(LoadRows(i, objective, n_threads,
                                                                  replica)),
                                       "rows": to_serialize(X_values[a:b]),
-                                      "labels": to_serialize(y_values[a:b])}))
+                                      "labels": _rows_of(labels, a, b),
+                                      "weights": _rows_of(y.weight, a, b),
+                                      "margins": _rows_of(y.margin, a, b)}))
 
     async def push():
         return await asyncio.gather(*(client.scheduler.broadcast(msg=msg, workers=[worker])
@@ -472,55 +474,64 @@ def _load_local(client, X, y, objective, fit_id, capability, *, n_partitions, n_
     return placement, sources, {}
 
 
+def _rows_of(values, start, stop):
+    """Rows ``start:stop`` of a target field in Dask's own frames (None stays None)."""
+    return None if values is None else to_serialize(values[start:stop])
+
+
 def _frame_blocks(X, y):
-    """Row blocks of a dask DataFrame ``X`` and its label Series ``y``, cut the same way.
+    """Row blocks of a dask DataFrame ``X`` and of its targets' series and frames
+    (``y``: :class:`~dpxgb_dask.inputs.Targets`), cut the same way.
 
     Taken apart, each collection is optimised on its own, and dask may fuse the
     partitions of a projection (``ddf["y"]`` of a Parquet read) differently from the
-    other's; joined into one frame first, both come from the same blocks. Only
-    collections with the same partitions (count and divisions) are joined, partition by
+    other's; joined into one frame first, all come from the same blocks. Only
+    collections with X's partitions (count and divisions) are joined, partition by
     partition: others keep their own blocks (and the count check of the caller), never a
     join on the index that could pair a row with another row's label.
 
     Returns
     -------
-    x_blocks, y_blocks : list of dask.delayed.Delayed
+    x_blocks : list of dask.delayed.Delayed
+    target_blocks : list of Targets of dask.delayed.Delayed
     """
-    if X.npartitions != y.npartitions or tuple(X.divisions) != tuple(y.divisions):
-        return list(X.to_delayed()), list(y.to_delayed())
+    fields = y.fields()
+    if any(X.npartitions != v.npartitions or tuple(X.divisions) != tuple(v.divisions)
+           for v in fields.values()):
+        blocks = {name: list(values.to_delayed()) for name, values in fields.items()}
+        return list(X.to_delayed()), [Targets(**dict(zip(blocks, parts)))
+                                      for parts in zip(*blocks.values())]
     prefix = "__dpxgb_"
     while any(str(c).startswith(prefix) for c in X.columns):
         prefix += "_"
-    # (y: a series, or the columns of labels, weight shares and base margins:
-    # inputs.target_columns)
-    two = getattr(y, "ndim", 1) == 2
-    targets = {f"{prefix}{c}": y[c] for c in y.columns} if two else {f"{prefix}label": y}
-    joined = X.assign(**targets)
-    blocks = joined.to_delayed()
-    names = list(targets)
-    return ([b.drop(columns=names) for b in blocks],
-            [b[names] if two else b[names[0]] for b in blocks])
+    columns = {}  # field -> its column names in the joined frame
+    for name, values in fields.items():
+        parts = [values[c] for c in values.columns] if getattr(values, "ndim", 1) == 2 \
+            else [values]
+        columns[name] = [f"{prefix}{name}_{k}" for k in range(len(parts))]
+        X = X.assign(**dict(zip(columns[name], parts)))
+    blocks = X.to_delayed()
+    joined = [c for names in columns.values() for c in names]
+    return ([b.drop(columns=joined) for b in blocks],
+            [Targets(**{name: b[names] if name == "margin" and len(names) > 1 else b[names[0]]
+                        for name, names in columns.items()}) for b in blocks])
 
 
 def _load_dask(client, X, y, objective, fit_id, capability, *, n_threads):
-    if not (is_dask_collection(X) and is_dask_collection(y)):
+    if not (is_dask_collection(X) and is_dask_collection(y.label)):
         raise ValueError("X and y must both be dask collections, or neither")
-    if not hasattr(X, "chunks") and not hasattr(y, "chunks"):  # dask DataFrame and Series
+    if not hasattr(X, "chunks") and not hasattr(y.label, "chunks"):  # DataFrame and Series
         x_blocks, y_blocks = _frame_blocks(X, y)
-    elif hasattr(X, "chunks"):  # dask array
-        X = X.rechunk({1: -1})
-        x_blocks = list(X.to_delayed().ravel())
     else:
-        x_blocks = list(X.to_delayed())
-    if hasattr(y, "chunks"):
-        if hasattr(X, "chunks") and not any(np.isnan(c) for c in X.chunks[0]) \
-                and not any(np.isnan(c) for c in y.chunks[0]):
-            y = y.rechunk({0: X.chunks[0]})
-        if y.ndim == 2:  # (labels and weight shares: one block per row block)
-            y = y.rechunk({1: -1})
-        y_blocks = list(y.to_delayed().ravel())
-    elif hasattr(X, "chunks"):
-        y_blocks = list(y.to_delayed())
+        if hasattr(X, "chunks"):  # dask array
+            X = X.rechunk({1: -1})
+            x_blocks = list(X.to_delayed().ravel())
+        else:
+            x_blocks = list(X.to_delayed())
+        blocks = {name: _row_blocks(values, X) for name, values in y.fields().items()}
+        if len({len(b) for b in blocks.values()}) != 1:
+            raise ValueError("sample_weight and base_margin must have the partitions of y")
+        y_blocks = [Targets(**dict(zip(blocks, parts))) for parts in zip(*blocks.values())]
     if len(x_blocks) != len(y_blocks):
         raise ValueError(f"X and y must have the same row partitions, got {len(x_blocks)} "
                          f"and {len(y_blocks)} partitions")
@@ -540,3 +551,16 @@ def _load_dask(client, X, y, objective, fit_id, capability, *, n_threads):
     reloads = {i: (xb, yb, objective, n_threads)
                for i, (xb, yb) in enumerate(zip(x_blocks, y_blocks))}
     return placement, {i: ["client"] for i in reloads}, reloads
+
+
+def _row_blocks(values, X):
+    """The row blocks of one target field (a dask array, chunked as the rows of a dask
+    array ``X`` where both chunkings are known, or a dask series or frame)."""
+    if not hasattr(values, "chunks"):
+        return list(values.to_delayed())
+    if hasattr(X, "chunks") and not any(np.isnan(c) for c in X.chunks[0]) \
+            and not any(np.isnan(c) for c in values.chunks[0]):
+        values = values.rechunk({0: X.chunks[0]})
+    if values.ndim == 2:  # (K margins: one block per row block)
+        values = values.rechunk({1: -1})
+    return list(values.to_delayed().ravel())

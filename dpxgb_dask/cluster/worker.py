@@ -67,7 +67,7 @@ from ..partition.aggregates import (SILO_AGGREGATES, add_results, aggregate,
                                    silo_sensitivity_floors)
 from ..partition.silo_release import release_at_silo, round_sensitivity_floors
 from ..partition.state import load_partition
-from ..inputs import read_silo_rows
+from ..inputs import Targets, read_silo_rows
 from ..objective import Objective
 from ..privacy.randomness import NoiseSource
 from ..privacy.secure_sum import SiloKeyPair
@@ -319,20 +319,22 @@ class PartitionLoad:
     n_threads: int
 
 
-def load_task(X, y, load):
-    """Dask task: load one block of a dask collection into the fit's state on the worker
-    that runs it (``load``: a :class:`PartitionLoad`), and return only that worker's
-    address (no rows, no counts)."""
+def load_task(X, targets, load):
+    """Dask task: load one block of a dask collection (rows ``X`` and their
+    :class:`~dpxgb_dask.inputs.Targets`) into the fit's state on the worker that runs it
+    (``load``: a :class:`PartitionLoad`), and return only that worker's address (no rows,
+    no counts)."""
     address = get_worker().address
     add_partition(address, load.fit_id, load.digest, load.index,
-                  load_partition(X, y, load.objective, load.index, load.n_threads))
+                  load_partition(X, targets, load.objective, load.index, load.n_threads))
     return address
 
 
-def load_task_delayed(x_block, y_block, load):
+def load_task_delayed(x_block, target_blocks, load):
     """The delayed load task of one dask partition
-    (:func:`~dpxgb_dask.cluster.worker.load_task`; ``load``: a :class:`PartitionLoad`)."""
-    return dask.delayed(load_task, pure=False)(x_block, y_block, load)
+    (:func:`~dpxgb_dask.cluster.worker.load_task`; ``target_blocks``: the
+    :class:`~dpxgb_dask.inputs.Targets` of its blocks; ``load``: a :class:`PartitionLoad`)."""
+    return dask.delayed(load_task, pure=False)(x_block, target_blocks, load)
 
 
 def drop_fit(worker_address, fit_id):
@@ -384,8 +386,8 @@ def execute(worker_address, fit_id, capability, action, rows=None):
     worker_address, fit_id : str
     capability : bytes
     action : one of :data:`~dpxgb_dask.cluster.actions.ACTIONS`
-    rows : tuple of (X, y), optional
-        :class:`~dpxgb_dask.cluster.actions.LoadRows`: the rows and labels the call
+    rows : tuple of (X, Targets), optional
+        :class:`~dpxgb_dask.cluster.actions.LoadRows`: the rows and targets the call
         carried.
 
     Returns
@@ -435,7 +437,7 @@ def _load_silo(worker_address, fit_id, digest, action):
     X, y = read_silo_rows(**source)
     # a silo never refuses on its rows (its caller would learn that some label is
     # not a class): it leaves such rows out and tells its operator, in its own log
-    state = load_partition(X, y, replace(action.objective, unknown_labels="missing"),
+    state = load_partition(X, Targets(y), replace(action.objective, unknown_labels="missing"),
                            action.index, action.n_threads)
     missing = int(np.isnan(np.asarray(y, dtype=np.float64)).sum())
     left_out = int(np.isnan(state.labels).sum()) - missing
@@ -487,7 +489,7 @@ async def sweep_forever(worker_address):
 
 
 async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=None,
-                      labels=None):
+                      labels=None, weights=None, margins=None):
     """The ``dpxgb_call`` handler of a worker: ``payload`` is one action of
     :mod:`~dpxgb_dask.cluster.actions`, encoded by :func:`~dpxgb_dask.cluster.codec.encode`
     (never unpickled: a payload of any other kind is refused).
@@ -495,10 +497,12 @@ async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=N
     Parameters
     ----------
     worker : distributed.Worker
-    rows, labels : ndarray or scipy.sparse matrix, optional
-        :class:`~dpxgb_dask.cluster.actions.LoadRows`: the rows and their targets, in
-        Dask's own frames (NumPy's serialisation, no copy: the fast path of a trusted
-        client's rows); anything but arrays of numbers is refused (``_row_arrays``).
+    rows, labels, weights, margins : ndarray or scipy.sparse matrix, optional
+        :class:`~dpxgb_dask.cluster.actions.LoadRows`: the rows and the fields of their
+        :class:`~dpxgb_dask.inputs.Targets` (weights and margins None when the fit has
+        none), in Dask's own frames (NumPy's serialisation, no copy: the fast path of a
+        trusted client's rows); anything but arrays of numbers is refused
+        (``_row_arrays``).
 
     Returns
     -------
@@ -519,7 +523,8 @@ async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=N
                                f"{type(action).__name__}")
         if isinstance(action, Drop):
             return reply(drop_fit(address, fit), seconds=0.0)
-        loaded = _row_arrays(rows, labels) if isinstance(action, LoadRows) else None
+        loaded = _row_arrays(rows, Targets(labels, weights, margins)) \
+            if isinstance(action, LoadRows) else None
         if isinstance(action, RunRound) and action.reduction is not None:
             _fit(address, fit, capability_digest(capability))  # checked before it travels on
             subtree = SubtreeRound(worker, fit, capability, action.reduction, payload)
@@ -543,25 +548,29 @@ async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=N
         return error_reply(exc)
 
 
-def _row_arrays(rows, labels):
-    """``rows`` and ``labels`` of a ``load`` call, checked: NumPy arrays of numbers (rows
-    may be a SciPy sparse matrix) with as many rows as each other.
+def _row_arrays(rows, targets):
+    """``rows`` and ``targets`` of a ``load`` call, checked: NumPy arrays of numbers (rows
+    may be a SciPy sparse matrix; a target's weights and margins may be absent) with as
+    many rows as each other.
 
     Raises
     ------
     ValueError
     """
     sparse = sys.modules.get("scipy.sparse")
-    for name, value in (("rows", rows), ("labels", labels)):
+    named = {"rows": rows, "labels": targets.label, "weights": targets.weight,
+             "margins": targets.margin}
+    for name, value in named.items():
         is_sparse = name == "rows" and sparse is not None and sparse.issparse(value)
-        if not is_sparse and not (isinstance(value, np.ndarray)
-                                  and value.dtype.kind in ARRAY_KINDS):
+        if (value is None and name in ("weights", "margins")) or is_sparse:
+            continue
+        if not (isinstance(value, np.ndarray) and value.dtype.kind in ARRAY_KINDS):
             raise ValueError(f"a load call's {name} must be an array of numbers, got "
                              f"{type(value).__name__}")
-    if rows.shape[0] != labels.shape[0]:
-        raise ValueError(f"a load call's rows and labels differ in length: {rows.shape[0]} "
-                         f"and {labels.shape[0]}")
-    return rows, labels
+        if value.shape[0] != rows.shape[0]:
+            raise ValueError(f"a load call's rows and {name} differ in length: "
+                             f"{rows.shape[0]} and {value.shape[0]}")
+    return rows, targets
 
 
 def forget_worker(worker_address):

@@ -16,7 +16,7 @@ Differences of representation:
 * XGBoost computes in float32: it stores thresholds and leaf values as float32 and sums
   the trees' leaf values in float32, where we use float64. Margins then differ by float32
   rounding, at most about 2(T + 1) float32 ulps of the largest running margin for T trees
-  (tests/trainer/test_export.py checks that bound; measured up to 4e-6 on margins and
+  (tests/unit/model/test_export.py checks that bound; measured up to 4e-6 on margins and
   1.5e-6 on probabilities with 100-200 trees).
 * XGBoost sends a row left when ``x < split_condition``; ours when ``x <= threshold``. The
   split condition is the smallest float32 above the threshold. XGBoost reads features as

@@ -33,7 +33,7 @@ PRESET_PARAMS = {
     # candidates (255 bins) over the public bounds. Departure: the gain sensitivity is
     # 3g*² (what DPBoost's own code uses), not the paper's Lemma 1, which is unsound: with
     # λ=0.1, 100 rows of g=+1 and one added row of g=-1 the gain moves by 2.956 > 0.996
-    # (tests/privacy checks the counterexample); gain_sensitivity="dpboost" reproduces the
+    # (tests/unit/privacy checks the counterexample); gain_sensitivity="dpboost" reproduces the
     # paper and warns.
     "dpboost": dict(
         n_estimators=50, max_depth=6, learning_rate=0.1, reg_lambda=0.1, subsample=1.0,

@@ -61,14 +61,15 @@ class RawPart:
         return self.X.shape[0]
 
 
-def make_part(X, y, objective):
-    """Validate one partition's rows and labels and convert them to float64.
+def make_part(X, targets, objective):
+    """Validate one partition's rows and targets and convert them to float64.
 
     Parameters
     ----------
     X : array-like of shape (n_rows, n_features)
-    y : array-like of shape (n_rows,), or (n_rows, 2 + K): labels, weight shares (NaN:
-        no weights) and base margins (``inputs.target_columns``)
+    targets : Targets
+        The partition's labels, shape (n_rows,), with its rows' weight shares (None: no
+        weights) and base margins, shape (n_rows,) or (n_rows, K) (None: the base score).
     objective : Objective
 
     Returns
@@ -78,26 +79,30 @@ def make_part(X, y, objective):
     Raises
     ------
     ValueError
-        Naming ``X`` or ``y``: lengths differ, non-numeric values, or a classification
-        label outside its classes (``Objective.labels_in_domain``, unless its rule leaves
-        such rows out). Regression labels beyond their bounds are clipped to them, NaN
-        labels kept (their rows are left out of the fit's sums), and infinite features
-        kept (binned to the ends of their public bounds).
+        Naming ``X``, ``y`` or ``base_margin``: lengths differ, non-numeric values, base
+        margins of another width than the objective's outputs, or a classification label
+        outside its classes (``Objective.labels_in_domain``, unless its rule leaves such
+        rows out). Regression labels beyond their bounds are clipped to them, NaN labels
+        kept (their rows are left out of the fit's sums), and infinite features kept
+        (binned to the ends of their public bounds).
     """
     X = float_values(X, "X")
-    y = np.array(float_values(y, "y"), dtype=np.float64, copy=True)
+    y = np.array(float_values(targets.label, "y"), dtype=np.float64, copy=True).reshape(-1)
     weights = margins = None
-    if y.ndim == 2 and y.shape[1] >= 2:  # (label, weight share, base margins)
-        y, shares, margins = y[:, 0].copy(), y[:, 1], y[:, 2:]
-        if not np.isnan(shares).all():  # (a weighted fit's shares are never NaN)
-            # on the value grid, rounded down: a share never exceeds 1
-            weights = np.floor(np.clip(np.nan_to_num(shares, nan=0.0), 0.0, 1.0) /
-                               VALUE_GRID) * VALUE_GRID
-        if margins.shape[1] not in (0, objective.n_outputs):
+    if targets.weight is not None:
+        shares = np.asarray(float_values(targets.weight, "sample_weight"), dtype=np.float64)
+        # on the value grid, rounded down: a share never exceeds 1
+        weights = np.floor(np.clip(np.nan_to_num(shares, nan=0.0), 0.0, 1.0) /
+                           VALUE_GRID) * VALUE_GRID
+    if targets.margin is not None:
+        margins = np.asarray(float_values(targets.margin, "base_margin"), dtype=np.float64)
+        margins = margins.reshape(len(margins), -1)
+        if margins.shape[1] != objective.n_outputs:
             raise ValueError(f"base_margin must have {objective.n_outputs} column(s) per row")
-        margins = None if not margins.shape[1] else objective.clip_margins(
-            margins if objective.is_multiclass else margins[:, 0])
-    y = y.reshape(-1)
+        margins = objective.clip_margins(margins if objective.is_multiclass else margins[:, 0])
+    if any(len(v) != len(y) for v in (weights, margins) if v is not None):
+        raise ValueError("y, sample_weight and base_margin must have the same number of rows "
+                         "in every partition")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions")
     if X.shape[0] != y.shape[0]:
@@ -491,12 +496,13 @@ def _row_chunks(n_rows):
     return [slice(start, min(start + ROW_CHUNK, n_rows)) for start in range(0, n_rows, ROW_CHUNK)]
 
 
-def load_partition(X, y, objective, index, n_threads=1):
+def load_partition(X, targets, objective, index, n_threads=1):
     """Validate one partition's rows and make its :class:`PartitionState`.
 
     Parameters
     ----------
-    X, y : array-like
+    X : array-like of shape (n_rows, n_features)
+    targets : Targets
     objective : Objective
     index : int
     n_threads : int
@@ -505,7 +511,7 @@ def load_partition(X, y, objective, index, n_threads=1):
     -------
     PartitionState
     """
-    raw = make_part(X, y, objective)
+    raw = make_part(X, targets, objective)
     return PartitionState(raw, objective, index, n_threads)
 
 

@@ -21,7 +21,7 @@ about 15% of the test run's CPU). :func:`gaussian_pld` evaluates the same expres
 same order of floating-point operations, as NumPy array operations, and hands the divergences
 to ``dp_accounting``'s own public pieces: the loss's ``connect_dots_bounds`` and
 ``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``. The result is the same PLD, value
-for value (``tests/privacy/test_gaussian_pld.py`` compares it with
+for value (``tests/unit/privacy/test_gaussian_pld.py`` compares it with
 ``from_gaussian_mechanism``, its slow twin, at rates and deviations the fits use); where an
 expression would leave the domain ``dp_accounting`` allows, the scalar code runs instead.
 """

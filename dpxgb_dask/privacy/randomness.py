@@ -22,7 +22,7 @@ across streams, the clock, the worker or the number of threads. ``random_bytes``
 read lane ``c`` for their ``c``-th chunk of 4096 values, so the chunks can be drawn in
 parallel. A lane holds 2**38 bytes, far more than any release reads.
 
-Test vectors (``tests/privacy/test_privacy_randomness.py`` checks them)::
+Test vectors (``tests/unit/privacy/test_randomness.py`` checks them)::
 
     # the keystream: RFC 8439 §2.4.2 (key 00 01 .. 1f, nonce 00 00 00 00 00 00 00 4a
     # 00 00 00 00, block counter 1)

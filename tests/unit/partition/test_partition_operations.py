@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask.boosting import candidates, tree
 from dpxgb_dask.partition import aggregates, gradients, messages, rows, state as partition
 from dpxgb_dask._core.naive import histogram as naive_histogram
@@ -15,7 +16,7 @@ def _binned_part(rng, n_rows=500, n_features=4, n_bins=33, row_offset=0,
     X = rng.normal(size=(n_rows, n_features))
     X[rng.random(X.shape) < 0.05] = np.nan
     y = (rng.random(n_rows) < 0.4).astype(float)
-    state = partition.load_partition(X, y, objective, index=0)
+    state = partition.load_partition(X, Targets(y), objective, index=0)
     bounds = np.tile([-3.0, 3.0], (n_features, 1))
     cuts = [np.linspace(-2.5, 2.5, n_bins - 2) for _ in range(n_features)]
     state.prepare(messages.Prepare(bounds, cuts, n_bins - 1, 0.0, {0: row_offset}))
@@ -35,40 +36,40 @@ def _heap(is_split, feats, bins, miss):
 
 def test_make_part_validates_and_names_the_argument():
     with pytest.raises(ValueError, match="same number of rows"):
-        partition.make_part(np.zeros((3, 2)), np.zeros(2), Objective("reg:squarederror"))
+        partition.make_part(np.zeros((3, 2)), Targets(np.zeros(2)), Objective("reg:squarederror"))
     # outside the classes 0 and 1: never moved into one (issue 43); refused to the process
     # that sent the rows, or left out on request
     with pytest.raises(ValueError, match="labels outside the classes of binary:logistic"):
-        partition.make_part(np.zeros((2, 2)), np.array([-1.0, 1.0]),
+        partition.make_part(np.zeros((2, 2)), Targets(np.array([-1.0, 1.0])),
                             Objective("binary:logistic"))
-    part = partition.make_part(np.zeros((2, 2)), np.array([-1.0, 1.0]),
+    part = partition.make_part(np.zeros((2, 2)), Targets(np.array([-1.0, 1.0])),
                                Objective("binary:logistic", unknown_labels="missing"))
     np.testing.assert_array_equal(part.y, [np.nan, 1.0])
     # outside label_bounds: clipped, not refused
-    part = partition.make_part(np.zeros((2, 2)), np.array([-3.0, 2.0]),
+    part = partition.make_part(np.zeros((2, 2)), Targets(np.array([-3.0, 2.0])),
                          Objective("reg:squarederror", (0.0, 1.0)))
     np.testing.assert_array_equal(part.y, [0.0, 1.0])
     with pytest.raises(ValueError, match="X must hold numbers"):
-        partition.make_part(np.array([["a", "b"]], dtype=object), np.zeros(1),
+        partition.make_part(np.array([["a", "b"]], dtype=object), Targets(np.zeros(1)),
                       Objective("reg:squarederror"))
     # a NaN label is kept: the row is left out of the label sum (and of every tree)
-    part = partition.make_part(np.zeros((3, 1)), np.array([0.5, np.nan, -0.5]),
+    part = partition.make_part(np.zeros((3, 1)), Targets(np.array([0.5, np.nan, -0.5])),
                          Objective("reg:squarederror", (-1.0, 1.0)))
 
     np.testing.assert_array_equal(
         aggregates.clipped_label_sum(part, Objective("reg:squarederror", (-1.0, 1.0))), [0.0, 2.0])
     # infinite features are kept (the binning sends them to the ends of the bounds) and
     # left out of the exact extremes of feature_bounds='data'
-    part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
+    part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), Targets(np.zeros(4)),
                          Objective("reg:squarederror"))
     # class indices 0..K-1 kept, NaN kept, any other label left out on request (never
     # rounded or clipped into a class: issue 43)
-    part = partition.make_part(np.zeros((5, 1)), np.array([0.0, 1.0, 2.0, 1.4, np.nan]),
+    part = partition.make_part(np.zeros((5, 1)), Targets(np.array([0.0, 1.0, 2.0, 1.4, np.nan])),
                                Objective("multi:softprob", n_classes=3,
                                          unknown_labels="missing"))
     np.testing.assert_array_equal(part.y, [0.0, 1.0, 2.0, np.nan, np.nan])
     np.testing.assert_array_equal(aggregates.class_counts(part, 3), [1.0, 1.0, 1.0])
-    part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), np.zeros(4),
+    part = partition.make_part(np.array([[np.inf], [1.0], [-np.inf], [-2.0]]), Targets(np.zeros(4)),
                          Objective("reg:squarederror"))
     np.testing.assert_array_equal(aggregates.feature_min_max(part), [[-2.0, 1.0]])
 
@@ -269,7 +270,7 @@ def test_float32_partitions_are_kept_without_a_copy_and_bin_like_float64():
     cuts = candidates.uniform_cuts(bounds, 16)
     states = []
     for values in (X, X.astype(np.float64)):
-        state = partition.load_partition(values, y, Objective("binary:logistic"), 0)
+        state = partition.load_partition(values, Targets(y), Objective("binary:logistic"), 0)
         state.prepare(messages.Prepare(bounds, cuts, 16, 0.0, {0: 0}))
         states.append(state)
     assert np.shares_memory(states[0].raw.X, X)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 NOT_RUN = re.compile(r"^<!-- not run: (?P<why>\S.*\S) -->$")
 FENCE = re.compile(r"^```(?P<info>\S*)\s*$")

@@ -10,7 +10,7 @@ nbformat = pytest.importorskip("nbformat", reason="the notebook tests need nbfor
 nbclient = pytest.importorskip("nbclient", reason="the notebook tests need nbclient "
                                "(pip install '.[test]')")
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 
 

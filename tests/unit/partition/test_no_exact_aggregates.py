@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import distributed
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask import train
 from dpxgb_dask.partition import messages, state as partition
 from dpxgb_dask.partition.aggregates import round_loss_sums
@@ -96,7 +97,7 @@ def test_client_process_never_receives_an_exact_aggregate(monkeypatch, tmp_path)
         _numbers(message, numbers)
 
     # Tree 0's exact root histogram, recomputed locally (same cuts, gradients at margin 0).
-    state = partition.load_partition(X, y, Objective("binary:logistic"), 0)
+    state = partition.load_partition(X, Targets(y), Objective("binary:logistic"), 0)
     state.prepare(messages.Prepare(bounds, uniform_cuts(bounds, 16), 16, 0.0, {0: 0}))
     root = state.run(messages.Round(seq=1, start_tree=messages.TreeStart(0, (0.0, 2.0), 0.3, "clip", 0.25),
                                histogram_nodes=np.array([0])))[0]

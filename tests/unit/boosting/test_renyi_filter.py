@@ -8,6 +8,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask import train
 from dpxgb_dask.boosting.protocol import LocalBackend
 from dpxgb_dask.boosting.coordinator import Coordinator
@@ -64,7 +65,7 @@ def _fit_watching_the_filter(params, X, y, monkeypatch, n_partitions=2):
     and each paced call's (allowance, charges of the scaled rows, scaled g, g)."""
     objective = Objective.of(params)
     chunks = np.array_split(np.arange(len(y)), n_partitions)
-    states = [load_partition(X[c], y[c], objective, i) for i, c in enumerate(chunks)]
+    states = [load_partition(X[c], Targets(y[c]), objective, i) for i, c in enumerate(chunks)]
     seen, paced = [], []
     original, original_paced = PartitionState._pay_filter, PartitionState._paced
     original_start = PartitionState._start_tree

@@ -8,6 +8,7 @@ import pytest
 
 from dataclasses import replace
 
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask import DPXGBClassifier
 from dpxgb_dask.boosting.coordinator import Coordinator
 from dpxgb_dask.boosting.leaves import GaussianLeaves
@@ -134,7 +135,7 @@ def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newto
     coordinator makes them); with sample weights too (the other rows' shares random, the
     added row's weight above the bound: a share of 1; without Newton steps the hessian
     field holds the weighted counts)."""
-    from dpxgb_dask.inputs import target_columns, weight_shares
+    from dpxgb_dask.inputs import weight_shares
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 5))
@@ -161,10 +162,11 @@ def test_the_stacked_histograms_of_a_round_move_by_at_most_the_sensitivity(newto
             stacked, sketch = [], []
             X_added = np.vstack([X, rng.normal(size=(1, 5))])
             for X_all, y_all in ((X, y), (X_added, np.append(y, label))):
+                targets = Targets(y_all)
                 if weighted:
                     w = np.append(weights, 5.0)[:len(y_all)]
-                    y_all = target_columns(y_all, weight_shares(w, 2.0))
-                state = load_partition(X_all, y_all, Objective("multi:softprob", n_classes=K), 0)
+                    targets = Targets.checked(y_all, weight_shares(w, 2.0))
+                state = load_partition(X_all, targets, Objective("multi:softprob", n_classes=K), 0)
                 state.prepare(Prepare(BOUNDS, cuts, 10, base, {0: 0}))
                 root = state.run(Round(seq=0, start_tree=replace(starts[0], output_class=-1),
                                        histogram_nodes=np.array([0])))

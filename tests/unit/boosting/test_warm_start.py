@@ -3,6 +3,7 @@ bounds and cuts, and the continued model's ledger composes both parts."""
 import numpy as np
 import pytest
 
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, budget_status, create_budget, train
 from dpxgb_dask.model.booster import Booster
 from dpxgb_dask.objective import Objective, to_training_units
@@ -42,7 +43,7 @@ def test_the_continued_fit_starts_from_the_models_margins(objective):
     model, X, y = _first(objective)
     obj = Objective(objective, model.label_bounds)
     start = to_training_units(model, obj)
-    state = load_partition(X, y, obj, 0)
+    state = load_partition(X, Targets(y), obj, 0)
     # the missing values' bin is max_bin (no categorical features), as the coordinator's
     state.prepare(Prepare(model.feature_bounds, list(model.cuts), model.params["max_bin"],
                           start.base_score, {0: 0}, init_model=start))

@@ -124,6 +124,13 @@ def test_every_worker_action_refuses_a_pickle(client, bomb):
                                  LoadRows(0, Objective("binary:logistic"), 1, False)),
                              rows=data, labels=data)
         assert "rows must be an array of numbers, got bytes" in str(_refused(answer))
+        # and whose targets' weights or margins are (the labels' array is well-formed)
+        for field in ("weights", "margins"):
+            answer = client.sync(call, worker, fit="f" * 32, capability=os.urandom(32),
+                                 payload=codec.encode(
+                                     LoadRows(0, Objective("binary:logistic"), 1, False)),
+                                 rows=np.zeros((2, 1)), labels=np.zeros(2), **{field: data})
+            assert f"{field} must be an array of numbers, got bytes" in str(_refused(answer))
     assert not path.exists()
 
 

@@ -150,7 +150,7 @@ def test_exponential_splits_pick_the_best_split_at_huge_epsilon(release_plan, fi
 
 def test_exponential_split_utilities_leave_out_the_parent_term(release_plan, fit_streams, monkeypatch):
     # the parent's term is common to a node's candidates; rounded with them it could move a
-    # utility by one grid step more than the sensitivity (test_privacy_mechanisms.py)
+    # utility by one grid step more than the sensitivity (test_mechanisms.py)
     from dpxgb_dask._core import empty_histograms
 
     plan = release_plan(2, preset="dp-xgboost", reg_lambda=0.1)

@@ -384,7 +384,7 @@ def test_basic_delta_split_counts_gaussians_inside_parallel_parts():
     assert BasicAccountant().get_epsilon(grouped, 1e-5) == pytest.approx(expected)
 
 
-# (monotonicity of ε in the plan's noise scale: tests/trainer/test_plan.py)
+# (monotonicity of ε in the plan's noise scale: tests/unit/boosting/test_plan.py)
 
 
 # -- vector discrete Gaussian: the product of 1-D dominating pairs, checked in 2-D and 3-D

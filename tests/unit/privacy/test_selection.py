@@ -13,7 +13,7 @@ from dpxgb_dask.privacy import (GaussianMechanism, Ledger, NoiseSource, PrivacyE
 from dpxgb_dask.privacy.budget import fit_events
 from dpxgb_dask.privacy.selection import SelectionCount, repeat_and_select_rdp
 
-from .test_privacy_empirical_dp import approx_epsilon_hat
+from .test_empirical_dp import approx_epsilon_hat
 
 SEED = 2**130 + 11
 
@@ -206,7 +206,7 @@ def test_the_best_of_a_secret_number_of_runs_loses_at_most_what_the_ledger_claim
     """Empirical privacy of a selection: a run releases a count with Gaussian noise (Δ = 1);
     on neighbouring counts the best of K ~ D_{1,γ} runs must lose no more than the RDP
     accountant's ε at δ (estimated over half-lines with >= 1,000 draws,
-    test_privacy_empirical_dp.py's estimate; 40,000 draws per side)."""
+    test_empirical_dp.py's estimate; 40,000 draws per side)."""
     z, mean, delta, n = 1.0, 3.0, 1e-3, 40_000
     mechanism = GaussianMechanism(1.0, noise_multiplier=z)
     count = SelectionCount(mean, 1.0)

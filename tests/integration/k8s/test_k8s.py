@@ -18,7 +18,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="the k8s tests need jsonsc
 kubernetes_validate = pytest.importorskip(
     "kubernetes_validate", reason="the k8s tests need kubernetes-validate (pip install '.[test]')")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 K8S = ROOT / "k8s"
 CHART = ROOT.parent / "shared" / "reference" / "k8s" / "dask-helm-chart"
 K8S_VERSION = kubernetes_validate.latest_version()

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask import (BudgetError, DPXGBClassifier, DPXGBRegressor, SiloTable, budget_status,
                         create_budget, load_model, train)
 from dpxgb_dask.cluster.actions import (Aggregate, LoadRows, LoadSiloRows, PrepareRows,
@@ -393,7 +394,7 @@ def test_a_silos_worker_answers_only_its_releases(silo_files):
                 counts, purpose="counted")))))
         assert "payload" in answer and "seconds" not in answer  # (its time: the rows')
         other = "e" * 32
-        call(LoadRows(0, objective, 1, False), rows=(np.zeros((3, 6)), np.zeros(3)),
+        call(LoadRows(0, objective, 1, False), rows=(np.zeros((3, 6)), Targets(np.zeros(3))),
              fit_id=other)
         answer = asyncio.run(worker.handle_call(
             SimpleNamespace(address=address), fit=other, capability=capability,

@@ -14,7 +14,7 @@ from dpxgb_dask.partition.aggregates import round_loss_sums
 from dpxgb_dask.partition.state import PartitionState, make_part
 from dpxgb_dask.partition.messages import Prepare
 from dpxgb_dask.evaluation import evaluate
-from dpxgb_dask.inputs import target_columns
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask.model.metrics import round_margins
 from dpxgb_dask.objective import BASE_MARGIN_BOUND, Objective
 from dpxgb_dask.params import resolve_params
@@ -47,12 +47,12 @@ def _params(objective="binary:logistic", **extra):
 def test_make_part_keeps_base_margins_in_their_public_domain():
     binary = Objective("binary:logistic")
     margins = np.array([0.5, np.nan, np.inf, -np.inf])
-    part = make_part(np.zeros((4, 1)), target_columns(np.ones(4), None, margins), binary)
+    part = make_part(np.zeros((4, 1)), Targets.checked(np.ones(4), None, margins), binary)
     np.testing.assert_array_equal(part.margins, [0.5, 0.0, BASE_MARGIN_BOUND,
                                                  -BASE_MARGIN_BOUND])
     assert part.weights is None  # (NaN shares: an unweighted fit)
     regression = Objective("reg:squarederror", (0.0, 10.0))
-    part = make_part(np.zeros((3, 1)), target_columns(np.ones(3), np.array([1.0, 0.5, 0.0]),
+    part = make_part(np.zeros((3, 1)), Targets.checked(np.ones(3), np.array([1.0, 0.5, 0.0]),
                                                       np.array([-3.0, np.nan, 4.0])),
                      regression)
     np.testing.assert_array_equal(part.margins, [0.0, 5.0, 4.0])  # NaN: the centre
@@ -62,11 +62,11 @@ def test_make_part_keeps_base_margins_in_their_public_domain():
     state.prepare(Prepare(np.array([[-1.0, 1.0]]), [np.array([0.0])], 2, 0.0, {0: 0}))
     np.testing.assert_array_equal(state.margins, [-1.0, 0.0, -0.2])
     multiclass = Objective("multi:softprob", n_classes=3)
-    part = make_part(np.zeros((2, 1)), target_columns(np.zeros(2), None, np.ones((2, 3))),
+    part = make_part(np.zeros((2, 1)), Targets.checked(np.zeros(2), None, np.ones((2, 3))),
                      multiclass)
     assert part.margins.shape == (2, 3)
     with pytest.raises(ValueError, match="base_margin must have 3 column"):
-        make_part(np.zeros((2, 1)), target_columns(np.zeros(2), None, np.ones(2)), multiclass)
+        make_part(np.zeros((2, 1)), Targets.checked(np.zeros(2), None, np.ones(2)), multiclass)
 
 
 @pytest.mark.parametrize("objective, zero_margin", [
@@ -169,7 +169,7 @@ def test_eval_sets_score_from_their_base_margins(client):
     assert model.evals_result_["validation_0"]["logloss"][-1] == pytest.approx(
         log_loss(y_val, probability), rel=1e-9)
     # a private set's exact query starts from its base margins too
-    part = make_part(X_val, target_columns(y_val, None, hidden_val), Objective("binary:logistic"))
+    part = make_part(X_val, Targets.checked(y_val, None, hidden_val), Objective("binary:logistic"))
     sums = round_loss_sums(part, booster, ["error"], 8)
     exact = evaluate(booster, [(X_val, y_val, hidden_val)], ["error"])["validation_0"]["error"]
     np.testing.assert_allclose(sums[:-1] / sums[-1], exact, atol=1e-9)

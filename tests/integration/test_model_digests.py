@@ -8,7 +8,7 @@ SciPy and dp-accounting, which calibrates the noise). In another environment the
 are not comparable, and the test says so and skips; record new ones there, on the commit
 before the change under test, with::
 
-    DPXGB_RECORD_DIGESTS=1 pytest tests/trainer/test_model_digests.py
+    DPXGB_RECORD_DIGESTS=1 pytest tests/integration/test_model_digests.py
 
 A change that is meant to alter models (a new default, a faster sampler drawing other
 noise) records its new digests in the same commit, and says why: the reason, given as

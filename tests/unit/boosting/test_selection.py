@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask import DPXGBClassifier, train
 from dpxgb_dask.partition import state as partition
 from dpxgb_dask.partition.aggregates import held_out_loss_sums, round_loss_sums
@@ -44,7 +45,7 @@ BOUNDS = np.tile([-4.0, 4.0], (6, 1))
 def test_held_out_rows_enter_no_tree_and_are_the_rows_the_score_reads():
     X, y = _product_task(3000, 0)
     objective = Objective.of(resolve_params("binary:logistic", feature_bounds=BOUNDS))
-    state = partition.load_partition(X, y, objective, 1)
+    state = partition.load_partition(X, Targets(y), objective, 1)
     key, fraction = 2**100 + 3, 0.3
     cuts = uniform_cuts(BOUNDS, 16)
     state.prepare(Prepare(BOUNDS, cuts, 16, 0.0, {1: 500}, holdout=(key, fraction)))

@@ -10,7 +10,7 @@ import pytest
 from dpxgb_dask import DPXGBClassifier, DPXGBRegressor, train
 from dpxgb_dask.partition.gradients import VALUE_GRID
 from dpxgb_dask.partition.state import make_part
-from dpxgb_dask.inputs import target_columns, weight_shares
+from dpxgb_dask.inputs import Targets, weight_shares
 from dpxgb_dask.objective import Objective
 from dpxgb_dask.params import resolve_params
 from dpxgb_dask.training import train_in_process
@@ -88,11 +88,29 @@ def test_weights_change_the_model():
 def test_shares_are_in_zero_one_on_the_grid():
     shares = weight_shares(np.array([-1.0, 0.0, 0.3, 2.5, 7.0, np.nan]), 2.5)
     np.testing.assert_allclose(shares, [0.0, 0.0, 0.12, 1.0, 1.0, 0.0])
-    part = make_part(np.zeros((6, 1)), target_columns(np.ones(6), shares),
+    part = make_part(np.zeros((6, 1)), Targets.checked(np.ones(6), shares),
                      Objective.of(resolve_params("binary:logistic", feature_bounds=[[0, 1]])))
     assert np.all((part.weights >= 0) & (part.weights <= 1))
     np.testing.assert_array_equal(part.weights, np.floor(part.weights / VALUE_GRID) * VALUE_GRID)
     assert part.weights[2] <= 0.12 and part.y.tolist() == [1.0] * 6
+
+
+def test_targets_name_their_fields_and_travel_with_their_rows():
+    import dask.array as da
+
+    targets = Targets.checked(pd.Series([1, 0, 1]), np.array([0.5, 1.0, 0.0]))
+    assert targets.label.dtype == np.float64 and targets.margin is None
+    assert list(targets.fields()) == ["label", "weight"]
+    np.testing.assert_array_equal(targets.rows(slice(1, 3)).weight, [1.0, 0.0])
+    with pytest.raises(ValueError, match="must have the 3 rows of y"):
+        Targets.checked(np.ones(3), np.ones(2))
+    with pytest.raises(ValueError, match="a dask collection exactly when y is one"):
+        Targets.checked(np.ones(3), da.ones(3))
+    # dask arrays: a field chunked otherwise, in as many blocks, takes the labels' chunks
+    lazy = Targets.checked(da.ones(6, chunks=3), da.ones(6, chunks=(2, 4)))
+    assert lazy.weight.chunks == lazy.label.chunks
+    with pytest.raises(ValueError, match="must have the partitions of y"):
+        Targets.checked(da.ones(6, chunks=3), da.ones(6, chunks=2))
 
 
 @pytest.mark.parametrize("extra, message", [

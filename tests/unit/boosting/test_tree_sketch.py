@@ -3,6 +3,7 @@ candidates come from a Laplace sketch of its own rows, before it grows."""
 import numpy as np
 import pytest
 
+from dpxgb_dask.inputs import Targets
 from dpxgb_dask.boosting import candidates
 from dpxgb_dask.partition import messages, state as partition
 from dpxgb_dask.boosting.candidates import uniform_cuts
@@ -25,7 +26,7 @@ def _data(n=3000, seed=0):
 
 
 def _state(X, y, by_hessian, interval=(0.0, 0.5)):
-    state = partition.load_partition(X, y, Objective("binary:logistic"), 0)
+    state = partition.load_partition(X, Targets(y), Objective("binary:logistic"), 0)
     state.prepare(messages.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, 0.3, {0: 0}))
     return state.run(messages.Round(seq=1, start_tree=messages.TreeStart(7, interval, 1.0, "clip", 0.25),
                                fine_histogram=(32, by_hessian))), state
@@ -72,7 +73,7 @@ def test_one_row_moves_the_tree_histogram_by_at_most_the_planned_sensitivity():
     labels = np.random.default_rng(2).integers(0, k, size=500).astype(float)
     hists = []
     for rows in (slice(1, None), slice(None)):
-        state = partition.load_partition(X[rows], labels[rows], Objective("multi:softprob",
+        state = partition.load_partition(X[rows], Targets(labels[rows]), Objective("multi:softprob",
                                                                     n_classes=k), 0)
         state.prepare(messages.Prepare(BOUNDS, uniform_cuts(BOUNDS, 16), 16, np.zeros(k), {0: 0}))
         start = messages.TreeStart(7, (-1.0, 2.0), 1.0, "clip", h_star, -1,
