@@ -51,7 +51,7 @@ from .scores import EvaluationScores
 from .silo_plan import SiloPlan
 from .splits import make_split_method
 from .streams import FitStreams
-from .tree import Tree, child_ranges, children
+from .tree import HeapTree, Tree, child_ranges, children
 
 #: Releases of at most this many values run on the event loop (about 1 ms of sampling).
 INLINE_RELEASE_VALUES = 4096
@@ -322,12 +322,11 @@ class Coordinator:
         """Append a grown tree to ``booster``, its leaves shrunk by ``shrink``, and publish
         its progress event (``place``: the tree's index and the number of trees). Done while
         the next tree's round is out: the next round needs only the leaf values."""
-        for node in tree.leaves:
-            tree.leaves[node] *= shrink
+        tree.scale_leaves(shrink)
         booster.append_tree(tree, output_class)
         index, n_trees = place
         self._publish({"event": "tree", "tree": index, "n_trees": n_trees,
-                       "n_leaves": len(tree.leaves)})
+                       "n_leaves": tree.n_leaves})
 
     async def _refresh(self, t, start, tree_end, cuts, bounds):
         """New candidates before tree ``t`` grows, from a release on its rows: an
@@ -479,8 +478,7 @@ class Coordinator:
                 t, None if leaf_ranges is None else leaf_ranges[order], covers, values)
         by_heap = np.zeros(int(leaves.max()) + 1)
         by_heap[leaves] = values
-        for node, value, cover in zip(leaves, values, covers):
-            tree.add_leaf(node, value, cover)
+        tree.add_leaves(leaves, values, covers)
         return tree, by_heap, last_splits, next_drawn
 
     def _random_tree(self, t, cuts, n_cuts):
@@ -488,7 +486,7 @@ class Coordinator:
 
         Returns
         -------
-        tree : Tree
+        tree : HeapTree
             Splits only.
         tree_splits : tuple of ndarray or None
             Its decisions, heap-indexed (``RandomSplits.draw_tree``; None for a lone leaf
@@ -500,8 +498,7 @@ class Coordinator:
             method keeps them (``keeps_leaf_ranges``).
         """
         heap, leaves, leaf_ranges = self.splitter.draw_tree(t, n_cuts)
-        tree = Tree(cuts)
-        tree.add_heap_splits(*heap)
+        tree = HeapTree(cuts, heap)
         return tree, (heap if heap[0].size else None), leaves, leaf_ranges
 
     async def _grow_levels(self, t, cuts, n_cuts, first):
@@ -510,7 +507,7 @@ class Coordinator:
 
         Returns
         -------
-        tree : Tree
+        tree : HeapTree
             Splits only.
         leaves : ndarray of int64
         sums : ndarray of float64, shape (n_leaves, 3) or (n_leaves, 2)

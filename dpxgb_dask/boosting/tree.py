@@ -72,6 +72,21 @@ class Tree:
         self.leaves[int(node)] = float(value)
         self.covers[int(node)] = float(cover)
 
+    def add_leaves(self, nodes, values, covers):
+        """:meth:`add_leaf` of each of ``nodes`` with its value and cover."""
+        for node, value, cover in zip(nodes, values, covers):
+            self.add_leaf(node, value, cover)
+
+    @property
+    def n_leaves(self):
+        """The number of leaves recorded (int)."""
+        return len(self.leaves)
+
+    def scale_leaves(self, factor):
+        """Multiply every leaf's value by ``factor`` (the learning rate's schedule)."""
+        for node in self.leaves:
+            self.leaves[node] *= factor
+
     def to_arrays(self):
         """Breadth-first flat arrays (children after parents), as ``predict.pyx`` needs.
 
@@ -125,6 +140,136 @@ class Tree:
                 arrays["cover"][i] = self.covers[node]
         arrays["cover"] = node_covers(arrays["left"], arrays["right"], arrays["cover"])
         return arrays
+
+
+class HeapTree:
+    """A tree whose structure came whole, as heap-indexed decision arrays (a random tree:
+    :meth:`~dpxgb_dask.boosting.splits.RandomSplits.draw_tree`), and its leaves as one
+    release. :meth:`to_arrays` takes a few array operations per level where :class:`Tree`,
+    its slow twin, takes a Python step per node; both give the same arrays (the tests
+    compare them).
+
+    Parameters
+    ----------
+    cuts : list of ndarray of float64
+        Cut points of each feature.
+    heap : tuple of ndarray, or None
+        ``(is_split, feature, split_bin, missing_left, category_set)`` by heap id
+        (``is_split`` 1 numerical, 2 categorical; the layout of
+        :meth:`LevelSplits.as_heap_arrays`); None for a lone leaf.
+    """
+
+    def __init__(self, cuts, heap):
+        self._cuts = cuts
+        if heap is None or heap[0].size == 0:
+            heap = (np.zeros(1, np.uint8), np.zeros(1, np.int32), np.zeros(1, np.int32),
+                    np.zeros(1, np.uint8), np.zeros((1, CATEGORY_SET_WORDS), np.uint64))
+        self._heap = heap
+        self._leaves = None
+
+    def add_leaves(self, nodes, values, covers):
+        """Record the leaves: heap ids ``nodes`` (int64, shape (n_leaves,)) with their
+        released ``values`` (:meth:`scale_leaves` applies the learning rate) and
+        ``covers`` (float64, shape (n_leaves,))."""
+        self._leaves = (np.asarray(nodes, dtype=np.int64),
+                        np.asarray(values, dtype=np.float64),
+                        np.asarray(covers, dtype=np.float64))
+
+    @property
+    def n_leaves(self):
+        """The number of leaves recorded (int)."""
+        return self._leaves[0].size
+
+    def scale_leaves(self, factor):
+        """Multiply every leaf's value by ``factor`` (the learning rate's schedule)."""
+        nodes, values, covers = self._leaves
+        self._leaves = (nodes, values * factor, covers)
+
+    def _breadth_first(self):
+        """Heap ids breadth first, children after parents (a categorical node's right
+        child first, as :meth:`Tree.to_arrays`), and each one's kind (0 leaf, 1
+        numerical, 2 categorical split).
+
+        Without categorical splits that order is the heap ids' own: a level's ids grow
+        from left to right. A categorical split swaps its children, and so the order of
+        every level below it: there the nodes are sorted by depth, then by their path
+        with each categorical ancestor's turn flipped.
+        """
+        is_split = self._heap[0]
+        splits = np.flatnonzero(is_split)
+        ids = np.concatenate([np.zeros(1, dtype=np.int64), 2 * splits + 1, 2 * splits + 2])
+        if np.any(is_split[splits] == 2):
+            ids = ids[np.lexsort((_flipped_paths(ids, is_split), _depths(ids)))]
+        else:
+            ids.sort()
+        kinds = np.zeros(ids.size, dtype=np.uint8)
+        inside = ids < is_split.size
+        kinds[inside] = is_split[ids[inside]]
+        return ids, kinds
+
+    def to_arrays(self):
+        """Breadth-first flat arrays, as :meth:`Tree.to_arrays`.
+
+        Returns
+        -------
+        dict of ndarray
+            The node fields of ``TREE_FIELDS``, indices local to this tree.
+
+        Raises
+        ------
+        ValueError
+            The leaves are not the heap's leaves (each node reached, none twice).
+        """
+        _, feature, split_bin, missing_left, category_set = self._heap
+        ids, kinds = self._breadth_first()
+        nodes, values, covers = self._leaves
+        leaf_ids = ids[kinds == 0]
+        if nodes.size != leaf_ids.size or not np.array_equal(np.sort(nodes),
+                                                              np.sort(leaf_ids)):
+            raise ValueError("a tree's leaves must be the leaves of its splits")
+        n = ids.size
+        position = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+        position[ids] = np.arange(n)
+        arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in TREE_FIELDS.items()}
+        arrays["left"][:] = arrays["right"][:] = -1
+        split = np.flatnonzero(kinds > 0)
+        heap_ids = ids[split]
+        arrays["feature"][split] = feature[heap_ids]
+        arrays["bin_threshold"][split] = split_bin[heap_ids]
+        arrays["categorical"][split] = kinds[split] == 2
+        arrays["missing_left"][split] = missing_left[heap_ids]
+        arrays["left"][split] = position[2 * heap_ids + 1]
+        arrays["right"][split] = position[2 * heap_ids + 2]
+        for i, node in zip(split.tolist(), heap_ids.tolist()):
+            if kinds[i] == 2:
+                arrays["category_set"][i] = category_set[node]
+                arrays["threshold"][i] = float(category_set_codes(category_set[node])[0])
+            else:
+                arrays["threshold"][i] = self._cuts[feature[node]][split_bin[node]]
+        arrays["value"][position[nodes]] = values
+        arrays["cover"][position[nodes]] = covers
+        arrays["cover"] = node_covers(arrays["left"], arrays["right"], arrays["cover"])
+        return arrays
+
+
+def _depths(ids):
+    """The depth of each heap id (the root's 0)."""
+    return np.frexp((ids + 1).astype(np.float64))[1] - 1
+
+
+def _flipped_paths(ids, is_split):
+    """Each heap id's path from the root as a binary number (1: the right child), each
+    turn below a categorical split (``is_split`` 2) flipped: nodes of one level sorted by
+    it come in :meth:`HeapTree.to_arrays`'s order."""
+    depth = _depths(ids)
+    key = np.zeros(ids.size, dtype=np.int64)
+    for level in range(1, int(depth.max(initial=0)) + 1):
+        below = depth >= level
+        shift = depth[below] - level
+        parent = ((ids[below] + 1) >> (shift + 1)) - 1
+        turn = ((ids[below] + 1) >> shift) & 1
+        key[below] = 2 * key[below] + (turn ^ (is_split[parent] == 2))
+    return key
 
 
 @dataclass
