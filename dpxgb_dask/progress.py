@@ -77,7 +77,8 @@ class FitProgress:
         self.accountant = None
         self.delta = None
         self.objective = None
-        self.releases = []
+        self._releases = []  # PrivacyEvents, made from the events' dicts when first read
+        self._unread = []  # the events' release dicts not read yet
         self.tree_ends = []  # the number of releases made when each tree ended
         self._lock = threading.Lock()
         self._epsilon = (0, 0.0)  # (number of releases, ε they spend)
@@ -103,9 +104,21 @@ class FitProgress:
             self.epsilon_final = event["epsilon"]
             self.accountant = event.get("accountant", self.accountant)
             self.delta = event.get("delta", self.delta)
-        self.releases.extend(PrivacyEvent.from_dict(r) for r in event.get("releases", ()))
-        if kind == "tree":
-            self.tree_ends.append(len(self.releases))
+        with self._lock:
+            self._unread.extend(event.get("releases", ()))
+            if kind == "tree":
+                self.tree_ends.append(len(self._releases) + len(self._unread))
+
+    @property
+    def releases(self):
+        """list of PrivacyEvent: the releases made so far. Checked and made from the
+        events' dicts when read (the dashboard reads them when a page asks), not as each
+        event arrives on the scheduler's event loop."""
+        with self._lock:
+            if self._unread:
+                self._releases.extend(PrivacyEvent.from_dict(r) for r in self._unread)
+                self._unread = []
+            return self._releases
 
     def end(self, state, error=None):
         """Mark the fit ended (``"failed"`` or ``"stopped"``) unless it finished."""
@@ -149,6 +162,7 @@ class FitProgress:
         list of (int, float)
         """
         ends = list(self.tree_ends)
+        releases = self.releases  # (read after the ends: it holds every release they count)
         step = max(1, -(-(self.n_trees or len(ends) or 1) // CURVE_POINTS))
         trees = list(range(step, len(ends) + 1, step))
         if ends and (not trees or trees[-1] != len(ends)):
@@ -156,7 +170,7 @@ class FitProgress:
         with self._lock:
             for k in trees:
                 if k not in self._curve:
-                    self._curve[k] = self._epsilon_of(self.releases[:ends[k - 1]])
+                    self._curve[k] = self._epsilon_of(releases[:ends[k - 1]])
             return [(k, self._curve[k]) for k in trees]
 
     def summary(self, epsilon=None):

@@ -73,6 +73,29 @@ def test_progress_spends_what_the_model_reports(seed, classification_data, param
     assert 0 < curve[0] < curve[-1] <= booster.ledger["epsilon"] * (1 + 1e-12)
 
 
+def test_progress_reads_the_releases_only_when_asked(seed, classification_data, monkeypatch):
+    """Issue 40: the scheduler's board folds each event in without making its releases'
+    objects (a check per release, on the event loop, per tree); they are made once, when
+    a page or the accountant reads them."""
+    from dpxgb_dask.privacy.ledger import PrivacyEvent
+
+    booster, events = _in_process_events(seed, classification_data, epsilon=1.0,
+                                         n_estimators=4, max_depth=3)
+    ledger = Ledger.from_dict(booster.ledger["events"]).to_dict()
+    n_releases = sum(len(e["releases"]) for e in events)
+    made = []
+    original = PrivacyEvent.from_dict.__func__
+    monkeypatch.setattr(PrivacyEvent, "from_dict",
+                        classmethod(lambda cls, d: made.append(1) or original(cls, d)))
+    progress = FitProgress("fit")
+    for event in events:
+        progress.update(event)
+    assert made == [] and len(progress.tree_ends) == 4
+    assert Ledger(progress.releases).to_dict() == ledger
+    assert len(made) == n_releases
+    assert len(progress.releases) == n_releases and len(made) == n_releases  # (made once)
+
+
 def test_epsilon_spent_is_the_accountants_and_is_cached(seed, classification_data,
                                                         monkeypatch):
     booster, events = _in_process_events(seed, classification_data, epsilon=1.0,
