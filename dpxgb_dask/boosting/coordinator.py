@@ -517,7 +517,8 @@ class Coordinator:
         tree, open_nodes, ranges = self._root(cuts, n_cuts)
         closed_nodes, closed_sums = [], []
         last_splits = child_sums = None
-        ahead = LevelNoise(self, t)
+        ahead = LevelNoise(self.splitter, t, max_depth=self.params.max_depth,
+                           run_release=self._cpu, timings=self.timings)
         try:
             for d in range(self.params.max_depth):
                 if open_nodes.size == 0:

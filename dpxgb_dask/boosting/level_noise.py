@@ -16,14 +16,23 @@ class LevelNoise:
 
     Parameters
     ----------
-    coordinator : Coordinator
+    splitter : SplitMethod
+        The fit's split method, whose ``draw_noise`` and ``noise_size`` it calls.
     tree : int
+    max_depth : int
+        The tree's levels of splits: no noise is drawn beyond them.
+    run_release : callable
+        ``await run_release(fn, *args, n_values=)`` runs a release of ``n_values`` noisy
+        values where the fit runs its releases (the coordinator's: on its event loop or in
+        a thread).
+    timings : dict of str -> float
+        The fit's timings, whose ``"noise"`` (drawing) and ``"noise_wait"`` (waiting for a
+        draw) seconds it adds to.
     """
 
-    def __init__(self, coordinator, tree):
-        self.coordinator, self.tree = coordinator, tree
-        self.splitter = coordinator.splitter
-        self.depth = coordinator.params.max_depth
+    def __init__(self, splitter, tree, *, max_depth, run_release, timings):
+        self.splitter, self.tree, self.depth = splitter, tree, max_depth
+        self._run_release, self._timings = run_release, timings
         self._tasks = {}
 
     def start(self, depth, n_nodes):
@@ -40,11 +49,11 @@ class LevelNoise:
             await asyncio.wait([previous])  # one level's noise at a time
         start = time.perf_counter()
         try:
-            return await self.coordinator._cpu(
+            return await self._run_release(
                 self.splitter.draw_noise, self.tree, depth, n_nodes,
                 n_values=2 * self.splitter.noise_size(n_nodes))
         finally:
-            self.coordinator.timings["noise"] += time.perf_counter() - start
+            self._timings["noise"] += time.perf_counter() - start
 
     async def take(self, depth, n_nodes):
         """Level ``depth``'s noise for ``n_nodes`` nodes (None if the method draws none)."""
@@ -53,7 +62,7 @@ class LevelNoise:
             return None
         start = time.perf_counter()
         full = await task
-        self.coordinator.timings["noise_wait"] += time.perf_counter() - start
+        self._timings["noise_wait"] += time.perf_counter() - start
         size = self.splitter.noise_size(n_nodes)
         return tuple(values[:size] for values in full)
 
