@@ -30,8 +30,9 @@ dataclass of :mod:`~dpxgb_dask.cluster.actions`, which the worker runs by its ty
 ``Drop``                 forget the fit
 =======================  ===================================================================
 
-A fit whose rows a silo read itself (``LoadSiloRows``) is the silo's: from then on its worker
-answers only silo releases (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`, at the
+A fit whose rows a silo read itself (``LoadSiloRows``) is the silo's
+(:class:`~dpxgb_dask.cluster.silo_side.SiloSide`): from then on its worker answers only
+silo releases (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`, at the
 noise scales the request names: the silo trusts its caller for those) and refuses rows
 from elsewhere, aggregates per partition or without a release, rounds whose step names
 no release, a round number run before, and a second key agreement, whoever holds the
@@ -63,20 +64,17 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 import numpy as np
 
-from ..partition.aggregates import (SILO_AGGREGATES, add_results, aggregate,
-                                   silo_sensitivity_floors)
-from ..partition.silo_release import release_at_silo, round_sensitivity_floors
+from ..partition.aggregates import add_results, aggregate, silo_sensitivity_floors
+from ..partition.silo_release import round_sensitivity_floors
 from ..partition.state import load_partition
 from ..inputs import Targets, read_silo_rows
 from ..objective import Objective
-from ..privacy.randomness import NoiseSource
-from ..privacy.secure_sum import SiloKeyPair
-from ..privacy.silo_identity import SignedKey, authenticated_keys
 from .actions import (ACTIONS, Aggregate, Drop, LoadRows, LoadSiloRows, PrepareRows,
                       RestoreRows, RunRound, SiloKey, SiloPeers, Touch)
 from .codec import ARRAY_KINDS, MessageError, decode
 from .reduction import FORWARDS, SubtreeRound
-from .silo_config import check_silo_path, configured_peers, silo_budget, silo_identity
+from .silo_config import check_silo_path, silo_budget
+from .silo_side import SiloSide
 from .wire import LEASE_SECONDS, PLUGIN_NAME, capability_digest, error_reply, reply
 
 logger = logging.getLogger("dpxgb_dask.silo")
@@ -128,7 +126,8 @@ class DPXGBWorkerPlugin(WorkerPlugin):
 
 
 class _FitOnWorker:
-    """The partitions of one fit on one worker."""
+    """The partitions of one fit on one worker, and its side as a silo
+    (:class:`~dpxgb_dask.cluster.silo_side.SiloSide`)."""
 
     def __init__(self, digest):
         self.digest = digest
@@ -136,127 +135,7 @@ class _FitOnWorker:
         self.replicas = {}          # partition index -> PartitionState, not prepared
         self.touched = time.monotonic()
         self.lock = threading.Lock()
-        self._silo_noise = None
-        self.key_pair = self.silo_masks = None
-        # set by a silo's own load: from then on the worker answers only silo releases
-        self.silo = False
-        self.last_round = -1  # (a silo's: a round number is never run twice)
-        self.silo_budget = None  # (a silo's operator's cap: silo_budget(path))
-
-    def silo_noise(self):
-        """This worker's secret noise source for the fit, as a silo of a cross-silo fit
-        (:mod:`~dpxgb_dask.boosting.silos`): drawn here, never sent anywhere."""
-        if self._silo_noise is None:
-            self._silo_noise = NoiseSource()
-        return self._silo_noise
-
-    def silo_key(self, fit_id):
-        """This silo's public key for the fit's secure aggregation, a
-        :class:`~dpxgb_dask.privacy.silo_identity.SignedKey` (its key pair, fresh per fit and
-        made once, never leaves the worker), signed for ``fit_id`` by the silo's identity
-        if its operator gave it one (``dpxgb.silo.identity``)."""
-        if self.key_pair is not None:
-            raise PermissionError("silo_key is made once per fit: this silo has its key")
-        identity = silo_identity()
-        self.key_pair = SiloKeyPair()
-        if identity is None:
-            return SignedKey(self.key_pair.public_bytes)
-        return identity.sign(self.key_pair.public_bytes, fit_id.encode())
-
-    def silo_peers(self, worker_address, fit_id, roster, context):
-        """Derive this silo's pairwise masks
-        (:meth:`~dpxgb_dask.privacy.secure_sum.SiloKeyPair.masks`) from every silo's key.
-
-        ``roster``: (addresses, signed keys) of every silo, in silo order, as the
-        coordinator relays them. With peers configured by its operator
-        (``dpxgb.silo.peers``, :func:`configured_peers`) the silo takes part only if every
-        other key is signed by one of them, each once, at the address its operator gave
-        (:func:`~dpxgb_dask.privacy.silo_identity.authenticated_keys`): a caller who added
-        silos whose keys it holds, or stood in for a peer, could unmask this silo's value
-        with only its share of the noise (σ/√n of n shares). Without, it uses the keys
-        it is given (the coordinator is trusted with them)."""
-        addresses, signed_keys = (list(part) for part in roster)
-        if worker_address not in addresses or len(signed_keys) != len(addresses):
-            raise ValueError(f"the roster must list this silo's worker {worker_address} and "
-                             f"one key per address; got {len(addresses)} addresses and "
-                             f"{len(signed_keys)} keys")
-        if self.key_pair is None:
-            raise ValueError("silo_peers needs this silo's key: call silo_key first")
-        if self.silo_masks is not None:  # (new masks would use their labels again)
-            raise PermissionError("silo_peers is agreed once per fit: this silo has its "
-                                  "masks")
-        own = addresses.index(worker_address)
-        peers = configured_peers()
-        if peers is None:
-            public_keys = [key.public_key for key in signed_keys]
-        else:
-            public_keys = authenticated_keys(signed_keys, own, silo_identity(), list(peers),
-                                             fit_id.encode())
-            for j, (address, key) in enumerate(zip(addresses, signed_keys)):
-                expected = peers.get(key.identity)
-                if expected is not None and expected != address:
-                    raise PermissionError(f"this silo's operator places the peer of the "
-                                          f"key at position {j} at {expected}; the fit "
-                                          f"names {address}")
-        self.silo_masks = self.key_pair.masks(own, public_keys, context)
-
-    def release(self, total, release, floors=None):
-        """This worker's release of its sums ``total`` as a silo
-        (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`), counted first against the
-        silo operator's cap, if any (:class:`~dpxgb_dask.privacy.silo_budget.SiloBudget`).
-
-        ``floors``: a part's field -> (Δ₂, Δ₁) one row can change of it, derived by the
-        silo itself (:func:`~dpxgb_dask.partition.aggregates.silo_sensitivity_floors`); a
-        part named with a smaller sensitivity is refused, before any charge: its noise
-        would be scaled to the caller's word, not to what the silo computed."""
-        if floors is not None:
-            for part in release.fields:
-                floor = floors(part.field)[0 if part.mechanism == "gaussian" else 1]
-                if not part.sensitivity >= floor * (1.0 - 1e-12):
-                    raise PermissionError(
-                        f"this silo's {release.purpose!r} release can change by "
-                        f"{floor:.6g} with one row ({part.mechanism}); the request names "
-                        f"sensitivity {part.sensitivity:.6g}, which this silo refuses")
-        if self.silo_budget is not None:
-            self.silo_budget.charge(part.build() for part in release.fields)
-        return release_at_silo(total, release, self.silo_noise(), self.silo_masks)
-
-    def refuse_rows_from_elsewhere(self, what):
-        """On a silo's own rows, refuse ``what`` (a load or a restore: rows not the silo's).
-        Call it under ``lock``."""
-        if self.silo:
-            raise PermissionError(f"action {what} is refused on a silo's own rows: a silo's "
-                                  "partitions are loaded by the silo and never copied")
-
-    def check_silo_call(self, action):
-        """Refuse, on a silo's own rows, every call that could answer more than a silo
-        release (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`): rows from elsewhere
-        (:class:`LoadRows`, :class:`RestoreRows`), aggregates asked per partition or
-        without a release, rounds that answer sums without one, and a round number run
-        before (a partition answers it again from its last result: ``PartitionState.run``).
-        Call it under ``lock``, before the call runs."""
-        if not self.silo:
-            return
-        if isinstance(action, (LoadRows, RestoreRows)):
-            self.refuse_rows_from_elsewhere(type(action).__name__)
-        if isinstance(action, Aggregate):
-            if action.per_partition or action.release is None:
-                raise PermissionError("an aggregate of a silo's rows must be a silo release "
-                                      "of their sum (not per partition, not exact)")
-            if action.name not in SILO_AGGREGATES:
-                raise PermissionError(f"a silo releases only the aggregates "
-                                      f"{list(SILO_AGGREGATES)}, whose sensitivity it "
-                                      f"derives itself; not {action.name!r}")
-        if isinstance(action, RunRound):
-            step = action.step
-            if step.returns_sums and step.silo_release is None:
-                raise PermissionError("a round's sums of a silo's rows must be a silo "
-                                      "release (the step names none)")
-            if step.seq <= self.last_round:
-                raise PermissionError(f"round {step.seq} is refused on a silo's own rows: "
-                                      f"round {self.last_round} ran, and a silo never "
-                                      "runs a round again")
-            self.last_round = step.seq
+        self.silo = SiloSide()
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -299,11 +178,11 @@ def add_partition(worker_address, fit_id, digest, index, state, replica=False):
     Raises
     ------
     PermissionError
-        The fit holds a silo's own rows (``_FitOnWorker.refuse_rows_from_elsewhere``).
+        The fit holds a silo's own rows (``SiloSide.refuse_rows_from_elsewhere``).
     """
     fit = _fit(worker_address, fit_id, digest, create=True)
     with fit.lock:
-        fit.refuse_rows_from_elsewhere("LoadRows")
+        fit.silo.refuse_rows_from_elsewhere("LoadRows")
         (fit.replicas if replica else fit.states)[int(index)] = state
 
 
@@ -401,7 +280,7 @@ def execute(worker_address, fit_id, capability, action, rows=None):
     if isinstance(action, LoadRows):
         fit = _fit(worker_address, fit_id, digest, create=True)
         with fit.lock:
-            fit.check_silo_call(action)
+            fit.silo.check_call(action)
         add_partition(worker_address, fit_id, digest, action.index,
                       load_partition(*rows, action.objective, action.index, action.n_threads),
                       action.replica)
@@ -414,10 +293,10 @@ def execute(worker_address, fit_id, capability, action, rows=None):
     try:
         with fit.lock:
             if isinstance(action, SiloKey):
-                return fit.silo_key(fit_id)
+                return fit.silo.key(fit_id)
             if isinstance(action, SiloPeers):
-                return fit.silo_peers(worker_address, fit_id, action.roster, action.context)
-            fit.check_silo_call(action)
+                return fit.silo.peers(worker_address, fit_id, action.roster, action.context)
+            fit.silo.check_call(action)
             return _execute(fit, action)
     finally:
         fit.touched = time.monotonic()  # a long computation must not expire its own fit
@@ -429,11 +308,11 @@ def _load_silo(worker_address, fit_id, digest, action):
     check_silo_path(source["path"])  # (before the fit holds anything here)
     fit = _fit(worker_address, fit_id, digest, create=True)
     with fit.lock:
-        if fit.silo or fit.states or fit.replicas:
+        if fit.silo.own_rows or fit.states or fit.replicas:
             raise PermissionError("a silo loads its rows into a fit of its own, once: "
                                   "this fit already holds partitions here")
-        fit.silo = True  # (before the rows are read, and for the fit's life)
-        fit.silo_budget = silo_budget(source["path"])
+        fit.silo.own_rows = True  # (before the rows are read, and for the fit's life)
+        fit.silo.budget = silo_budget(source["path"])
     X, y = read_silo_rows(**source)
     # a silo never refuses on its rows (its caller would learn that some label is
     # not a class): it leaves such rows out and tells its operator, in its own log
@@ -460,7 +339,7 @@ def _execute(fit, action):
         if action.release is None:
             return total
         n_features = states[0].raw.X.shape[1]
-        return fit.release(total, action.release, lambda field: silo_sensitivity_floors(
+        return fit.silo.release(total, action.release, lambda field: silo_sensitivity_floors(
             action.name, action.args, n_features, field))
     if isinstance(action, PrepareRows):
         for s in states:
@@ -471,7 +350,7 @@ def _execute(fit, action):
         total = add_results([s.run(step) for s in states])
         if step.silo_release is None or total is None:
             return total
-        return fit.release(total, step.silo_release, round_sensitivity_floors(
+        return fit.silo.release(total, step.silo_release, round_sensitivity_floors(
             step, states[0].tree_spec, states[0].raw.X.shape[1]))
     if isinstance(action, RestoreRows):
         state = fit.states.get(action.index) or fit.replicas.pop(action.index)
@@ -539,7 +418,7 @@ async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=N
             result, below = await subtree.total(result, add_results)
             seconds += below
         held = _fits_of(address).get(fit)
-        if held is not None and held.silo:  # (a silo's compute time grows with its rows)
+        if held is not None and held.silo.own_rows:  # (its compute time grows with its rows)
             return reply(result)
         return reply(result, seconds=seconds)
     except Exception as exc:  # returned, not raised: the comm would lose its type

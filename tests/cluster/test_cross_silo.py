@@ -103,11 +103,11 @@ def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data, mode
     for another (no reduction tree). The scheduler runs in this process to spy on it."""
     from distributed import Client, LocalCluster
 
-    from dpxgb_dask.cluster import backend, worker
+    from dpxgb_dask.cluster import backend, silo_side
 
     X, y, bounds = classification_data
     released, received, asked = [], [], []
-    original_release, original_call = worker.release_at_silo, backend.DaskBackend._call
+    original_release, original_call = silo_side.release_at_silo, backend.DaskBackend._call
 
     def release_spy(answer, release, source, masks=None):
         out = original_release(answer, release, source, masks)
@@ -122,7 +122,7 @@ def test_no_exact_aggregate_leaves_a_silo(monkeypatch, classification_data, mode
             received.append(result)
         return result
 
-    monkeypatch.setattr(worker, "release_at_silo", release_spy)
+    monkeypatch.setattr(silo_side, "release_at_silo", release_spy)
     monkeypatch.setattr(backend.DaskBackend, "_call", call_spy)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
