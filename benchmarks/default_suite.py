@@ -60,6 +60,7 @@ every user (as ``tune_default.py``).
 import argparse
 import json
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 import sys
 import time
 import warnings
@@ -89,13 +90,21 @@ BINARY_REAL = ("adult", "bank")
 #: "one-feature" is the default before issue 41 (an additive model); "mixed-q" the default
 #: of the first run (results/default_suite.md); "staged-q" the default from the James-Stein
 #: leaves (results/default_suite_shrinkage.md) to the draws by released gain;
-#: "staged-q-gain-js" the default since (results/default_suite_gain.md).
+#: "staged-q-gain-js" the default from then (results/default_suite_gain.md) to the test of
+#: its pass; "staged-q-gain-test0.3" the default since (results/default_suite_stage.md).
 _UNIFORM, _QUANTILE = dict(interaction_thresholds="uniform"), \
     dict(interaction_thresholds="quantile")
 #: staged trees with their main effects in turn, as before the schedule drew them by
 #: released gain (from ε ≈ 0.7; "staged-q-gain-js" is that schedule)
 _IN_TURN = dict(main_effect_features="in_turn")
-_BY_GAIN = dict(main_effect_features="by_released_gain")
+#: (the stage's length fixed, as before the test of the pass: main_effect_test_level=0)
+_BY_GAIN = dict(main_effect_features="by_released_gain", main_effect_test_level=0.0)
+def _tested_pass(level, epsilon, n_features):
+    """"staged-q-gain-js" whose pass is tested for main effects at ``level``."""
+    return dict(_QUANTILE, feature_selection="staged", **(
+        dict(_BY_GAIN, main_effect_test_level=level) if epsilon >= 0.7 else {}))
+
+
 CANDIDATES = {
     "one-feature": dict(_UNIFORM, feature_selection="cyclic"),
     "one-feature-ih255": dict(_UNIFORM, feature_selection="cyclic",
@@ -128,6 +137,10 @@ CANDIDATES = {
     "staged-q-gain": dict(_QUANTILE, **_BY_GAIN, feature_selection="staged"),
     "staged-q-gain-js": lambda epsilon, n_features: dict(
         _QUANTILE, feature_selection="staged", **(_BY_GAIN if epsilon >= 0.7 else {})),
+    # the same, and where no tree of the pass released a gain above its noise (a test at
+    # level α, Bonferroni over the features) the interaction trees start after the pass
+    **{f"staged-q-gain-test{level}": partial(_tested_pass, level)
+       for level in (0.01, 0.1, 0.3)},
 }
 
 #: The loss each real table may take against the best candidate, at every ε (AUC; RMSE).

@@ -54,8 +54,11 @@ def _rate_before_shrinkage(epsilon):
 #: label -> parameters of a dpxgb_dask fit (a value may be a function of ε), a family of a
 #: private selection (a str), or None (a baseline of its own).
 CONFIGS = {
-    "default (staged trees, quantile thresholds; from ε ≈ 0.7 James-Stein leaves and main "
-    "effects by released gain)": {},
+    "default (staged trees, quantile thresholds; from ε ≈ 0.7 James-Stein leaves, main "
+    "effects by released gain, and interaction trees from the pass's end where it shows no "
+    "main effect)": {},
+    "the default with the main-effect stage's length fixed (the default before the pass's "
+    "test)": dict(main_effect_test_level=0.0),
     "staged trees, main effects in turn (the default before the released-gain draws)": dict(
         main_effect_features="in_turn"),
     "one-feature trees (the default before issue 41)": dict(

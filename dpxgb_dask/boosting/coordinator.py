@@ -470,15 +470,15 @@ class Coordinator:
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)
         order = np.argsort(leaves)
         leaves, sums = leaves[order], sums[order]
-        values, covers = await self._cpu(self._recorded, self.leaf_method.release, t, sums,
-                                         noise, n_values=2 * sums.size)
+        released = await self._cpu(self._recorded, self.leaf_method.release, t, sums, noise,
+                                   n_values=2 * sums.size)
         del sums
         if self.splitter.observes_leaves:  # (random trees only: post-processing)
             self.splitter.observe_leaves(
-                t, None if leaf_ranges is None else leaf_ranges[order], covers, values)
+                t, None if leaf_ranges is None else leaf_ranges[order], released)
         by_heap = np.zeros(int(leaves.max()) + 1)
-        by_heap[leaves] = values
-        tree.add_leaves(leaves, values, covers)
+        by_heap[leaves] = released.values
+        tree.add_leaves(leaves, released.values, released.covers)
         return tree, by_heap, last_splits, next_drawn
 
     def _random_tree(self, t, cuts, n_cuts):

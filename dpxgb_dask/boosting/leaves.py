@@ -15,6 +15,7 @@ value, post-processing of the same release; Laplace leaves release no mass, and 
 their leaves gets cover 1 (public).
 """
 import abc
+import dataclasses
 
 import numpy as np
 
@@ -95,6 +96,61 @@ def james_stein_factor(noisy_g, sigma_g):
     return 1.0 - (n_leaves - 2) / energy
 
 
+def released_gain_evidence(noisy_g, noisy_h, sigma_g, sigma_h):
+    """How far one tree's released gain stands out of its noise, as a z-score
+    (post-processing: a function of the release and the public σ's alone).
+
+    A leaf's released sums are ``G̃ = G + N(0, σ_G²)`` and ``H̃ = H + N(0, σ_H²)``. Where
+    the tree's splits carry no signal and the model is calibrated, G is a sum of centred
+    gradients whose variance is about H (logistic loss: Var g = p(1 - p) = h), so
+    ``E[G̃²] ≈ Ĥ + σ_G²`` and ``Var[G̃²/Ĥ] ≈ 2(1 + σ_G²/Ĥ)²``. Summed over the L leaves,
+
+        S = Σ_l (G̃_l² - σ_G²) / Ĥ_l - L,      z = S / sqrt(Σ_l 2 (1 + σ_G²/Ĥ_l)²),
+
+    with ``Ĥ_l = max(H̃_l, 2 σ_H)`` (a noisy denominator near 0 would blow a term up) is
+    about standard normal without signal and grows with the gain the leaves release
+    (the loss reduction ``Σ G²/H`` of a Newton step, Chen & Guestrin 2016 eq. 6). Clipped
+    gradients (``gradient_bound`` below the largest ``|g|``) make the no-signal z smaller, not
+    larger.
+
+    Parameters
+    ----------
+    noisy_g, noisy_h : ndarray of float64, shape (n_leaves,)
+        One tree's released gradient sums and denominators.
+    sigma_g, sigma_h : float
+        The standard deviations of their noise (public).
+
+    Returns
+    -------
+    float
+    """
+    denominators = np.maximum(noisy_h, 2.0 * sigma_h)
+    excess = float(np.sum((noisy_g * noisy_g - sigma_g * sigma_g) / denominators))
+    excess -= noisy_g.shape[0]
+    spread = float(np.sum(2.0 * (1.0 + sigma_g * sigma_g / denominators) ** 2))
+    return excess / np.sqrt(spread)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleasedLeaves:
+    """One tree's leaves as the fit reads them from its leaf release (post-processing).
+
+    Attributes
+    ----------
+    values : ndarray of float64, shape (n_leaves,)
+        The leaf values before the learning rate.
+    covers : ndarray of float64, shape (n_leaves,)
+        The leaves' covers (:func:`leaf_covers`).
+    evidence : float or None
+        :func:`released_gain_evidence` of the release; None where the method cannot tell
+        (it releases no (G, H) pair of known noise).
+    """
+
+    values: np.ndarray
+    covers: np.ndarray
+    evidence: float = None
+
+
 #: The smallest cover of a leaf: a noisy denominator can be 0 or negative, and TreeSHAP
 #: divides by covers.
 COVER_FLOOR = 1e-6
@@ -149,8 +205,9 @@ class LeafMethod(abc.ABC):
 
         Returns
         -------
-        (values, covers) : tuple of ndarray of float64, shape (n_leaves,)
-            The leaf values before shrinkage, and the leaves' covers (:func:`leaf_covers`).
+        ReleasedLeaves
+            The leaf values before the learning rate, their covers, and the release's
+            evidence of signal where the method tells it.
         events : list of dict
             The ledger fields of the releases made, in recording order.
         """
@@ -173,10 +230,10 @@ class LeafMethod(abc.ABC):
         return None
 
     def _values(self, noisy_g, noisy_h):
-        """The leaves' values and covers from released sums."""
-        return (leaf_values(noisy_g, noisy_h, self.min_child_weight, self.reg_lambda,
-                            self.leaf_bound),
-                leaf_covers(noisy_h, self.min_child_weight))
+        """The leaves from released sums, without evidence."""
+        return ReleasedLeaves(leaf_values(noisy_g, noisy_h, self.min_child_weight,
+                                          self.reg_lambda, self.leaf_bound),
+                              leaf_covers(noisy_h, self.min_child_weight))
 
 
 class GaussianLeaves(LeafMethod):
@@ -244,10 +301,11 @@ class GaussianLeaves(LeafMethod):
         event = self.plan.tree_event("leaf", tree, n_parallel=sums.shape[0])
         event["note"] = "; ".join(filter(None, [event.get("note"), self.pair_note]))
         noisy_g, noisy_h = self.noisy_sums(tree, sums, noise)
-        values, covers = self._values(noisy_g, noisy_h)
-        if self.james_stein:
-            values = values * james_stein_factor(noisy_g, self.sigmas[0])
-        return (values, covers), [event]
+        leaves = self._values(noisy_g, noisy_h)
+        values = leaves.values * james_stein_factor(noisy_g, self.sigmas[0]) \
+            if self.james_stein else leaves.values
+        evidence = released_gain_evidence(noisy_g, noisy_h, *self.sigmas)
+        return ReleasedLeaves(values, leaves.covers, evidence), [event]
 
 
 class LaplaceLeaves(LeafMethod):
@@ -289,7 +347,7 @@ class LaplaceLeaves(LeafMethod):
         mechanism = LaplaceMechanism(sensitivity, event["epsilon"], coords_per_row=1)
         values = mechanism.release(np.clip(exact, -clip, clip),
                                    self.streams.noise_stream("leaf", tree))
-        return (values, np.ones_like(values)), [event]  # no released mass: covers public
+        return ReleasedLeaves(values, np.ones_like(values)), [event]  # covers: public
 
 
 class NoisyAverageLeaves(LeafMethod):

@@ -25,6 +25,7 @@ from .. import categories
 from .._core.random_tree import draw_random_tree
 from ..privacy.exponential import ExponentialMechanism
 from ..privacy.mechanisms import histogram_mechanism
+from .feature_schedule import FeatureSchedule
 from .gains import (ReleasedNoise, argmax_random_ties, candidate_mask, category_order,
                     collapse_at_thresholds, decode_candidates, random_category_subset,
                     reachable_bins, split_gains, threshold_ranges)
@@ -57,11 +58,6 @@ class LevelChoice(NamedTuple):
 
 #: No released mass: the random thresholds are uniform.
 _NO_MASS = np.zeros((0, 0))
-
-#: ``main_effect_features="by_released_gain"``: the share of a round's feature draw that is
-#: uniform over the features, so that a feature whose first trees released little is still
-#: drawn again (a main effect can hide behind the noise of one tree).
-FOCUS_UNIFORM_SHARE = 0.2
 
 
 class SplitMethod:
@@ -109,7 +105,7 @@ class SplitMethod:
     def new_candidates(self, n_cuts):
         """The cuts are new (the fit's first, or a refresh); nothing to do by default."""
 
-    def observe_leaves(self, tree, leaf_ranges, covers, values):
+    def observe_leaves(self, tree, leaf_ranges, released):
         """A tree's released leaves; nothing to do by default (:class:`RandomSplits`)."""
 
 
@@ -168,8 +164,9 @@ class RandomSplits(SplitMethod):
     """Totally random splits (Maddock et al. §4.3.2 "TR"; S-BDT): data independent.
 
     Each node picks a feature (uniformly among the features that can still be split at it,
-    or the round's one feature, :meth:`one_feature`, so that a round's class trees share
-    it), then a threshold uniformly in its reachable
+    or the round's one feature, :meth:`FeatureSchedule.one_feature
+    <dpxgb_dask.boosting.feature_schedule.FeatureSchedule.one_feature>`, so that a round's
+    class trees share it), then a threshold uniformly in its reachable
     bin range (a categorical feature: a uniformly random non-empty proper subset of its
     categories), and a direction for missing values by a fair coin, from the fit's public
     structure stream. Nothing here reads the data: no privacy is spent, and the whole tree
@@ -183,7 +180,6 @@ class RandomSplits(SplitMethod):
 
     def __init__(self, plan, streams):
         super().__init__(plan, streams)
-        self.feature_selection = plan.params.feature_selection
         self.trees_per_round = plan.trees_per_round
         # (a Gaussian leaf release includes each leaf's denominator: the mass)
         self.quantile_thresholds = self.keeps_leaf_ranges = (
@@ -191,20 +187,10 @@ class RandomSplits(SplitMethod):
             and plan.params.gaussian_leaf_release)
         #: the released mass over the current cuts (quantile thresholds only)
         self.released_mass = None
-        n_rounds = plan.params.n_estimators
-        self.by_released_gain = plan.params.main_effect_features == "by_released_gain"
-        self.observes_leaves = self.quantile_thresholds or self.by_released_gain
-        #: "staged": the rounds before this one grow one-feature trees (public): half of
-        #: them, or with ``by_released_gain`` a pass over the features and half of the rest
-        #: (half of them when the rounds cannot complete a pass)
-        m = self.n_features
-        self.main_effect_rounds = m + -(-(n_rounds - m) // 2) \
-            if self.by_released_gain and n_rounds > m else -(-n_rounds // 2)
-        #: boosting round -> its one feature (None: a feature per node), fixed when first
-        #: asked: a round drawn by released gain reads the releases made before it
-        self._round_feature = {}
-        #: the gain each feature's latest one-feature round released (post-processing)
-        self.released_gain = np.zeros(self.n_features)
+        #: the feature of each round (public, or post-processing of leaf releases)
+        self.schedule = FeatureSchedule(plan.params, self.n_features, self.trees_per_round,
+                                        streams)
+        self.observes_leaves = self.quantile_thresholds or self.schedule.by_released_gain
         self.max_depth = plan.params.max_depth
         self._categorical_codes = np.zeros(self.n_features, dtype=np.uint8) \
             if self.categorical is None else self.categorical.astype(np.uint8)
@@ -214,95 +200,28 @@ class RandomSplits(SplitMethod):
                                                           // 64)
         self._words_per_tree = 64 + (2**self.max_depth) * (4 + set_words)
 
-    def one_feature(self, boosting_round, n_features):
-        """The one feature every node of the round's trees splits on, or None when each
-        node draws its own (public: from the round's number alone).
-
-        ``"cyclic"``: feature ``r mod m`` in round ``r``. ``"mixed"``: the even rounds are
-        one-feature trees over the features in turn (feature ``(r/2) mod m``), the odd
-        rounds draw a feature per node, so that the ensemble holds both the fine
-        one-feature steps of an additive model and trees whose paths combine features
-        (interactions). ``"staged"``: one-feature trees over the features in turn in the
-        first half of the rounds (the main effects, as an additive model), then a feature per
-        node (interactions, fitted on what the main effects leave), the order of GA2M
-        (Lou et al. 2013); with ``main_effect_features="by_released_gain"`` the main-effect
-        rounds after a first pass over the features draw theirs by released gain
-        (``_feature_by_released_gain``). ``"random"``: a feature per node in every
-        round.
-        """
-        if boosting_round in self._round_feature:
-            return self._round_feature[boosting_round]
-        turn, feature = None, None
-        if self.feature_selection == "cyclic":
-            turn = boosting_round
-        elif self.feature_selection == "staged" and boosting_round < self.main_effect_rounds:
-            if self.by_released_gain and boosting_round >= n_features:
-                feature = self._feature_by_released_gain(boosting_round)
-            else:
-                turn = boosting_round
-        elif self.feature_selection == "mixed" and boosting_round % 2 == 0:
-            turn = boosting_round // 2
-        if turn is not None:
-            feature = turn % n_features
-        self._round_feature[boosting_round] = feature
-        return feature
-
-    def _feature_by_released_gain(self, boosting_round):
-        """The feature of a main-effect round after the first pass: feature ``j`` with
-        probability ``s/m + (1 - s) · gain_j / Σ gain`` (s = ``FOCUS_UNIFORM_SHARE``;
-        uniform while no gain was released), one uniform from the round's public
-        stream (``FitStreams.main_effect_stream``).
-
-        ``gain_j`` is what feature ``j``'s latest one-feature round released: the sum over
-        its leaves of cover · value², the loss reduction the released leaf values promise
-        (with James-Stein leaves a tree no larger than its noise promises about 0). A
-        function of DP releases and public randomness: post-processing, no budget.
-        """
-        n = self.n_features
-        total = float(self.released_gain.sum())
-        if total > 0.0:
-            share = FOCUS_UNIFORM_SHARE / n + (1.0 - FOCUS_UNIFORM_SHARE) * (
-                self.released_gain / total)
-        else:
-            share = np.full(n, 1.0 / n)
-        word = int(self.streams.main_effect_stream(boosting_round).uint64(1)[0])
-        uniform = (word >> 11) * 2.0**-53  # 53 random bits: a float in [0, 1)
-        cumulative = np.cumsum(share)
-        return int(min(np.searchsorted(cumulative, uniform * cumulative[-1], side="right"),
-                       n - 1))
-
     def new_candidates(self, n_cuts):
         """The cuts the thresholds index are new (the fit's first, or a refresh): the mass
         released over the old ones no longer applies."""
         if self.quantile_thresholds:
             self.released_mass = ReleasedMass(n_cuts)
 
-    def observe_leaves(self, tree, leaf_ranges, covers, values):
+    def observe_leaves(self, tree, leaf_ranges, released):
         """Tree ``tree``'s leaf release, for the quantile thresholds and the main-effect
-        features of later trees.
+        features and stage of later trees.
 
         Parameters
         ----------
         tree : int
         leaf_ranges : ndarray of int64, shape (n_leaves, n_features, 2), or None
-            Each leaf's reachable bins, in the order of ``covers`` (quantile thresholds).
-        covers : ndarray of float64, shape (n_leaves,)
-            The leaves' covers (released denominators, or 1: post-processing).
-        values : ndarray of float64, shape (n_leaves,)
-            The leaves' released values before the learning rate (post-processing).
+            Each leaf's reachable bins, in the order of the leaves (quantile thresholds).
+        released : ReleasedLeaves
+            The leaves' released values before the learning rate, their covers (released
+            denominators, or 1) and the release's evidence of signal: post-processing.
         """
-        boosting_round = tree // self.trees_per_round
-        feature = self.one_feature(boosting_round, self.n_features)
-        if feature is None:
-            return
-        if self.by_released_gain:
-            gain = float(np.dot(covers, values * values))
-            # (a multiclass round's trees share its feature: their gains add up)
-            first_of_round = tree % self.trees_per_round == 0
-            self.released_gain[feature] = gain if first_of_round else \
-                self.released_gain[feature] + gain
-        if self.released_mass is not None:
-            self.released_mass.add_tree(feature, leaf_ranges[:, feature, :], covers)
+        feature = self.schedule.observe(tree, released)
+        if feature is not None and self.released_mass is not None:
+            self.released_mass.add_tree(feature, leaf_ranges[:, feature, :], released.covers)
 
     def draw_tree(self, tree, n_cuts):
         """Draw tree ``tree``'s whole structure from its structure stream
@@ -327,7 +246,7 @@ class RandomSplits(SplitMethod):
             (``keeps_leaf_ranges``).
         """
         n_cuts = np.ascontiguousarray(n_cuts, dtype=np.int64)
-        one_feature = self.one_feature(tree // self.trees_per_round, self.n_features)
+        one_feature = self.schedule.one_feature(tree // self.trees_per_round)
         mass = (self.released_mass.mass if one_feature is None
                 and self.released_mass is not None else _NO_MASS)
         n_words, replay = self._words_per_tree, False

@@ -71,10 +71,14 @@ DEFAULT_SCHEDULE = {
         # (benchmarks/results/default_suite_shrinkage.md); their released gains then
         # tell which features carry signal: after a pass over every feature (one more
         # tree per feature), the main-effect rounds are drawn by released gain, whatever
-        # the columns' order (results/default_suite_gain.md, results/wide_tables.md)
+        # the columns' order (results/default_suite_gain.md, results/wide_tables.md);
+        # and when no tree of that pass released a gain above its noise (a table whose
+        # features act only together), the interaction trees start after the pass
+        # (results/default_suite_stage.md)
         (1.0, dict(_SBDT_LEAVES, n_estimators=400, max_depth=6, subsample=1.0,
                    learning_rate=0.3, max_bin=255, split_candidates="uniform",
-                   leaf_shrinkage="james_stein", main_effect_features="by_released_gain")),
+                   leaf_shrinkage="james_stein", main_effect_features="by_released_gain",
+                   main_effect_test_level=0.3)),
     ),
     "reg:squarederror": (
         # mixed trees at ε 0.05-0.5: 0.02-0.12 validation RMSE better than one-feature

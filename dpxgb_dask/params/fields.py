@@ -109,7 +109,8 @@ class TrainParams:
         (one-feature trees: an additive model), or both: in turn ("mixed": one-feature trees
         in the even rounds, a random feature per node in the odd ones, which can model
         interactions) or one after the other ("staged": one-feature trees in the first half
-        of the rounds; :meth:`~dpxgb_dask.boosting.splits.RandomSplits.one_feature`).
+        of the rounds;
+        :meth:`~dpxgb_dask.boosting.feature_schedule.FeatureSchedule.one_feature`).
     interaction_thresholds : {"uniform", "quantile"}
         Where the random splits of a node that draws its own feature put their threshold:
         uniformly among the node's candidates, or at a random quantile of the feature's
@@ -124,11 +125,18 @@ class TrainParams:
         over every feature in turn, a feature drawn with probability
         ``0.2/m + 0.8 · gain_j / Σ gain`` from the gain each feature's latest tree
         released (post-processing: no budget;
-        :meth:`~dpxgb_dask.boosting.splits.RandomSplits.one_feature`), so that a wide
-        table spends its rounds on the features that carry signal. With
+        :meth:`~dpxgb_dask.boosting.feature_schedule.FeatureSchedule.one_feature`), so
+        that a wide table spends its rounds on the features that carry signal. With
         "by_released_gain" the main-effect stage is the pass plus half of the remaining
         rounds (``m + ceil((n_estimators - m) / 2)`` rounds; half of the rounds, as in
         turn, when ``n_estimators <= m``: give a wide table more trees than features).
+    main_effect_test_level : float in [0, 1)
+        With ``main_effect_features="by_released_gain"``, the level of the test that ends
+        the main-effect stage with the first pass when no tree of the pass released a gain
+        above its noise (:func:`~dpxgb_dask.boosting.leaves.released_gain_evidence` below
+        the normal quantile ``1 - level / m``, Bonferroni over the m features; a table
+        whose features act only together then gets its interaction trees). Post-processing
+        of the leaf releases: no budget. 0: no test, the stage's length is fixed.
     split_candidates : {"uniform", "dp_sketch", "dp_sketch_per_tree", "iterative_hessian"}
         "uniform": equal-width cuts over the public bounds (no budget); "dp_sketch": one
         DP sketch (Laplace histogram of ``n_sketch_bins`` equal-width bins, then weighted
@@ -262,6 +270,7 @@ class TrainParams:
     feature_selection: str = "cyclic"
     interaction_thresholds: str = "uniform"
     main_effect_features: str = "in_turn"
+    main_effect_test_level: float = 0.0
     split_candidates: str = "iterative_hessian"
     leaf_method: str = "gaussian"
     leaf_shrinkage: str = "none"
@@ -320,6 +329,8 @@ class TrainParams:
             del out["leaf_shrinkage"]
         if out["main_effect_features"] == "in_turn":  # (files as before this field)
             del out["main_effect_features"]
+        if not out["main_effect_test_level"]:  # (and before this one)
+            del out["main_effect_test_level"]
         if not out["private_eval_sets"]:  # (and those without private evaluation sets)
             del out["private_eval_sets"], out["eval_metric"]
         else:

@@ -30,6 +30,20 @@ from .validation import validate
 __all__ = ["resolve_params", "with_overrides"]
 
 
+def _drop_what_does_not_apply(values, given):
+    """Drop from ``values`` the schedule's fields that the fit's own choices leave without
+    an object (the user's own fields stay, and validation names a conflict)."""
+    if "leaf_shrinkage" not in given and not TrainParams(**values).gaussian_leaf_release:
+        values.pop("leaf_shrinkage", None)  # (the schedule's, for a Gaussian leaf release)
+    if "main_effect_features" not in given and not (
+            values.get("feature_selection") == "staged"
+            and values.get("split_method", "random") == "random"):
+        values.pop("main_effect_features", None)  # (the schedule's, for random staged trees)
+    if "main_effect_test_level" not in given and \
+            values.get("main_effect_features") != "by_released_gain":
+        values.pop("main_effect_test_level", None)  # (the schedule's, for its pass)
+
+
 def resolve_params(objective, preset=None, *, n_features=None, **explicit):
     """Build validated :class:`~dpxgb_dask.params.fields.TrainParams` from a preset and
     explicit overrides.
@@ -86,12 +100,7 @@ def resolve_params(objective, preset=None, *, n_features=None, **explicit):
     if "dp_epsilon_per_tree" in given and "epsilon" not in given:
         given["epsilon"] = None
     values.update(given, **cross_silo_defaults(given))  # (defaults: not in given)
-    if "leaf_shrinkage" not in given and not TrainParams(**values).gaussian_leaf_release:
-        values.pop("leaf_shrinkage", None)  # (the schedule's, for a Gaussian leaf release)
-    if "main_effect_features" not in given and not (
-            values.get("feature_selection") == "staged"
-            and values.get("split_method", "random") == "random"):
-        values.pop("main_effect_features", None)  # (the schedule's, for random staged trees)
+    _drop_what_does_not_apply(values, given)
     if preset is None and not own_method:
         values.update(trees_with_a_pass(values, given, n_features))
         values.update(carried_leaf_regime(

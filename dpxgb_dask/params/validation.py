@@ -79,6 +79,7 @@ def _check_methods(p):
     _check_choice("feature_selection", p.feature_selection, FEATURE_SELECTIONS)
     _check_choice("interaction_thresholds", p.interaction_thresholds, INTERACTION_THRESHOLDS)
     _check_choice("main_effect_features", p.main_effect_features, MAIN_EFFECT_FEATURES)
+    _check_number("main_effect_test_level", p.main_effect_test_level, lo=0, hi=1, hi_open=True)
     _check_choice("split_candidates", p.split_candidates, SPLIT_CANDIDATES)
     _check_choice("leaf_method", p.leaf_method, LEAF_METHODS)
     _check_choice("leaf_shrinkage", p.leaf_shrinkage, LEAF_SHRINKAGES)
@@ -162,6 +163,12 @@ def _check_combinations(p):
                          f"split_method={p.split_method!r} with feature_selection="
                          f"{p.feature_selection!r} has none: use split_method='random' and "
                          "feature_selection='staged', or main_effect_features='in_turn'")
+    if p.main_effect_test_level and p.main_effect_features != "by_released_gain":
+        raise ValueError(f"main_effect_test_level={p.main_effect_test_level!r} tests the "
+                         "released gains of the main-effect pass of "
+                         "main_effect_features='by_released_gain'; main_effect_features="
+                         f"{p.main_effect_features!r} has none: use main_effect_features="
+                         "'by_released_gain', or main_effect_test_level=0")
     if p.ensemble_size is not None and p.objective == "multi:softprob":
         raise ValueError("ensemble_size (DPBoost's ensembles of one tree per disjoint row "
                          "share) does not apply to multi:softprob; leave it out")

@@ -101,7 +101,7 @@ def test_mixed_trees_alternate_one_feature_and_a_feature_per_node(release_plan, 
     n_cuts = np.full(4, 8)
     roots = []
     for boosting_round in range(400):
-        assert method.one_feature(boosting_round, 4) == (
+        assert method.schedule.one_feature(boosting_round) == (
             (boosting_round // 2) % 4 if boosting_round % 2 == 0 else None)
         is_split, features = method.draw_tree(boosting_round, n_cuts)[0][:2]
         if boosting_round % 2 == 0:

@@ -121,8 +121,8 @@ def test_leaf_noise_drawn_ahead_gives_the_same_release(release_plan, fit_streams
     def released(tree, ahead):
         leaves = make_leaf_method(plan, fit_streams(11))
         noise = leaves.draw_noise(tree, 16) if ahead else None
-        (values, covers), events = leaves.release(tree, sums, noise)
-        return values, covers, events
+        released, events = leaves.release(tree, sums, noise)
+        return released.values, released.covers, events
 
     now, ahead = released(3, False), released(3, True)
     np.testing.assert_array_equal(now[0], ahead[0])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from dpxgb_dask.boosting.leaves import ReleasedLeaves
 from dpxgb_dask.boosting.released_mass import ReleasedMass
 from dpxgb_dask.boosting.splits import RandomSplits
 from dpxgb_dask.params import resolve_params
@@ -37,10 +38,11 @@ def test_only_nodes_that_draw_their_feature_use_the_mass(release_plan, fit_strea
         leaf_ranges = np.zeros((3, 2, 2), dtype=np.int64)
         leaf_ranges[:, :, 1] = 99
         leaf_ranges[:, feature] = [[0, 39], [40, 59], [60, 99]]
-        method.observe_leaves(tree, leaf_ranges, np.array([0.0, 1000.0, 0.0]), np.zeros(3))
+        method.observe_leaves(tree, leaf_ranges,
+                              ReleasedLeaves(np.zeros(3), np.array([0.0, 1000.0, 0.0])))
     whole = np.zeros((3, 2, 2), dtype=np.int64)
     whole[:, :, 1] = 99
-    method.observe_leaves(1, whole, np.array([1e6, 1e6, 1e6]), np.zeros(3))  # (no one feature)
+    method.observe_leaves(1, whole, ReleasedLeaves(np.zeros(3), np.array([1e6, 1e6, 1e6])))
     # the roots of 200 trees that draw their feature, and of 100 one-feature trees on 0
     central = np.array([method.draw_tree(t, n_cuts)[0][2][0] for t in range(1, 400, 2)])
     inside = (central >= 40) & (central < 60)

@@ -176,14 +176,14 @@ def test_the_leaf_methods_covers_are_their_released_denominators(release_plan):
     leaves = GaussianLeaves(plan, FitStreams(NoiseSource(seed), NoiseSource(seed)))
     _, noisy_h = leaves.noisy_sums(4, sums)
     leaves = GaussianLeaves(plan, FitStreams(NoiseSource(seed), NoiseSource(seed)))
-    (values, covers), _ = leaves.release(4, sums)
+    covers = leaves.release(4, sums)[0].covers
     np.testing.assert_array_equal(covers, leaf_covers(noisy_h, 2.0))
     assert np.all(covers >= 2.0) and not np.allclose(covers[:2], sums[:2, 1])
     assert leaf_covers(np.array([-5.0]), 0.0)[0] == COVER_FLOOR
     laplace = LaplaceLeaves(release_plan(1, epsilon=1.0, n_estimators=5,
                                          split_method="exponential", leaf_method="laplace"),
                             FitStreams(NoiseSource(seed), NoiseSource(seed)))
-    (_, covers), _ = laplace.release(0, sums)
+    covers = laplace.release(0, sums)[0].covers
     np.testing.assert_array_equal(covers, [1.0, 1.0, 1.0])
 
 
