@@ -143,7 +143,8 @@ class ReleasedLeaves:
         The leaves' covers (:func:`leaf_covers`).
     evidence : float or None
         :func:`released_gain_evidence` of the release; None where the method cannot tell
-        (it releases no (G, H) pair of known noise).
+        (it releases no (G, H) pair of known noise) or the fit does not ask
+        (``main_effect_test_level=0``).
     """
 
     values: np.ndarray
@@ -254,6 +255,8 @@ class GaussianLeaves(LeafMethod):
         p, bounds = plan.params, plan.row_bounds
         self.newton = p.newton
         self.james_stein = p.leaf_shrinkage == "james_stein"
+        # (only the test of a main-effect pass reads a release's evidence)
+        self.tells_evidence = p.main_effect_test_level > 0
         self.hessian_denominators = p.hessian_denominators  # (weighted counts with weights)
         self.sigmas = leaf_balanced_sigmas(plan.releases["leaf"].noise_multiplier,
                                            bounds.gradient, bounds.denominator,
@@ -304,7 +307,8 @@ class GaussianLeaves(LeafMethod):
         leaves = self._values(noisy_g, noisy_h)
         values = leaves.values * james_stein_factor(noisy_g, self.sigmas[0]) \
             if self.james_stein else leaves.values
-        evidence = released_gain_evidence(noisy_g, noisy_h, *self.sigmas)
+        evidence = released_gain_evidence(noisy_g, noisy_h, *self.sigmas) \
+            if self.tells_evidence else None
         return ReleasedLeaves(values, leaves.covers, evidence), [event]
 
 
