@@ -505,14 +505,6 @@ class RandomStream:
         num, den = np.broadcast_arrays(np.asarray(numerator, np.int64), np.asarray(denominator, np.int64))
         return self.uniform_below(den) < num.ravel()
 
-    def random_bits(self, size):
-        """Independent fair coin flips, ndarray of bool with shape (size,)."""
-        size = int(size)
-        if size == 0:
-            return np.zeros(0, dtype=bool)
-        bits = np.unpackbits(np.frombuffer(self.random_bytes((size + 7) // 8), dtype=np.uint8))
-        return bits[:size].astype(bool)
-
 
 class SequentialStream(RandomStream):
     """A :class:`RandomStream` whose lanes are read, in the order they are asked for, from

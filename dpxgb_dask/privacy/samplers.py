@@ -33,8 +33,9 @@ Bernoulli(ln 2) (ln 2 = Σ_k 2^-k / k: draw k with probability 2^-k, accept with
 Flajolet, Pelletier & Soria 2011, "On Buffon machines and numbers"). Accepted candidates
 have probability exactly ∝ 2^(-c_j)·2^(-f_j) = 2^(-β_j); every candidate, however far
 behind, keeps its exact positive probability (candidates too far behind for 64-bit weights
-are proposed through one unit "tail" slot each and accepted with 2^-(c_j - H), flipping
-fair coins lazily). Each round accepts with probability >= 1/2, so the expected work is
+are proposed through one unit "tail" slot each and accepted with 2^-(c_j - H): its c_j - H
+fair coins all heads, flipped 64 at a time, one word per tail proposal of a round, until
+the first tail). Each round accepts with probability >= 1/2, so the expected work is
 two vectorised rounds.
 
 This replaces the Gumbel-max sampler used before, whose Gumbel variates came from 52-bit
@@ -277,14 +278,31 @@ def bernoulli_exp2_neg(numerator, log2_denominator, stream, *, n_threads=None):
 
 
 def _all_heads(n_flips, stream):
-    """True with probability exactly 2**-n_flips (n_flips a Python int >= 0), flipping lazily."""
-    remaining = int(n_flips)
-    while remaining > 0:
-        chunk = min(remaining, 4096)
-        if not stream.random_bits(chunk).all():
-            return False
-        remaining -= chunk
-    return True
+    """For each entry, True with probability exactly 2**-n_flips[i] (``n_flips``: Python
+    ints >= 0, of any size): the entry's coins are flipped 64 at a time, one 64-bit word
+    per entry still in, until a tail ends it or its coins run out.
+
+    Returns
+    -------
+    ndarray of bool, shape (len(n_flips),)
+    """
+    left = [int(k) for k in n_flips]
+    heads = np.ones(len(left), dtype=bool)
+    active = np.flatnonzero(np.array([k > 0 for k in left], dtype=bool))
+    while active.size:
+        take = np.array([min(left[i], 64) for i in active.tolist()], dtype=np.uint64)
+        # the low `take` bits of a uniform word are `take` fair coins
+        wanted = np.where(take == 64, np.uint64(2**64 - 1),
+                          (np.uint64(1) << (take % np.uint64(64))) - np.uint64(1))
+        all_heads = (stream.uint64(active.size) & wanted) == wanted
+        heads[active[~all_heads]] = False
+        going = []
+        for i in active[all_heads].tolist():
+            left[i] -= 64
+            if left[i] > 0:
+                going.append(i)
+        active = np.array(going, dtype=np.int64)
+    return heads
 
 
 def _choice_inputs(distance, valid, numerator, log2_denominator):
@@ -366,11 +384,13 @@ def exponential_choice_base2(distance, numerator, log2_denominator, stream, vali
         j = np.argmax(cum[pending] > u[:, None], axis=1)
         accept = np.ones(pending.size, dtype=bool)
         f = frac[pending, j]
-        for i in np.flatnonzero(~in_head[pending, j]):
+        tail = np.flatnonzero(~in_head[pending, j])
+        if tail.size:
             # tail: weight 1 stands for 2**(H - c_j); accept with 2**-(c_j - H), then 2**-f_j
-            b = num * int(d[pending[i], j[i]])
-            accept[i] = _all_heads((b >> q) - head, stream)
-            f[i] = b & mask
+            # (num * d_j may pass 2**63: Python ints)
+            b = [num * x for x in d[pending[tail], j[tail]].tolist()]
+            accept[tail] = _all_heads([(x >> q) - head for x in b], stream)
+            f[tail] = [x & mask for x in b]
         idx = np.flatnonzero(accept)
         accept[idx] = bernoulli_exp2_neg(f[idx], q, stream)
         choice[pending[accept]] = j[accept]

@@ -217,15 +217,12 @@ def test_exponential_mechanism_huge_utilities_do_not_overflow():
 
 
 class _MaxStream(RandomStream):
-    """A stream whose uniform integers are always the largest allowed and whose bits are all 1."""
+    """A stream whose uniform integers are always the largest allowed (its words all ones)."""
 
     def uniform_below(self, bound, size=None):
         if size is not None and np.ndim(bound) == 0:
             return np.full(int(size), int(bound) - 1, dtype=np.int64)
         return np.asarray(bound, dtype=np.int64).ravel() - 1
-
-    def random_bits(self, size):
-        return np.ones(int(size), dtype=bool)
 
     def uint64(self, size):
         return np.full(int(size), 2**64 - 1, dtype=np.uint64)

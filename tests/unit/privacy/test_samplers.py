@@ -193,7 +193,7 @@ def test_bernoulli_exp2_neg_matches_power_of_two(num, q):
 
 @pytest.mark.parametrize("head_bits", [None, 1, 3])
 def test_exponential_choice_base2_chi_square(head_bits):
-    # head_bits=1 and 3 send most candidates through the tail path (unit slots, lazy coins)
+    # head_bits=1 and 3 send most candidates through the tail path (unit slots, 64 coins a word)
     d = np.array([0, 1, 2, 3, 5, 8, 13, 21, 34, 200])
     num, q = 3, 2  # lambda = 3/4
     n = draws(1_000_000)
@@ -206,6 +206,44 @@ def test_exponential_choice_base2_chi_square(head_bits):
     expected = np.append(p[keep], p[~keep].sum()) * n
     observed = np.append(counts[keep], counts[~keep].sum())
     assert stats.chisquare(observed, expected).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("n_flips", [0, 1, 2, 5])
+def test_all_heads_has_probability_two_to_the_minus_flips(n_flips):
+    n = draws(200_000)
+    heads = samplers._all_heads([n_flips] * n, stream("heads", n_flips))
+    assert heads.shape == (n,) and heads.dtype == bool
+    if n_flips == 0:
+        assert heads.all()
+    else:
+        assert stats.binomtest(int(heads.sum()), n, 2.0**-n_flips).pvalue > ALPHA
+
+
+class _WordsStream:
+    """Hands out the given 64-bit words in order, counting the rounds asked for."""
+
+    def __init__(self, words):
+        self.words, self.rounds = list(words), 0
+
+    def uint64(self, size):
+        self.rounds += 1
+        taken, self.words = self.words[:size], self.words[size:]
+        return np.array(taken, dtype=np.uint64)
+
+
+def test_all_heads_flips_past_64_coins_a_word_at_a_time():
+    ones = 2**64 - 1
+    # 200 coins: 64 + 64 + 64 + 8, every one a head
+    every = _WordsStream([ones] * 4)
+    assert samplers._all_heads([200], every).tolist() == [True] and every.rounds == 4
+    # one tail among the first 64 coins ends the entry at once; 2**70 coins end at a tail
+    # in the second word, whatever their count
+    mixed = _WordsStream([ones - 8, ones, ones - 1])
+    assert samplers._all_heads([64, 2**70], mixed).tolist() == [False, False]
+    assert mixed.rounds == 2
+    # only the low bits of a short last word count
+    assert samplers._all_heads([65], _WordsStream([ones, 1])).tolist() == [True]
+    assert samplers._all_heads([66], _WordsStream([ones, 1])).tolist() == [False]
 
 
 def test_exponential_choice_base2_mask_rows_and_validation():
