@@ -51,7 +51,7 @@ from .scores import EvaluationScores
 from .silo_plan import SiloPlan
 from .splits import make_split_method
 from .streams import FitStreams
-from .tree import HeapTree, Tree, child_ranges, children
+from .tree import CutTable, HeapTree, Tree, child_ranges, children
 
 #: Releases of at most this many values run on the event loop (about 1 ms of sampling).
 INLINE_RELEASE_VALUES = 4096
@@ -141,6 +141,7 @@ class Coordinator:
                         "noise": 0.0, "noise_wait": 0.0, "phases": {}}
         self._seq = 0
         self._published_releases = 0
+        self._cut_table = None  # the random trees' thresholds (CutTable of the current cuts)
 
     @property
     def ledger(self):
@@ -498,7 +499,9 @@ class Coordinator:
             method keeps them (``keeps_leaf_ranges``).
         """
         heap, leaves, leaf_ranges = self.splitter.draw_tree(t, n_cuts)
-        tree = HeapTree(cuts, heap)
+        if self._cut_table is None or self._cut_table.cuts is not cuts:
+            self._cut_table = CutTable(cuts)  # (once per set of cuts: they change at refreshes)
+        tree = HeapTree(self._cut_table, heap)
         return tree, (heap if heap[0].size else None), leaves, leaf_ranges
 
     async def _grow_levels(self, t, cuts, n_cuts, first):

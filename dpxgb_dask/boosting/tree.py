@@ -142,6 +142,28 @@ class Tree:
         return arrays
 
 
+class CutTable:
+    """Every feature's cut points in one flat array (public), built once per set of cuts (they
+    change only at a refresh): the thresholds of a tree's numerical splits are one lookup.
+
+    Parameters
+    ----------
+    cuts : list of ndarray of float64
+        Cut points of each feature.
+    """
+
+    def __init__(self, cuts):
+        self.cuts = cuts
+        sizes = np.array([len(c) for c in cuts], dtype=np.int64)
+        self.values = np.concatenate([np.zeros(0)] + [np.asarray(c, dtype=np.float64)
+                                                      for c in cuts])
+        self.offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)[:-1]])
+
+    def thresholds(self, feature, split_bin):
+        """The raw thresholds ``cuts[feature[i]][split_bin[i]]`` (ndarray of float64)."""
+        return self.values[self.offsets[feature] + split_bin]
+
+
 class HeapTree:
     """A tree whose structure came whole, as heap-indexed decision arrays (a random tree:
     :meth:`~dpxgb_dask.boosting.splits.RandomSplits.draw_tree`), and its leaves as one
@@ -151,7 +173,7 @@ class HeapTree:
 
     Parameters
     ----------
-    cuts : list of ndarray of float64
+    cuts : CutTable or list of ndarray of float64
         Cut points of each feature.
     heap : tuple of ndarray, or None
         ``(is_split, feature, split_bin, missing_left, category_set)`` by heap id
@@ -160,7 +182,7 @@ class HeapTree:
     """
 
     def __init__(self, cuts, heap):
-        self._cuts = cuts
+        self._cuts = cuts if isinstance(cuts, CutTable) else CutTable(cuts)
         if heap is None or heap[0].size == 0:
             heap = (np.zeros(1, np.uint8), np.zeros(1, np.int32), np.zeros(1, np.int32),
                     np.zeros(1, np.uint8), np.zeros((1, CATEGORY_SET_WORDS), np.uint64))
@@ -240,15 +262,21 @@ class HeapTree:
         arrays["missing_left"][split] = missing_left[heap_ids]
         arrays["left"][split] = position[2 * heap_ids + 1]
         arrays["right"][split] = position[2 * heap_ids + 2]
-        for i, node in zip(split.tolist(), heap_ids.tolist()):
-            if kinds[i] == 2:
-                arrays["category_set"][i] = category_set[node]
-                arrays["threshold"][i] = float(category_set_codes(category_set[node])[0])
-            else:
-                arrays["threshold"][i] = self._cuts[feature[node]][split_bin[node]]
+        numerical = kinds[split] == 1
+        arrays["threshold"][split[numerical]] = self._cuts.thresholds(
+            feature[heap_ids[numerical]], split_bin[heap_ids[numerical]])
+        for i, node in zip(split[~numerical].tolist(), heap_ids[~numerical].tolist()):
+            arrays["category_set"][i] = category_set[node]
+            arrays["threshold"][i] = float(category_set_codes(category_set[node])[0])
         arrays["value"][position[nodes]] = values
-        arrays["cover"][position[nodes]] = covers
-        arrays["cover"] = node_covers(arrays["left"], arrays["right"], arrays["cover"])
+        cover = arrays["cover"]
+        cover[position[nodes]] = covers
+        # node_covers level by level, deepest first: a split node's cover is its children's
+        # sum (the same additions, so the same bits)
+        split_depth = _depths(heap_ids)
+        for depth in range(int(split_depth.max(initial=-1)), -1, -1):
+            level = split[split_depth == depth]
+            cover[level] = cover[arrays["left"][level]] + cover[arrays["right"][level]]
         return arrays
 
 
