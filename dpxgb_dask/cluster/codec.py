@@ -15,6 +15,7 @@ keyword arguments, checked field by field
 """
 import asyncio
 import dataclasses
+import functools
 import importlib
 import sys
 
@@ -45,7 +46,19 @@ _BOOSTER_MODULE = "dpxgb_dask.model.booster"
 def _protocol_type(name):
     """The class named ``name`` in :data:`TYPES` (None for any other name)."""
     module = TYPES.get(name) if isinstance(name, str) else None
-    return None if module is None else getattr(importlib.import_module(module), name)
+    return None if module is None else _imported_type(module, name)
+
+
+@functools.lru_cache(maxsize=None)
+def _imported_type(module, name):
+    """The class ``name`` of ``module`` (of :data:`TYPES`: looked up once)."""
+    return getattr(importlib.import_module(module), name)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls):
+    """The names of the dataclass ``cls``'s fields (a protocol type: read once)."""
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 #: NumPy dtype kinds an array (or each field of a record array) may have: booleans,
@@ -173,7 +186,7 @@ def _default(obj):
         return _tag("error", *_error_fields(obj))
     if dataclasses.is_dataclass(obj) and TYPES.get(name) == type(obj).__module__:
         return _tag("dataclass", name,
-                    {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+                    {field: getattr(obj, field) for field in _field_names(type(obj))})
     raise TypeError(f"cannot send a {type(obj).__module__}.{name} in a dpxgb message")
 
 
@@ -184,6 +197,7 @@ def _array(obj):
     return _tag("array", _dtype_fields(array.dtype), list(array.shape), raw)
 
 
+@functools.lru_cache(maxsize=256)
 def _dtype_fields(dtype):
     """A dtype of numbers, or a record of numbers (the histograms' (G, H, count)), as
     plain data: its type string, or its fields' names, types and offsets and its size."""
@@ -201,6 +215,20 @@ def _dtype_fields(dtype):
 
 def _dtype_of(fields):
     """The dtype of :func:`_dtype_fields`' plain data, refused unless made of numbers."""
+    if isinstance(fields, str):
+        return _plain_dtype(fields)
+    return _checked_dtype(fields)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_dtype(text):
+    """:func:`_dtype_of` of a type string (the arrays' usual case: checked once per
+    string)."""
+    return _checked_dtype(text)
+
+
+def _checked_dtype(fields):
+    """:func:`_dtype_of`, uncached."""
     if isinstance(fields, str):
         dtype = np.dtype(fields)
     else:
@@ -254,8 +282,7 @@ def _tagged(obj):
         if cls is None:
             raise MessageError(f"a dpxgb message may not hold a {name!r}; allowed types: "
                                f"{sorted(TYPES)}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        if not isinstance(fields, dict) or not set(fields) <= known:
+        if not isinstance(fields, dict) or not set(fields) <= set(_field_names(cls)):
             raise MessageError(f"a {name} message has unknown fields")
         return cls(**fields)
     if kind == "error":
