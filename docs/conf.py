@@ -5,6 +5,9 @@ numpydoc docstrings. Nothing is fetched from the network: cross-references resol
 these pages, and a broken one, like a public object without a docstring, is an error under
 ``-W`` (``tests/integration/test_docs.py`` builds the docs in the default test run).
 """
+from jinja2.sandbox import SandboxedEnvironment
+from numpydoc import docscrape_sphinx
+
 import dpxgb_dask
 
 project = "dpxgb_dask"
@@ -63,5 +66,26 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
     return None
 
 
+class _TemplatesCompiledOnce(SandboxedEnvironment):
+    """numpydoc's template environment, whose templates are compiled once per build.
+
+    numpydoc makes a new Jinja environment, with a new loader, for every docstring
+    (``numpydoc.docscrape_sphinx.get_doc_object``), so Jinja's cache, keyed by the loader,
+    never hits: compiling the same template again for each of the API's 4,000 docstrings
+    was a quarter of the build's time. Every such environment of one build is made alike
+    (the builder's templates, then numpydoc's), so one compiled template serves them all.
+    """
+
+    _compiled = {}
+
+    def get_template(self, name, parent=None, globals=None):
+        if parent is not None or globals is not None:
+            return super().get_template(name, parent, globals)
+        if name not in self._compiled:
+            self._compiled[name] = super().get_template(name)
+        return self._compiled[name]
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
+    docscrape_sphinx.SandboxedEnvironment = _TemplatesCompiledOnce

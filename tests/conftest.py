@@ -5,6 +5,15 @@ import pytest
 SEED = 2**200 + 12345
 
 
+def pytest_collection_modifyitems(items):
+    """Run the files that hold a ``slow`` test first, each file's tests together and in
+    their order: the test run's two processes (``-n 2 --dist loadfile``, whose files are
+    handed out in this order) then end together, where a long file handed out last would
+    leave one process working alone."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 @pytest.fixture(scope="session")
 def cluster():
     """A LocalCluster of 2 worker processes with 1 thread each, shared by the session.

@@ -12,6 +12,7 @@ Examples
     job = service.submit("adult", epsilon=1.0, n_estimators=50)
     booster = service.wait(job["id"])        # the DP model, a dpxgb_dask Booster
 """
+import functools
 import time
 
 import httpx
@@ -29,6 +30,15 @@ class ServiceError(RuntimeError):
         self.detail = detail
 
 
+@functools.lru_cache(maxsize=1)
+def _tls_settings():
+    """httpx's default TLS verification (its CA bundle, or ``SSL_CERT_FILE`` and
+    ``SSL_CERT_DIR`` as set when the first client is made), made once per process and
+    shared by every :class:`Client`: making it takes about 20 ms, ten times a client's
+    own setup."""
+    return httpx.create_ssl_context()
+
+
 class Client:
     """A connection to the service.
 
@@ -43,7 +53,7 @@ class Client:
     """
 
     def __init__(self, url, token, timeout=30.0):
-        self._http = httpx.Client(base_url=url, timeout=timeout,
+        self._http = httpx.Client(base_url=url, timeout=timeout, verify=_tls_settings(),
                                   headers={"Authorization": f"Bearer {token}"})
 
     def close(self):

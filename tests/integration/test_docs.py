@@ -112,6 +112,7 @@ def scheduler_address():
         yield cluster.scheduler_address
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if page_script(p) is not None],
                          ids=lambda p: p.name)
 def test_the_code_blocks_of_the_page_run(page, tmp_path, scheduler_address):
@@ -151,6 +152,7 @@ def _stop_background_service(directory):
     os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_the_readmes_example_runs_saved_as_a_script(tmp_path):
     """Issue 43: saved as a file and run, the example crashed (about 500 lines of
     "An attempt has been made to start a new process before ... bootstrapping phase": the

@@ -162,13 +162,44 @@ def recorded():
 
 
 @pytest.fixture(scope="module")
-def digests(cluster, tmp_path_factory):
+def limited_process(tmp_path_factory):
+    """The same fits in a process whose NumPy runs its baseline code only (this module run
+    as a script), started before this process's fits so that both run at once; None when
+    this CPU has no SIMD dispatch to limit.
+
+    Yields
+    ------
+    (list of str, subprocess.Popen) or None
+        The dispatch targets turned off, and the process (its last line of output is the
+        digests).
+    """
+    import subprocess
+
+    limited = simd_features_beyond_baseline()
+    if not limited:
+        yield None
+        return
+    env = dict(os.environ, NPY_DISABLE_CPU_FEATURES=" ".join(limited))
+    process = subprocess.Popen([sys.executable, __file__, str(tmp_path_factory.mktemp("limited"))],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        yield limited, process
+    finally:  # (the test read its output; a process still running is not needed)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@pytest.fixture(scope="module")
+def digests(cluster, tmp_path_factory, limited_process):
     from distributed import Client
 
     with Client(cluster) as client:
         return compute_digests(client, tmp_path_factory.mktemp("models"))
 
 
+@pytest.mark.slow
 def test_model_files_are_byte_identical(digests, recorded):
     assert len(digests) >= 12
     if RECORD:
@@ -188,17 +219,15 @@ def simd_features_beyond_baseline():
     return [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
 
 
-def test_model_files_do_not_depend_on_numpys_simd_dispatch(digests, tmp_path):
+@pytest.mark.slow
+def test_model_files_do_not_depend_on_numpys_simd_dispatch(digests, limited_process):
     """The same fits in a process (scheduler and workers) whose NumPy is limited to its
     baseline code, as on a CPU without AVX2 or AVX-512, write the same bytes."""
-    import subprocess
-
-    limited = simd_features_beyond_baseline()
-    if not limited:
+    if limited_process is None:
         pytest.skip("this CPU runs NumPy's baseline code only: no SIMD dispatch to limit")
-    env = dict(os.environ, NPY_DISABLE_CPU_FEATURES=" ".join(limited))
-    out = subprocess.run([sys.executable, __file__, str(tmp_path)], env=env, check=True,
-                         capture_output=True, text=True, timeout=600).stdout
+    limited, process = limited_process
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-4000:]
     there = json.loads(out.strip().splitlines()[-1])
     assert there["limited"] == sorted(limited)  # NumPy took the setting
     changed = sorted(name for name in digests if digests[name] != there["digests"].get(name))

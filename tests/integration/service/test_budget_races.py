@@ -72,6 +72,7 @@ def _assert_consistent(store, analyst_id, dataset, epsilon):
     return budget, jobs
 
 
+@pytest.mark.slow
 def test_simultaneous_submissions_never_overspend(store, service_schema):
     """8 threads x 10 submissions of one analyst on one budget: exactly the accepted jobs
     are in the table and the budget's state, and together they stay within its ε."""
@@ -99,6 +100,7 @@ def test_simultaneous_submissions_never_overspend(store, service_schema):
         store.submit(analyst_id, dataset, {"epsilon": 0.5}, events)
 
 
+@pytest.mark.slow
 def test_settles_racing_submissions_keep_every_charge(store, service_schema):
     """Jobs ending (settled with fewer releases than planned, or failed) while new jobs are
     submitted on the same budget: no new job's reservation is dropped by a settle, and no
