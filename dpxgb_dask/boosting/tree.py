@@ -269,14 +269,8 @@ class HeapTree:
             arrays["category_set"][i] = category_set[node]
             arrays["threshold"][i] = float(category_set_codes(category_set[node])[0])
         arrays["value"][position[nodes]] = values
-        cover = arrays["cover"]
-        cover[position[nodes]] = covers
-        # node_covers level by level, deepest first: a split node's cover is its children's
-        # sum (the same additions, so the same bits)
-        split_depth = _depths(heap_ids)
-        for depth in range(int(split_depth.max(initial=-1)), -1, -1):
-            level = split[split_depth == depth]
-            cover[level] = cover[arrays["left"][level]] + cover[arrays["right"][level]]
+        arrays["cover"][position[nodes]] = covers
+        arrays["cover"] = node_covers(arrays["left"], arrays["right"], arrays["cover"])
         return arrays
 
 
