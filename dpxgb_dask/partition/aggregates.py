@@ -11,6 +11,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from .._core.common import HISTOGRAM_DTYPE
+from .._core.histogram import add_histograms
 from ..model.metrics import METRICS, round_margins
 from .gradients import VALUE_GRID, quantize
 
@@ -304,15 +306,23 @@ STATE_AGGREGATES = {"held_out_loss_sums": held_out_loss_sums}
 
 
 def add(*arrays):
-    """Sum of partial results of several partitions (the reduction step): histograms field
-    by field, other arrays elementwise."""
-    if arrays and arrays[0].dtype.names:  # histograms: field by field
-        out = arrays[0].copy()
-        for a in arrays[1:]:
-            for name in out.dtype.names:
-                out[name] += a[name]
-        return out
-    return np.sum(arrays, axis=0)
+    """Sum of partial results of several partitions (the reduction step), in the order
+    given: exact histograms (``HISTOGRAM_DTYPE``) field by field by the compiled
+    :func:`~dpxgb_dask._core.histogram.add_histograms`, other structured arrays (the silos'
+    released histograms, whose counts are float64) field by field, other arrays
+    elementwise. A new array: the addends are left as they were."""
+    if not arrays or not arrays[0].dtype.names:
+        return np.sum(arrays, axis=0)
+    first = np.ascontiguousarray(arrays[0])
+    total = np.empty_like(first)
+    total.view(np.uint8)[...] = first.view(np.uint8)  # (NumPy copies records one by one)
+    for a in arrays[1:]:
+        if total.dtype == HISTOGRAM_DTYPE:
+            add_histograms(total, np.ascontiguousarray(a), total, 1)
+        else:
+            for name in total.dtype.names:
+                total[name] += a[name]
+    return total
 
 
 def add_results(results):

@@ -555,21 +555,23 @@ def level_histograms(state, nodes, previous=None, previous_nodes=None, n_threads
         raise ValueError("nodes must be sibling pairs (2p + 1, 2p + 2)")
     parents = (left - 1) // 2
     where = {int(node): i for i, node in enumerate(previous_nodes)}
-    parent_histograms = previous[[where[int(p)] for p in parents]]
     in_tree = state.positions[state.positions >= 0]
     counts = np.bincount(in_tree, minlength=n_node_ids)
     build_left = counts[left] <= counts[right]
-    smaller = np.where(build_left, left, right)
+    # each pair's smaller child is built in its own slot of ``out`` (every other slot is
+    # zeroed), then its sibling is the parent minus it, pair by pair: no copy of the
+    # histograms (a structured array copies record by record)
+    smaller_slot = np.arange(0, nodes.shape[0], 2) + np.where(build_left, 0, 1)
     slot_of_node = np.full(max(n_node_ids, counts.shape[0]), -1, dtype=np.int32)
-    slot_of_node[smaller] = np.arange(smaller.shape[0], dtype=np.int32)
+    slot_of_node[nodes[smaller_slot]] = smaller_slot
     rows, slots = rows_of_nodes(state.positions, slot_of_node)
-    small = empty_histograms(smaller.shape[0], n_features, state.n_bins)
-    build_node_histograms(state.X_binned, state.gradients, state.hessians, rows, slots, small,
+    build_node_histograms(state.X_binned, state.gradients, state.hessians, rows, slots, out,
                           n_threads)
-    large = empty_histograms(smaller.shape[0], n_features, state.n_bins)
-    subtract_histograms(np.ascontiguousarray(parent_histograms), small, large, n_threads)
-    out[0::2] = np.where(build_left[:, None, None], small, large)
-    out[1::2] = np.where(build_left[:, None, None], large, small)
+    for small, parent in zip(smaller_slot.tolist(), parents.tolist()):
+        large = small ^ 1  # (the other slot of the pair: 2i <-> 2i + 1)
+        k = where[parent]
+        subtract_histograms(previous[k:k + 1], out[small:small + 1], out[large:large + 1],
+                            n_threads)
     return out
 
 

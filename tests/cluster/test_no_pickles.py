@@ -160,7 +160,7 @@ def test_the_codec_round_trips_the_protocol_and_refuses_everything_else():
                            missing_bin=4, base_score=0.5, row_offsets={0: 0, 1: 100}),
         "load": (0, np.ones((3, 2), np.float32), np.zeros(3), Objective("binary:logistic"),
                  1, False),
-        "histogram": histogram, 7: [None, True, 1.5, "s", b"b", 2**70, np.int64(3)],
+        "histogram": histogram, "empty": np.zeros((0, 3)), 7: [None, True, 1.5, "s", b"b", 2**70, np.int64(3)],
     }
     back = codec.decode(codec.encode(message))
     assert back["round"].start_tree == start and back["round"].seq == 3
@@ -169,8 +169,10 @@ def test_the_codec_round_trips_the_protocol_and_refuses_everything_else():
     assert back["prepare"].row_offsets == {0: 0, 1: 100}
     assert back["load"][3] == Objective("binary:logistic")
     assert back["load"][1].dtype == np.float32 and back["load"][1].flags.writeable
-    assert back["histogram"].dtype == histogram.dtype
+    assert back["histogram"].dtype == histogram.dtype and back["histogram"].flags.writeable
+    assert not np.shares_memory(back["histogram"], histogram)
     np.testing.assert_array_equal(back["histogram"]["g"], histogram["g"])
+    assert back["empty"].shape == (0, 3) and back["empty"].flags.writeable
     assert back[7] == [None, True, 1.5, "s", b"b", 2**70, 3]
 
     for error in (PeerLost("lost", "tcp://a:1"), WorkerLost("gone", "tcp://b:2"),

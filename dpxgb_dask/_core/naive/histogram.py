@@ -34,3 +34,11 @@ def subtract_histograms(parent, child):
     for name in ("sum_gradients", "sum_hessians", "count"):
         out[name] = parent[name] - child[name]
     return out
+
+
+def add_histograms(a, b):
+    """``a + b`` field by field."""
+    out = np.empty_like(a)
+    for name in ("sum_gradients", "sum_hessians", "count"):
+        out[name] = a[name] + b[name]
+    return out

@@ -4,6 +4,7 @@ import pytest
 from dpxgb_dask._core import empty_histograms
 from dpxgb_dask._core.common import HISTOGRAM_DTYPE
 from dpxgb_dask._core.histogram import (
+    add_histograms,
     build_node_histograms,
     build_root_histogram,
     subtract_histograms,
@@ -156,3 +157,22 @@ def test_a_bin_past_the_histogram_is_refused_by_every_kernel(bad_row, n_threads)
     # a row that is not counted is not checked
     build_node_histograms(X_binned, g, g, np.array([0, 1], np.int32),
                           np.array([0, 1], np.int32), empty_histograms(2, 2, 8), 1)
+
+
+def test_addition_gives_the_sum_of_partial_histograms(binned_problem):
+    rng = np.random.default_rng(9)
+    X_binned, g, h = binned_problem(rng, 3000, 5, 64)
+    slot = rng.integers(0, 3, size=3000)
+    first_half = rng.random(3000) < 0.4
+    rows = np.arange(3000)
+    a = _nodes(X_binned, g, h, rows[first_half], slot[first_half], 3, 64)
+    b = _nodes(X_binned, g, h, rows[~first_half], slot[~first_half], 3, 64)
+    total = empty_histograms(3, 5, 64)
+    add_histograms(a, b, total, 2)
+    assert_hist_equal(total, naive.add_histograms(a, b))
+    assert_hist_equal(total, _nodes(X_binned, g, h, rows, slot, 3, 64), exact=False)
+    add_histograms(a, b, a, 1)  # in place (the total aliasing an addend)
+    assert_hist_equal(a, total)
+    with pytest.raises(ValueError, match="same shape"):
+        add_histograms(empty_histograms(1, 3, 8), empty_histograms(1, 3, 9),
+                       empty_histograms(1, 3, 8), 1)

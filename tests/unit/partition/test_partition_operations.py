@@ -143,8 +143,14 @@ def test_add_reduces_histograms_and_arrays():
     state = _tree_state(_binned_part(rng), np.zeros(500, np.int32),
                         rng.normal(size=500).astype(np.float32), np.ones(500, np.float32))
     h = partition.level_histograms(state, [0])
+    before = h.copy()
     total = aggregates.add(h, h, h)
     np.testing.assert_array_equal(total["count"], 3 * h["count"])
+    np.testing.assert_array_equal(total["sum_gradients"], 3 * h["sum_gradients"])
+    alone = aggregates.add(h)  # a copy, as the sum of one partition
+    assert alone is not h and not np.shares_memory(alone, h)
+    np.testing.assert_array_equal(alone, h)
+    np.testing.assert_array_equal(h, before)  # the addends are left as they were
     np.testing.assert_array_equal(aggregates.add(np.ones(3), np.ones(3)), 2 * np.ones(3))
 
 
