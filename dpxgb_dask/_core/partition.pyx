@@ -117,8 +117,12 @@ cdef _route(
 
 cdef enum:
     # Rows routed together, one level at a time: their loads are independent, so the CPU
-    # overlaps them, where one row's walk down the tree is a chain of dependent loads.
-    ROUTE_BLOCK = 256
+    # overlaps them, where one row's walk down the tree is a chain of dependent loads. At
+    # a level, a block reads a strip of each split's feature column (Fortran order): 4096
+    # rows make each strip 64 cache lines that the prefetcher streams, where 256 rows made
+    # 4 (a depth-6 tree on 500k x 50 rows: 9.2 ms with 256, 5.5 ms with 4096; the block's
+    # node ids are 16 kB of stack)
+    ROUTE_BLOCK = 4096
 
 
 cdef void _route_block(

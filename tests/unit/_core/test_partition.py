@@ -132,7 +132,8 @@ def test_all_missing_feature_routes_every_row_by_the_default_direction():
         assert np.all(pos == child)
 
 
-@pytest.mark.parametrize("n_samples", [0, 1, 2000])
+# (9000 rows: two whole blocks of the kernel's ROUTE_BLOCK = 4096 rows and part of a third)
+@pytest.mark.parametrize("n_samples", [0, 1, 2000, 9000])
 def test_route_to_leaves_matches_repeated_apply_splits(n_samples):
     rng = np.random.default_rng(n_samples + 3)
     n_features, n_node_ids = 4, 63
