@@ -4,7 +4,8 @@ at 2, 4 and 8 workers (or more).
 Usage::
 
     python benchmarks/bench_reduction.py [--workers 2 4 8] [--features 50 500]
-                                         [--rows 20000] [--output benchmarks/results/reduction.md]
+                                         [--rows 20000] [--repeats 3]
+                                         [--output benchmarks/results/reduction.md]
 
 For each worker count, a cluster as a deployment starts it (``dask scheduler`` in a process
 of its own and that many ``dask worker --no-nanny`` processes x 1 thread; 16 processes on 2
@@ -17,7 +18,10 @@ among the workers along a binary tree (``dpxgb_dask/cluster/reduction.py``), so 
 coordinator receives at most two partial sums per level. Reported: the median and the largest
 bytes per level that reach the coordinator (``timings["bytes_per_level"]``: the pickled
 replies of the level's round), the median and 90th percentile level time, and the
-scheduler process's CPU per level (``timings["trees_cpu"]`` over the levels).
+scheduler process's CPU per level (``timings["trees_cpu"]`` over the levels), each the
+median over ``--repeats`` fits (a fit of 30 levels on a shared 2-core machine moves by 10%
+or more from one fit to the next), and for each feature count the spread of the CPU per
+level over the worker counts: (largest - smallest) / smallest.
 """
 import argparse
 import contextlib
@@ -85,24 +89,36 @@ def main():
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--features", type=int, nargs="+", default=[50, 500])
     parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="fits per cell; the table gives their medians")
     parser.add_argument("--output", default=str(Path(__file__).resolve().parent / "results"
                                                 / "reduction.md"))
     args = parser.parse_args()
     warnings.simplefilter("ignore", category=UserWarning)
     rows = []
     t_start = time.perf_counter()
+    cpu = {}
     for n_workers in args.workers:
         with deployed_cluster(n_workers) as client:
             _fit(client, 2_000, 10, n_workers)  # warm-up: imports, plugin registration
             for n_features in args.features:
-                timings, wall = _fit(client, args.rows, n_features, n_workers)
-                sent = np.array(timings["bytes_per_level"]) / 1e6
-                level = np.array(timings["level"]) * 1e3
+                fits = [_fit(client, args.rows, n_features, n_workers)
+                        for _ in range(args.repeats)]
+                sent = np.array(fits[0][0]["bytes_per_level"]) / 1e6  # (the same every fit)
+                level = [np.array(t["level"]) * 1e3 for t, _ in fits]
+                cpu[n_workers, n_features] = np.median(
+                    [1e3 * t["trees_cpu"] / len(t["level"]) for t, _ in fits])
                 rows.append([n_workers, n_features, f"{np.median(sent):.3f}", f"{sent.max():.3f}",
-                             f"{np.median(level):.1f}", f"{np.percentile(level, 90):.1f}",
-                             f"{1e3 * timings['trees_cpu'] / len(level):.1f}",
-                             f"{wall:.2f}"])
+                             f"{np.median([np.median(v) for v in level]):.1f}",
+                             f"{np.median([np.percentile(v, 90) for v in level]):.1f}",
+                             f"{cpu[n_workers, n_features]:.1f}",
+                             f"{np.median([wall for _, wall in fits]):.2f}"])
                 print(rows[-1], flush=True)
+    spreads = []
+    for n_features in args.features:
+        per_level = [cpu[w, n_features] for w in args.workers]
+        spreads.append(f"{n_features} features: {min(per_level):.1f} to {max(per_level):.1f} "
+                       f"ms, a spread of {100 * (max(per_level) / min(per_level) - 1):.0f}%")
     command = "python " + shlex.join(sys.argv)
     header = ["workers", "features", "MB to the coordinator per level, median",
               "largest level (MB)", "level median (ms)", "level p90 (ms)",
@@ -113,9 +129,12 @@ def main():
             f"a process of its own), {os.cpu_count()} cores. The scheduler "
             "process's CPU per level is its CPU time while the trees grow (the coordinator, "
             "its noise threads and the scheduler's own work for the rounds: "
-            "timings[\"trees_cpu\"]) over the levels.\n\n"
+            "timings[\"trees_cpu\"]) over the levels. Each figure is the median over "
+            f"{args.repeats} fits.\n\n"
             + "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n"
             + "\n".join("| " + " | ".join(str(v) for v in r) + " |" for r in rows)
+            + "\n\nThe scheduler process's CPU per level over the worker counts: "
+            + "; ".join(spreads) + "."
             + f"\n\nTotal run time: {(time.perf_counter() - t_start) / 60:.1f} min.\n")
     print(text)
     Path(args.output).write_text(text)

@@ -11,6 +11,8 @@ or one category against the rest (the exponential mechanism's candidates ``t = 0
 """
 import numpy as np
 
+from .._core.gains import split_gains as gains_kernel
+
 
 def safe_ratio(numerator, denominator):
     """``numerator / denominator``, with 0 where the denominator is not positive (0/0 := 0,
@@ -71,6 +73,20 @@ class ReleasedNoise:
     """What is public about the Gaussian noise of a released histogram: which cells carry
     it, and its standard deviation (the same for G and H).
 
+    With it, a child's term of the gain (:func:`split_gains`), from released sums over
+    ``k`` noisy cells, is::
+
+        max(G̃² − z² k σ², 0) / (max(H̃, c σ √k) + λ),   c = NOISE_FLOOR_SDS.
+
+    G̃ = G + N(0, kσ²). With z = 1, G̃² − kσ² estimates G² without the noise's bias, which
+    otherwise favours children summed from many cells. With z > 1 only the part of G̃²
+    beyond z noise standard deviations counts (a soft threshold): where no candidate's
+    children are told from noise, every gain of a node is 0 and the split is drawn among
+    them at random (:func:`argmax_random_ties`), instead of following the noise of the
+    cells with the widest spread, the near-empty tails, in every tree. The floor keeps a
+    child whose released H is within c standard deviations of zero from dividing by noise.
+    All are public quantities (post-processing of the release).
+
     Parameters
     ----------
     cells : ndarray of float64, shape (n_nodes, n_features, n_bins)
@@ -80,7 +96,7 @@ class ReleasedNoise:
     sigma : float
         The noise's standard deviation σ per cell.
     significance : float, default 1.0
-        z in :meth:`child_term`: a child's G̃ counts by how far its square exceeds z² times
+        z in the term above: a child's G̃ counts by how far its square exceeds z² times
         its noise variance. 1 is the unbiased estimate of G² (``gain_estimate=
         "noise_aware"``); the split methods' ``significance_sds`` for
         ``gain_estimate="significant"``.
@@ -91,26 +107,8 @@ class ReleasedNoise:
         self.sigma = float(sigma)
         self.significance = float(significance)
 
-    def child_term(self, g, h, k, reg_lambda):
-        """A child's term of the gain, from released sums over ``k`` noisy cells:
-
-            max(G̃² − z² k σ², 0) / (max(H̃, c σ √k) + λ),   c = :data:`NOISE_FLOOR_SDS`.
-
-        G̃ = G + N(0, kσ²). With z = 1, G̃² − kσ² estimates G² without the noise's bias,
-        which otherwise favours children summed from many cells. With z > 1 only the part
-        of G̃² beyond z noise standard deviations counts (a soft threshold): where no
-        candidate's children are told from noise, every gain of a node is 0 and the
-        split is drawn among them at random (:func:`argmax_random_ties`), instead of
-        following the noise of the cells with the widest spread, the near-empty tails, in
-        every tree. The floor keeps a child whose released H is within c standard
-        deviations of zero from dividing by noise. All are public quantities
-        (post-processing of the release).
-        """
-        numerator = np.maximum(g**2 - self.significance**2 * k * self.sigma**2, 0.0)
-        return numerator / (np.maximum(h, self._floor(k)) + reg_lambda)
-
     def floored(self, noisy_h):
-        """Released per-cell H floored as :meth:`child_term` floors one cell."""
+        """Released per-cell H floored as a child's term floors one cell."""
         return np.maximum(noisy_h, self._floor(self.cells))
 
     def _floor(self, k):
@@ -123,7 +121,7 @@ def argmax_random_ties(scores, rng):
 
     Post-processing: the scores are a DP release's, and the draw reads the public
     structure stream. Equal maxima are the rule, not an accident, where every candidate of
-    a node scores 0 (:meth:`ReleasedNoise.child_term` with z > 1): the first of them would
+    a node scores 0 (:class:`ReleasedNoise` with z > 1): the first of them would
     always be feature 0's lowest threshold.
 
     Parameters
@@ -164,45 +162,34 @@ def split_gains(sum_g, sum_h, reg_lambda, categorical=None, parent_term=True, no
         more than the children's terms can, see
         :class:`~dpxgb_dask.privacy.exponential.ExponentialMechanism`).
     noise : ReleasedNoise, optional
-        The sums are a Gaussian release: each term is
-        :meth:`ReleasedNoise.child_term` over the noisy cells it sums (its ``cells`` in the
-        bins' order of ``sum_g``). Without it every term is G²/(max(H, 0) + λ).
+        The sums are a Gaussian release: each term is the noise-aware term of
+        :class:`ReleasedNoise` over the noisy cells it sums (its ``cells`` in the bins'
+        order of ``sum_g``). Without it every term is G²/(max(H, 0) + λ).
 
     Returns
     -------
     ndarray of float64, shape (n_nodes, n_features, n_bins - 1, 2)
         ``[..., t, 0]``: missing values right; ``[..., t, 1]``: missing values left.
     """
+    sum_g = np.ascontiguousarray(sum_g, dtype=np.float64)
+    sum_h = np.ascontiguousarray(sum_h, dtype=np.float64)
+    n_nodes, n_features, n_bins = sum_g.shape
+    one_vs_rest = np.zeros(n_features, dtype=np.uint8) if categorical is None else \
+        np.ascontiguousarray(categorical, dtype=np.uint8)
+    gains = np.empty((n_nodes, n_features, max(n_bins - 1, 0), 2))
     if noise is None:  # (exact sums, or plain gains: no cell counts to carry)
-        def term(g, h, k):
-            return safe_ratio(g**2, np.maximum(h, 0.0) + reg_lambda)
+        gains_kernel(sum_g, sum_h, _NO_CELLS, one_vs_rest, reg_lambda, parent_term, False,
+                     0.0, 0.0, 0.0, gains)
     else:
-        def term(g, h, k):
-            return noise.child_term(g, h, k, reg_lambda)
-    one = None
-    if categorical is not None and np.any(categorical):
-        one = np.asarray(categorical)[:, None]  # one category against the rest
-
-    def left_and_total(per_bin):
-        """Left sums of every threshold (missing values right) and the node's total."""
-        left = np.cumsum(per_bin[..., :-1], axis=-1)
-        total = left[..., -1:] + per_bin[..., -1:]
-        return (left if one is None else np.where(one, per_bin[..., :-1], left)), total
-
-    gl, g_tot = left_and_total(sum_g)
-    hl, h_tot = left_and_total(sum_h)
-    kl, k_tot = (0.0, 0.0) if noise is None else left_and_total(noise.cells)
-    k_miss = 0.0 if noise is None else noise.cells[..., -1:]
-    parent = term(g_tot, h_tot, k_tot) if parent_term else 0.0
-    gains = np.empty(gl.shape + (2,))
-    for missing_left in (0, 1):
-        g_left = gl + missing_left * sum_g[..., -1:]
-        h_left = hl + missing_left * sum_h[..., -1:]
-        k_left = kl + missing_left * k_miss
-        gains[..., missing_left] = (term(g_left, h_left, k_left)
-                                    + term(g_tot - g_left, h_tot - h_left, k_tot - k_left)
-                                    - parent)
+        cells = np.ascontiguousarray(np.broadcast_to(noise.cells, sum_g.shape))
+        gains_kernel(sum_g, sum_h, cells, one_vs_rest, reg_lambda, parent_term, True,
+                     noise.significance**2, noise.sigma**2, NOISE_FLOOR_SDS * noise.sigma,
+                     gains)
     return gains
+
+
+#: The cell counts of gains without noise terms (the kernel reads none).
+_NO_CELLS = np.zeros((0, 0, 0))
 
 
 def decode_candidates(choice, n_features, n_thresholds):

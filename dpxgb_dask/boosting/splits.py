@@ -308,7 +308,7 @@ class _GaussianHistogramSplits(LevelSplitMethod):
     #: Cells per feature and node in the release.
     _cells_per_feature = None
     #: z of ``gain_estimate="significant"``
-    #: (:meth:`~dpxgb_dask.boosting.gains.ReleasedNoise.child_term`).
+    #: (:class:`~dpxgb_dask.boosting.gains.ReleasedNoise`).
     significance_sds = None
 
     def __init__(self, plan, streams):

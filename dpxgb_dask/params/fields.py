@@ -173,7 +173,7 @@ class TrainParams:
         ΔG = 3g*² (DP-XGBoost) or (3λ+2)/((λ+1)(λ+2))·g*² (DPBoost, Lemma 1).
     gain_estimate : {"significant", "noise_aware", "plain"}
         How ``noisy_histogram`` and ``partially_random`` score a split from the released
-        sums (:meth:`~dpxgb_dask.boosting.gains.ReleasedNoise.child_term`): "significant"
+        sums (:class:`~dpxgb_dask.boosting.gains.ReleasedNoise`): "significant"
         (default) counts each child's G̃² beyond z² times its noise variance (z = 3 and 2)
         and draws a node's split at random among equal best gains; "noise_aware" (z = 1)
         debiases it; both floor H̃ at two noise standard deviations; "plain" computes
