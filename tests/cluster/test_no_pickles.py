@@ -160,7 +160,8 @@ def test_the_codec_round_trips_the_protocol_and_refuses_everything_else():
                            missing_bin=4, base_score=0.5, row_offsets={0: 0, 1: 100}),
         "load": (0, np.ones((3, 2), np.float32), np.zeros(3), Objective("binary:logistic"),
                  1, False),
-        "histogram": histogram, "empty": np.zeros((0, 3)), 7: [None, True, 1.5, "s", b"b", 2**70, np.int64(3)],
+        "histogram": histogram, "empty": np.zeros((0, 3)),
+        7: [None, True, 1.5, "s", b"b", 2**70, np.int64(3)],
     }
     back = codec.decode(codec.encode(message))
     assert back["round"].start_tree == start and back["round"].seq == 3
