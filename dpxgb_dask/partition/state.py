@@ -26,7 +26,7 @@ from .._core.binning import bin_features
 from .._core.histogram import build_node_histograms, subtract_histograms
 from .._core.partition import apply_splits, route_to_leaves, rows_of_nodes
 from .._core.partition import node_sums as node_sums_kernel
-from .._core.rows import add_leaf_values, select_tree_rows
+from .._core.rows import add_leaf_values, select_tree_rows, select_tree_rows_at_margins
 from ..inputs import float_values
 from .aggregates import tree_fine_histogram
 from .gradients import VALUE_GRID, clip_row_vectors, grid_limits, quantize
@@ -369,21 +369,32 @@ class PartitionState:
 
     def _select_rows(self, spec):
         """:meth:`_start_tree` of one output without a Rényi filter: the objective's
-        gradients, then the rows' selection and quantisation in one compiled pass
-        (``_core/rows.pyx``)."""
+        gradients, the rows' selection and quantisation in one compiled pass
+        (``_core/rows.pyx``; without weights, the gradients too)."""
         lo, hi = spec.sample_interval
         every_row = lo <= 0.0 and hi > 1.0
         g_max = grid_limits(spec.gradient_bound)[1]
         h_max = grid_limits(spec.hessian_bound, lower=0.0)[1]
+        limits = (lo, hi, g_max, h_max, VALUE_GRID, spec.gradient_rule == "filter",
+                  spec.gradient_bound)
         no_uniforms = np.empty(0)
+        logistic = not self.objective.is_regression
+        exp_neg = np.empty(min(ROW_CHUNK, self.n_rows) if logistic else 0)
         for rows in _row_chunks(self.n_rows):
+            u = no_uniforms if every_row else \
+                row_uniforms(spec.sample_key, self.row_offset + rows.start, rows.stop - rows.start)
+            out = (self.positions[rows], self.gradients[rows], self.hessians[rows], 1)
+            if self.raw.weights is None:  # the objective's g and h, computed in the pass
+                margins = self.margins[rows]
+                e = exp_neg[:margins.shape[0]] if logistic else no_uniforms
+                if logistic:  # (NumPy's SIMD exp: the bits Objective.gradients has)
+                    np.exp(np.negative(margins, out=e), out=e)
+                select_tree_rows_at_margins(margins, e, self.y[rows], logistic, u, *limits,
+                                            *out)
+                continue
             g, h = self._weighted(rows, spec, *self.objective.gradients(self.y[rows],
                                                                         self.margins[rows]))
-            u = no_uniforms if every_row else \
-                row_uniforms(spec.sample_key, self.row_offset + rows.start, g.size)
-            select_tree_rows(g, h, self.y[rows], u, lo, hi, g_max, h_max, VALUE_GRID,
-                             spec.gradient_rule == "filter", spec.gradient_bound,
-                             self.positions[rows], self.gradients[rows], self.hessians[rows], 1)
+            select_tree_rows(g, h, self.y[rows], u, *limits, *out)
         self._histograms = self._histogram_nodes = None
 
     def _weighted(self, rows, spec, g, h):

@@ -287,3 +287,42 @@ def test_float32_partitions_are_kept_without_a_copy_and_bin_like_float64():
     np.testing.assert_array_equal(states[0].X_binned, expected)
     with pytest.raises(ValueError, match="strictly inside"):
         partition.bin_rows(X, bounds, [np.array([-2.0, 0.0])] * 3, 16)
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror"])
+@pytest.mark.parametrize("sampled", [False, True])
+@pytest.mark.parametrize("drop_outside", [False, True])
+def test_rows_selected_at_their_margins_match_the_objectives_gradients(objective, sampled,
+                                                                       drop_outside):
+    """The compiled pass that computes each row's gradient from its margin
+    (``select_tree_rows_at_margins``) against its twin: ``Objective.gradients``, the one
+    home of the formulas, then the naive selection."""
+    from dpxgb_dask._core.naive import rows as naive_rows
+    from dpxgb_dask._core.rows import select_tree_rows_at_margins
+    from dpxgb_dask.objective import Objective
+
+    rng = np.random.default_rng(sampled + 2 * drop_outside)
+    n = 9000
+    margins = rng.normal(scale=3.0, size=n)
+    margins[:3] = [0.0, 40.0, -800.0]  # p = 1/2, p rounding to 1, exp(-m) overflowing
+    y = (rng.random(n) < 0.5).astype(float)
+    if objective == "reg:squarederror":
+        y = rng.normal(size=n)
+    y[rng.random(n) < 0.05] = np.nan
+    u = rng.random(n) if sampled else np.empty(0)
+    low, high = (0.2, 0.7) if sampled else (0.0, 2.0)
+    grid = gradients.VALUE_GRID
+    g_max, h_max = np.floor(0.9 / grid) * grid, np.floor(0.25 / grid) * grid
+    with np.errstate(over="ignore"):  # (exp(800) = inf: p = 0)
+        g, h = Objective(objective).gradients(y, margins)
+    expected = naive_rows.select_tree_rows(g, h, y, u, low, high, g_max, h_max, grid,
+                                           drop_outside, 0.9)
+    got = (np.empty(n, np.int32), np.empty(n, np.float32), np.empty(n, np.float32))
+    logistic = objective == "binary:logistic"
+    with np.errstate(over="ignore"):
+        exp_neg = np.exp(-margins) if logistic else np.empty(0)
+    select_tree_rows_at_margins(margins, exp_neg, y, logistic, u, low, high, g_max, h_max,
+                                grid, drop_outside, 0.9, *got, 2)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+    assert got[0].min() == -1 and got[0].max() == 0
