@@ -372,29 +372,24 @@ class PartitionState:
         gradients, the rows' selection and quantisation in one compiled pass
         (``_core/rows.pyx``; without weights, the gradients too)."""
         lo, hi = spec.sample_interval
-        every_row = lo <= 0.0 and hi > 1.0
-        g_max = grid_limits(spec.gradient_bound)[1]
-        h_max = grid_limits(spec.hessian_bound, lower=0.0)[1]
-        limits = (lo, hi, g_max, h_max, VALUE_GRID, spec.gradient_rule == "filter",
-                  spec.gradient_bound)
-        no_uniforms = np.empty(0)
+        limits = (lo, hi, grid_limits(spec.gradient_bound)[1],
+                  grid_limits(spec.hessian_bound, lower=0.0)[1], VALUE_GRID,
+                  spec.gradient_rule == "filter", spec.gradient_bound)
         logistic = not self.objective.is_regression
-        exp_neg = np.empty(min(ROW_CHUNK, self.n_rows) if logistic else 0)
+        exp_neg, none = np.empty(min(ROW_CHUNK, self.n_rows) if logistic else 0), np.empty(0)
         for rows in _row_chunks(self.n_rows):
-            u = no_uniforms if every_row else \
+            u = none if lo <= 0.0 and hi > 1.0 else \
                 row_uniforms(spec.sample_key, self.row_offset + rows.start, rows.stop - rows.start)
-            out = (self.positions[rows], self.gradients[rows], self.hessians[rows], 1)
+            m, out = self.margins[rows], (self.positions[rows], self.gradients[rows],
+                                          self.hessians[rows], 1)
             if self.raw.weights is None:  # the objective's g and h, computed in the pass
-                margins = self.margins[rows]
-                e = exp_neg[:margins.shape[0]] if logistic else no_uniforms
+                e = exp_neg[:m.shape[0]] if logistic else none
                 if logistic:  # (NumPy's SIMD exp: the bits Objective.gradients has)
-                    np.exp(np.negative(margins, out=e), out=e)
-                select_tree_rows_at_margins(margins, e, self.y[rows], logistic, u, *limits,
-                                            *out)
-                continue
-            g, h = self._weighted(rows, spec, *self.objective.gradients(self.y[rows],
-                                                                        self.margins[rows]))
-            select_tree_rows(g, h, self.y[rows], u, *limits, *out)
+                    np.exp(np.negative(m, out=e), out=e)
+                select_tree_rows_at_margins(m, e, self.y[rows], logistic, u, *limits, *out)
+            else:
+                g, h = self._weighted(rows, spec, *self.objective.gradients(self.y[rows], m))
+                select_tree_rows(g, h, self.y[rows], u, *limits, *out)
         self._histograms = self._histogram_nodes = None
 
     def _weighted(self, rows, spec, g, h):
@@ -566,21 +561,18 @@ def level_histograms(state, nodes, previous=None, previous_nodes=None, n_threads
         raise ValueError("nodes must be sibling pairs (2p + 1, 2p + 2)")
     parents = (left - 1) // 2
     where = {int(node): i for i, node in enumerate(previous_nodes)}
-    in_tree = state.positions[state.positions >= 0]
-    counts = np.bincount(in_tree, minlength=n_node_ids)
+    counts = np.bincount(state.positions[state.positions >= 0], minlength=n_node_ids)
     build_left = counts[left] <= counts[right]
-    # each pair's smaller child is built in its own slot of ``out`` (every other slot is
-    # zeroed), then its sibling is the parent minus it, pair by pair: no copy of the
-    # histograms (a structured array copies record by record)
+    # each pair's smaller child is built in its slot of ``out``, its sibling is the parent
+    # minus it: no copies (a structured array copies record by record)
     smaller_slot = np.arange(0, nodes.shape[0], 2) + np.where(build_left, 0, 1)
     slot_of_node = np.full(max(n_node_ids, counts.shape[0]), -1, dtype=np.int32)
     slot_of_node[nodes[smaller_slot]] = smaller_slot
     rows, slots = rows_of_nodes(state.positions, slot_of_node)
     build_node_histograms(state.X_binned, state.gradients, state.hessians, rows, slots, out,
                           n_threads)
-    for small, parent in zip(smaller_slot.tolist(), parents.tolist()):
+    for small, k in zip(smaller_slot.tolist(), [where[p] for p in parents.tolist()]):
         large = small ^ 1  # (the other slot of the pair: 2i <-> 2i + 1)
-        k = where[parent]
         subtract_histograms(previous[k:k + 1], out[small:small + 1], out[large:large + 1],
                             n_threads)
     return out
