@@ -15,9 +15,10 @@ default) in one run:
    to xgboost.dask (``DaskQuantileDMatrix`` + ``xgboost.dask.train``: hist, depth 6, 20
    rounds, 64 bins, 1 thread) and to the dpxgb methods random, noisy_histogram,
    exponential and partially_random (20 trees, depth 6) and default (its full ε = 1
-   schedule: 400 trees, depth 6). Fit wall time, and the workers' peak RSS during that
+   schedule: 450 trees, depth 6). Fit wall time, and the workers' peak RSS during that
    fit (a sampler thread on every worker polls the RSS every 20 ms; the max over workers
-   is reported). One fit each, after a small warm-up fit of each system.
+   is reported). After a small warm-up fit of each system, ``--repeats`` rounds of one
+   fit of each system in turn; the median fit time and the largest peak.
 2. Time per tree level and fixed time per fit, 30k x 24 NumPy float64 rows,
    noisy_histogram (20 trees, depth 6), with a profile of the fit's phases; median of
    ``--repeats`` fits.
@@ -42,6 +43,7 @@ command line that produced them (rewritten after every section).
 """
 import argparse
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 import multiprocessing
 import os
 import shlex
@@ -292,23 +294,32 @@ def section_training(client, args, report):
     X, y = scatter_rows(client, *classification(args.rows, N_FEATURES, np.float32))
     check_placement(client, X)
     baseline = max(client.run(_rss).values()) / 2**20
-    _, t_ref, m_ref = measured(client, lambda: fit_xgboost(client, X, y))
-    rows = [["xgboost.dask (hist)", f"{t_ref:.1f}", f"{m_ref:.0f}", "1.00", "1.00"]]
+    fits = {"xgboost.dask (hist)": lambda: fit_xgboost(client, X, y)}
     for method in ["random", "noisy_histogram", "exponential", "partially_random", "default"]:
-        params = dp_params(method, N_FEATURES)
-        _, seconds, peak = measured(client, lambda: train(params, X, y, client=client))
         label = f"dpxgb default ({default_schedule(N_FEATURES)})" if method == "default" \
             else f"dpxgb {method}"
-        rows.append([label, f"{seconds:.1f}", f"{peak:.0f}", f"{seconds / t_ref:.2f}",
-                     f"{peak / m_ref:.2f}"])
+        fits[label] = partial(train, dp_params(method, N_FEATURES), X, y, client=client)
+    runs = {label: [] for label in fits}
+    for _ in range(args.repeats):  # (rounds of every system: a slow minute slows them all)
+        for label, fit in fits.items():
+            runs[label].append(measured(client, fit)[1:])
+    t_ref = median([t for t, _ in runs["xgboost.dask (hist)"]])
+    m_ref = max(m for _, m in runs["xgboost.dask (hist)"])
+    rows = []
+    for label, measures in runs.items():
+        seconds, peak = median([t for t, _ in measures]), max(m for _, m in measures)
+        rows.append([label, f"{seconds:.1f}", ", ".join(f"{t:.1f}" for t, _ in measures),
+                     f"{peak:.0f}", f"{seconds / t_ref:.2f}", f"{peak / m_ref:.2f}"])
     report.add(
         f"## 1. Training, {args.rows:,} x {N_FEATURES} float32 ({args.workers} workers x 1 "
         "thread)\n\n"
         "Both systems get the same dask array, persisted with one row block per worker. "
-        f"{TREES} trees / rounds of depth {DEPTH} unless stated; one fit each after a "
-        "warm-up fit.\n\n"
-        + table(["system", "fit (s)", "workers' peak RSS (MiB)", "time / xgboost.dask",
-                 "memory / xgboost.dask"], rows)
+        f"{TREES} trees / rounds of depth {DEPTH} unless stated; after a warm-up fit, "
+        f"{args.repeats} rounds of one fit of each system in turn: the median fit, and its "
+        "ratio to xgboost.dask's median.\n\n"
+        + table(["system", f"fit (s), median of {args.repeats}", "runs",
+                 "workers' peak RSS (MiB)", "time / xgboost.dask", "memory / xgboost.dask"],
+                rows)
         + f"\n\nPeak RSS: the largest resident set size of any worker process during the fit "
         f"(sampled every {SAMPLE_SECONDS * 1e3:.0f} ms), including the persisted input "
         f"block and the worker's own footprint: before the fits the largest worker held "
