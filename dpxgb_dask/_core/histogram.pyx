@@ -138,14 +138,8 @@ def subtract_histograms(
     sibling : ndarray of HISTOGRAM_DTYPE, same shape, overwritten (may alias ``parent``)
     n_threads : int
     """
-    if not (parent.shape[0] == child.shape[0] == sibling.shape[0]
-            and parent.shape[1] == child.shape[1] == sibling.shape[1]
-            and parent.shape[2] == child.shape[2] == sibling.shape[2]):
-        raise ValueError("parent, child and sibling histograms must have the same shape, got "
-                         f"{[parent.shape[i] for i in range(3)]}, "
-                         f"{[child.shape[i] for i in range(3)]}, "
-                         f"{[sibling.shape[i] for i in range(3)]}")
-    cdef Py_ssize_t n_cells = parent.shape[0] * parent.shape[1] * parent.shape[2]
+    cdef Py_ssize_t n_cells = _cells_of_three("parent, child and sibling histograms",
+                                              parent.shape, child.shape, sibling.shape)
     if n_cells == 0:
         return
     cdef const hist_struct* p = &parent[0, 0, 0]
@@ -156,7 +150,6 @@ def subtract_histograms(
         s[i].sum_gradients = p[i].sum_gradients - c[i].sum_gradients
         s[i].sum_hessians = p[i].sum_hessians - c[i].sum_hessians
         s[i].count = p[i].count - c[i].count
-
 
 
 def add_histograms(
@@ -176,14 +169,8 @@ def add_histograms(
     total : ndarray of HISTOGRAM_DTYPE, same shape, overwritten (may alias ``a`` or ``b``)
     n_threads : int
     """
-    if not (a.shape[0] == b.shape[0] == total.shape[0]
-            and a.shape[1] == b.shape[1] == total.shape[1]
-            and a.shape[2] == b.shape[2] == total.shape[2]):
-        raise ValueError("the histograms to add and their total must have the same shape, "
-                         f"got {[a.shape[i] for i in range(3)]}, "
-                         f"{[b.shape[i] for i in range(3)]}, "
-                         f"{[total.shape[i] for i in range(3)]}")
-    cdef Py_ssize_t n_cells = a.shape[0] * a.shape[1] * a.shape[2]
+    cdef Py_ssize_t n_cells = _cells_of_three("the histograms to add and their total",
+                                              a.shape, b.shape, total.shape)
     if n_cells == 0:
         return
     cdef const hist_struct* x = &a[0, 0, 0]
@@ -194,6 +181,16 @@ def add_histograms(
         out[i].sum_gradients = x[i].sum_gradients + y[i].sum_gradients
         out[i].sum_hessians = x[i].sum_hessians + y[i].sum_hessians
         out[i].count = x[i].count + y[i].count
+
+
+cdef Py_ssize_t _cells_of_three(str what, Py_ssize_t* a, Py_ssize_t* b, Py_ssize_t* c) except -1:
+    """The number of cells of three histograms of one shape (their ``shape`` arrays), or a
+    ValueError naming ``what`` they are."""
+    if not (a[0] == b[0] == c[0] and a[1] == b[1] == c[1] and a[2] == b[2] == c[2]):
+        raise ValueError(f"{what} must have the same shape, got {[a[i] for i in range(3)]}, "
+                         f"{[b[i] for i in range(3)]}, {[c[i] for i in range(3)]}")
+    return a[0] * a[1] * a[2]
+
 
 cdef _check_shapes(Py_ssize_t n_x, Py_ssize_t n_g, Py_ssize_t n_h,
                    Py_ssize_t n_features, Py_ssize_t n_hist_features):
