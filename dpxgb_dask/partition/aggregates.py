@@ -308,7 +308,7 @@ STATE_AGGREGATES = {"held_out_loss_sums": held_out_loss_sums}
 def add(*arrays):
     """Sum of partial results of several partitions (the reduction step), in the order
     given: exact histograms (``HISTOGRAM_DTYPE``) field by field by the compiled
-    :func:`~dpxgb_dask._core.histogram.add_histograms`, other structured arrays (the silos'
+    ``_core.histogram.add_histograms``, other structured arrays (the silos'
     released histograms, whose counts are float64) field by field, other arrays
     elementwise. A new array: the addends are left as they were."""
     if not arrays or not arrays[0].dtype.names:
