@@ -18,8 +18,9 @@ among the workers along a binary tree (``dpxgb_dask/cluster/reduction.py``), so 
 coordinator receives at most two partial sums per level. Reported: the median and the largest
 bytes per level that reach the coordinator (``timings["bytes_per_level"]``: the pickled
 replies of the level's round), the median and 90th percentile level time, and the
-scheduler process's CPU per level (``timings["trees_cpu"]`` over the levels), each the
-median over ``--repeats`` fits (a fit of 30 levels on a shared 2-core machine moves by 10%
+scheduler process's CPU per level (``timings["trees_cpu"]`` over the levels), also net of
+the scheduler's idle CPU rate (Dask's periodic work, measured with no fit running, times the
+trees' wall time), each the median over ``--repeats`` fits (a fit of 30 levels on a shared 2-core machine moves by 10%
 or more from one fit to the next), and for each feature count the spread of the CPU per
 level over the worker counts: (largest - smallest) / smallest.
 """
@@ -71,6 +72,21 @@ def deployed_cluster(n_workers):
                     process.wait()
 
 
+#: Seconds over which the scheduler's idle CPU rate is measured.
+IDLE_SECONDS = 5.0
+
+
+def _idle_cpu_rate(client):
+    """CPU seconds per second of the scheduler process with no fit running."""
+    import psutil
+
+    scheduler = psutil.Process(client.run_on_scheduler(os.getpid))
+    time.sleep(1.0)  # (the warm-up's messages settle)
+    start_cpu, start = sum(scheduler.cpu_times()[:2]), time.monotonic()
+    time.sleep(IDLE_SECONDS)
+    return (sum(scheduler.cpu_times()[:2]) - start_cpu) / (time.monotonic() - start)
+
+
 def _fit(client, n_rows, n_features, n_workers):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n_rows, n_features))
@@ -97,10 +113,11 @@ def main():
     warnings.simplefilter("ignore", category=UserWarning)
     rows = []
     t_start = time.perf_counter()
-    cpu = {}
+    cpu, net = {}, {}
     for n_workers in args.workers:
         with deployed_cluster(n_workers) as client:
             _fit(client, 2_000, 10, n_workers)  # warm-up: imports, plugin registration
+            idle = _idle_cpu_rate(client)
             for n_features in args.features:
                 fits = [_fit(client, args.rows, n_features, n_workers)
                         for _ in range(args.repeats)]
@@ -108,21 +125,28 @@ def main():
                 level = [np.array(t["level"]) * 1e3 for t, _ in fits]
                 cpu[n_workers, n_features] = np.median(
                     [1e3 * t["trees_cpu"] / len(t["level"]) for t, _ in fits])
+                net[n_workers, n_features] = np.median(
+                    [1e3 * (t["trees_cpu"] - idle * t["phases"]["trees"]) / len(t["level"])
+                     for t, _ in fits])
                 rows.append([n_workers, n_features, f"{np.median(sent):.3f}", f"{sent.max():.3f}",
                              f"{np.median([np.median(v) for v in level]):.1f}",
                              f"{np.median([np.percentile(v, 90) for v in level]):.1f}",
-                             f"{cpu[n_workers, n_features]:.1f}",
+                             f"{cpu[n_workers, n_features]:.1f}", f"{1e3 * idle:.0f}",
+                             f"{net[n_workers, n_features]:.1f}",
                              f"{np.median([wall for _, wall in fits]):.2f}"])
                 print(rows[-1], flush=True)
     spreads = []
     for n_features in args.features:
-        per_level = [cpu[w, n_features] for w in args.workers]
-        spreads.append(f"{n_features} features: {min(per_level):.1f} to {max(per_level):.1f} "
-                       f"ms, a spread of {100 * (max(per_level) / min(per_level) - 1):.0f}%")
+        for name, values in (("CPU", cpu), ("CPU beyond the idle rate", net)):
+            per_level = [values[w, n_features] for w in args.workers]
+            spreads.append(f"{name} at {n_features} features: {min(per_level):.1f} to "
+                           f"{max(per_level):.1f} ms, a spread of "
+                           f"{100 * (max(per_level) / min(per_level) - 1):.0f}%")
     command = "python " + shlex.join(sys.argv)
     header = ["workers", "features", "MB to the coordinator per level, median",
               "largest level (MB)", "level median (ms)", "level p90 (ms)",
-              "scheduler process CPU per level (ms)", "fit (s)"]
+              "scheduler process CPU per level (ms)", "scheduler idle CPU (ms/s)",
+              "scheduler CPU per level beyond the idle rate (ms)", "fit (s)"]
     text = (f"Produced by: `{command}`\n\n"
             f"{args.rows:,} rows, noisy_histogram, 5 trees of depth 6, 64 bins, one partition "
             f"per worker process (`dask worker --no-nanny`, 1 thread each; the scheduler in "
@@ -130,7 +154,10 @@ def main():
             "process's CPU per level is its CPU time while the trees grow (the coordinator, "
             "its noise threads and the scheduler's own work for the rounds: "
             "timings[\"trees_cpu\"]) over the levels. Each figure is the median over "
-            f"{args.repeats} fits.\n\n"
+            f"{args.repeats} fits. The scheduler's idle CPU is its CPU per second over "
+            f"{IDLE_SECONDS:.0f} s with the workers connected and no fit (Dask's own periodic "
+            "work); the CPU beyond it subtracts that rate times the trees' wall time, which "
+            "grows with the worker processes sharing 2 cores.\n\n"
             + "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n"
             + "\n".join("| " + " | ".join(str(v) for v in r) + " |" for r in rows)
             + "\n\nThe scheduler process's CPU per level over the worker counts: "
