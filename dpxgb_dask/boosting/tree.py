@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import CATEGORY_SET_WORDS, category_set_codes, category_sets
+from .._core.tree_layout import lay_out_heap_tree
 from ..model.booster import CATEGORY_SET
 from ..model.explain import node_covers
 
@@ -159,17 +160,12 @@ class CutTable:
                                                       for c in cuts])
         self.offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)[:-1]])
 
-    def thresholds(self, feature, split_bin):
-        """The raw thresholds ``cuts[feature[i]][split_bin[i]]`` (ndarray of float64)."""
-        return self.values[self.offsets[feature] + split_bin]
-
 
 class HeapTree:
     """A tree whose structure came whole, as heap-indexed decision arrays (a random tree:
     :meth:`~dpxgb_dask.boosting.splits.RandomSplits.draw_tree`), and its leaves as one
-    release. :meth:`to_arrays` takes a few array operations per level where :class:`Tree`,
-    its slow twin, takes a Python step per node; both give the same arrays (the tests
-    compare them).
+    release. :meth:`to_arrays` is one kernel call where :class:`Tree`, its slow twin, takes
+    a Python step per node; both give the same arrays (the tests compare them).
 
     Parameters
     ----------
@@ -184,7 +180,7 @@ class HeapTree:
     def __init__(self, cuts, heap):
         self._cuts = cuts if isinstance(cuts, CutTable) else CutTable(cuts)
         if heap is None or heap[0].size == 0:
-            heap = (np.zeros(1, np.uint8), np.zeros(1, np.int32), np.zeros(1, np.int32),
+            heap = (np.zeros(1, np.uint8), np.zeros(1, np.int32), np.zeros(1, np.uint8),
                     np.zeros(1, np.uint8), np.zeros((1, CATEGORY_SET_WORDS), np.uint64))
         self._heap = heap
         self._leaves = None
@@ -207,30 +203,9 @@ class HeapTree:
         nodes, values, covers = self._leaves
         self._leaves = (nodes, values * factor, covers)
 
-    def _breadth_first(self):
-        """Heap ids breadth first, children after parents (a categorical node's right
-        child first, as :meth:`Tree.to_arrays`), and each one's kind (0 leaf, 1
-        numerical, 2 categorical split).
-
-        Without categorical splits that order is the heap ids' own: a level's ids grow
-        from left to right. A categorical split swaps its children, and so the order of
-        every level below it: there the nodes are sorted by depth, then by their path
-        with each categorical ancestor's turn flipped.
-        """
-        is_split = self._heap[0]
-        splits = np.flatnonzero(is_split)
-        ids = np.concatenate([np.zeros(1, dtype=np.int64), 2 * splits + 1, 2 * splits + 2])
-        if np.any(is_split[splits] == 2):
-            ids = ids[np.lexsort((_flipped_paths(ids, is_split), _depths(ids)))]
-        else:
-            ids.sort()
-        kinds = np.zeros(ids.size, dtype=np.uint8)
-        inside = ids < is_split.size
-        kinds[inside] = is_split[ids[inside]]
-        return ids, kinds
-
     def to_arrays(self):
-        """Breadth-first flat arrays, as :meth:`Tree.to_arrays`.
+        """Breadth-first flat arrays, as :meth:`Tree.to_arrays`, in one kernel call
+        (``_core.tree_layout.lay_out_heap_tree``).
 
         Returns
         -------
@@ -242,56 +217,11 @@ class HeapTree:
         ValueError
             The leaves are not the heap's leaves (each node reached, none twice).
         """
-        _, feature, split_bin, missing_left, category_set = self._heap
-        ids, kinds = self._breadth_first()
-        nodes, values, covers = self._leaves
-        leaf_ids = ids[kinds == 0]
-        if nodes.size != leaf_ids.size or not np.array_equal(np.sort(nodes),
-                                                              np.sort(leaf_ids)):
-            raise ValueError("a tree's leaves must be the leaves of its splits")
-        n = ids.size
-        position = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
-        position[ids] = np.arange(n)
-        arrays = {name: np.zeros(n, dtype=dtype) for name, dtype in TREE_FIELDS.items()}
-        arrays["left"][:] = arrays["right"][:] = -1
-        split = np.flatnonzero(kinds > 0)
-        heap_ids = ids[split]
-        arrays["feature"][split] = feature[heap_ids]
-        arrays["bin_threshold"][split] = split_bin[heap_ids]
-        arrays["categorical"][split] = kinds[split] == 2
-        arrays["missing_left"][split] = missing_left[heap_ids]
-        arrays["left"][split] = position[2 * heap_ids + 1]
-        arrays["right"][split] = position[2 * heap_ids + 2]
-        numerical = kinds[split] == 1
-        arrays["threshold"][split[numerical]] = self._cuts.thresholds(
-            feature[heap_ids[numerical]], split_bin[heap_ids[numerical]])
-        for i, node in zip(split[~numerical].tolist(), heap_ids[~numerical].tolist()):
-            arrays["category_set"][i] = category_set[node]
-            arrays["threshold"][i] = float(category_set_codes(category_set[node])[0])
-        arrays["value"][position[nodes]] = values
-        arrays["cover"][position[nodes]] = covers
-        arrays["cover"] = node_covers(arrays["left"], arrays["right"], arrays["cover"])
+        n_nodes = 1 + 2 * int(np.count_nonzero(self._heap[0]))
+        arrays = {name: np.empty(n_nodes, dtype=dtype) for name, dtype in TREE_FIELDS.items()}
+        lay_out_heap_tree(self._heap, self._leaves, self._cuts.values, self._cuts.offsets,
+                          arrays)
         return arrays
-
-
-def _depths(ids):
-    """The depth of each heap id (the root's 0)."""
-    return np.frexp((ids + 1).astype(np.float64))[1] - 1
-
-
-def _flipped_paths(ids, is_split):
-    """Each heap id's path from the root as a binary number (1: the right child), each
-    turn below a categorical split (``is_split`` 2) flipped: nodes of one level sorted by
-    it come in :meth:`HeapTree.to_arrays`'s order."""
-    depth = _depths(ids)
-    key = np.zeros(ids.size, dtype=np.int64)
-    for level in range(1, int(depth.max(initial=0)) + 1):
-        below = depth >= level
-        shift = depth[below] - level
-        parent = ((ids[below] + 1) >> (shift + 1)) - 1
-        turn = ((ids[below] + 1) >> shift) & 1
-        key[below] = 2 * key[below] + (turn ^ (is_split[parent] == 2))
-    return key
 
 
 @dataclass

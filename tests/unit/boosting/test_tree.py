@@ -53,3 +53,14 @@ def test_a_lone_leaf_and_leaves_that_are_not_the_trees():
         tree.add_leaves(wrong, np.zeros(wrong.size), np.ones(wrong.size))
         with pytest.raises(ValueError, match="leaves of its splits"):
             tree.to_arrays()
+
+
+def test_splits_that_are_not_one_tree_from_the_root():
+    # node 3 splits, but its parent, node 1, is a leaf: the root never reaches it
+    size = 4
+    heap = (np.array([1, 0, 0, 1], np.uint8), np.zeros(size, np.int32),
+            np.ones(size, np.uint8), np.zeros(size, np.uint8), np.zeros((size, 4), np.uint64))
+    tree = HeapTree([np.arange(3.0)], heap)
+    tree.add_leaves([1, 2], [0.5, -0.5], [1.0, 2.0])
+    with pytest.raises(ValueError, match="not one tree from the root"):
+        tree.to_arrays()
