@@ -42,11 +42,11 @@ and ε = 1; all but the default use 64 bins (the default keeps its schedule's ca
 command line that produced them (rewritten after every section).
 """
 import argparse
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-import multiprocessing
+import json
 import os
 import shlex
+import subprocess
 import sys
 import threading
 import time
@@ -442,9 +442,11 @@ def _abalone_fixed_time(client, args):
             + table(["quantity", f"median of {args.repeats}", "runs"], cells))
 
 
-def _embedded_fits(params, X, y, repeats):
-    """In a fresh process with no Dask client: times of ``train(client=None)`` (which
-    starts and closes its own LocalCluster) and of starting and closing such a cluster."""
+def _embedded_fits(repeats):
+    """Run in a fresh Python process with no Dask client (a user's script): the times of
+    ``train(client=None)`` on section 4's table (which starts and closes its own
+    LocalCluster of worker processes) and of starting and closing such a cluster, printed
+    as one JSON line ``{"fits": [...], "starts": [...]}``."""
     from distributed import default_client
 
     try:
@@ -453,6 +455,8 @@ def _embedded_fits(params, X, y, repeats):
     except ValueError:
         pass
     warnings.simplefilter("ignore", category=UserWarning)
+    X, y = classification(SMALL_ROWS, SMALL_FEATURES)
+    params = dp_params("default", SMALL_FEATURES)
     fits, starts = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -462,7 +466,7 @@ def _embedded_fits(params, X, y, repeats):
         with LocalCluster(**CLUSTER) as cluster, Client(cluster):
             pass
         starts.append(time.perf_counter() - t0)
-    return fits, starts
+    print(json.dumps({"fits": fits, "starts": starts}))
 
 
 def section_embedded(client, args, report):
@@ -470,8 +474,14 @@ def section_embedded(client, args, report):
     X, y = classification(SMALL_ROWS, SMALL_FEATURES)
     params = dp_params("default", SMALL_FEATURES)
     existing = [fit_dpxgb(client, params, X, y)[2] for _ in range(args.repeats)]
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        fits, starts = pool.submit(_embedded_fits, params, X, y, args.repeats).result()
+    # a top-level process, as a user's script: one that multiprocessing starts would get an
+    # embedded cluster of worker threads (client_or_embedded), not of processes
+    child = subprocess.run(
+        [sys.executable, "-c", f"import bench_execution; "
+                               f"bench_execution._embedded_fits({args.repeats})"],
+        cwd=Path(__file__).resolve().parent, capture_output=True, text=True, check=True)
+    times = json.loads(child.stdout.strip().splitlines()[-1])
+    fits, starts = times["fits"], times["starts"]
     t_existing, t_fit, t_start = median(existing), median(fits), median(starts)
     rows = [["existing client", f"{t_existing:.2f}", "-", f"{t_existing:.2f}", "1.00"],
             ["embedded (client=None)", f"{t_fit:.2f}", f"{t_start:.2f}",
