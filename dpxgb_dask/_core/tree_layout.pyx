@@ -68,14 +68,28 @@ def lay_out_heap_tree(heap, leaves, const double[::1] cut_values,
         The splits do not make one tree from the root, or the leaves are not its leaves
         (each reached once).
     """
+    n_nodes = arrays["feature"].shape[0]
+    size = heap[0].shape[0]
+    if any(a.shape[0] != size for a in heap):
+        raise ValueError("the heap's arrays must have one entry per heap id")
+    if any(a.shape[0] != leaves[0].shape[0] for a in leaves):
+        raise ValueError("the leaves need one value and one cover each")
+    if any(a.shape[0] != n_nodes for a in arrays.values()):
+        raise ValueError("every node array must have the same length")
+    position = np.full(2 * size + 3, -1, dtype=np.int64)  # heap id -> place in the arrays
+    _walk(heap, cut_values, cut_offsets, arrays, position)
+    _place_leaves(leaves, position, arrays)
+
+
+cdef int _walk(tuple heap, const double[::1] cut_values, const int64_t[::1] cut_offsets,
+               dict arrays, int64_t[::1] position) except -1:
+    """The breadth-first walk: every node's split fields and children (-1 at leaves),
+    ``position`` of each heap id reached."""
     cdef const uint8_t[::1] is_split = heap[0]
     cdef const int32_t[::1] feature = heap[1]
     cdef const uint8_t[::1] split_bin = heap[2]
     cdef const uint8_t[::1] missing_left = heap[3]
     cdef const uint64_t[:, ::1] sets = heap[4]
-    cdef const int64_t[::1] leaf_nodes = leaves[0]
-    cdef const double[::1] leaf_values = leaves[1]
-    cdef const double[::1] leaf_covers = leaves[2]
     cdef int32_t[::1] out_feature = arrays["feature"]
     cdef uint8_t[::1] out_bin = arrays["bin_threshold"]
     cdef double[::1] out_threshold = arrays["threshold"]
@@ -84,44 +98,32 @@ def lay_out_heap_tree(heap, leaves, const double[::1] cut_values,
     cdef uint8_t[::1] out_missing = arrays["missing_left"]
     cdef int32_t[::1] out_left = arrays["left"]
     cdef int32_t[::1] out_right = arrays["right"]
-    cdef double[::1] out_value = arrays["value"]
-    cdef double[::1] out_cover = arrays["cover"]
-    cdef Py_ssize_t n_nodes = out_feature.shape[0]
-    cdef Py_ssize_t size = is_split.shape[0]
-    cdef Py_ssize_t i, j, w, node, first, second, n_queued = 1
+    cdef Py_ssize_t n_nodes = out_feature.shape[0], size = is_split.shape[0]
+    cdef Py_ssize_t i, w, node, first, second, n_queued = 1
     cdef int64_t code
-    if (feature.shape[0] != size or split_bin.shape[0] != size
-            or missing_left.shape[0] != size or sets.shape[0] != size):
-        raise ValueError("the heap's arrays must have one entry per heap id")
-    if leaf_values.shape[0] != leaf_nodes.shape[0] or leaf_covers.shape[0] != leaf_nodes.shape[0]:
-        raise ValueError("the leaves need one value and one cover each")
-    for name in ("bin_threshold", "threshold", "categorical", "category_set", "missing_left",
-                 "left", "right", "value", "cover"):
-        if arrays[name].shape[0] != n_nodes:
-            raise ValueError("every node array must have the same length")
-    queue = np.empty(n_nodes, dtype=np.int64)       # heap ids, breadth first
-    position_a = np.full(2 * size + 3, -1, dtype=np.int64)  # heap id -> position
-    cdef int64_t[::1] order = queue
-    cdef int64_t[::1] position = position_a
-    order[0] = 0
-    position[0] = 0
+    order_a = np.empty(n_nodes, dtype=np.int64)  # heap ids, breadth first
+    cdef int64_t[::1] order = order_a
+    order[0] = position[0] = 0
     i = 0
     while i < n_queued:
         node = order[i]
         out_left[i] = out_right[i] = -1
+        out_feature[i] = 0
+        out_bin[i] = out_missing[i] = out_categorical[i] = 0
+        out_threshold[i] = 0.0
+        for w in range(SET_WORDS):
+            out_sets[i, w] = 0
         if node < size and is_split[node]:
             if n_queued + 2 > n_nodes:
                 raise ValueError("the heap's splits are not one tree from the root")
             first, second = 2 * node + 1, 2 * node + 2
             if is_split[node] == 2:  # a categorical split's right child first
                 first, second = second, first
-            order[n_queued] = first
-            position[first] = n_queued
-            order[n_queued + 1] = second
-            position[second] = n_queued + 1
+            order[n_queued], order[n_queued + 1] = first, second
+            position[first], position[second] = n_queued, n_queued + 1
+            n_queued += 2
             out_left[i] = <int32_t>position[2 * node + 1]
             out_right[i] = <int32_t>position[2 * node + 2]
-            n_queued += 2
             out_feature[i] = feature[node]
             out_bin[i] = split_bin[node]
             out_missing[i] = missing_left[node]
@@ -134,35 +136,43 @@ def lay_out_heap_tree(heap, leaves, const double[::1] cut_values,
                     out_sets[i, w] = sets[node, w]
                 out_threshold[i] = <double>code
             else:
-                out_categorical[i] = 0
-                for w in range(SET_WORDS):
-                    out_sets[i, w] = 0
                 out_threshold[i] = cut_values[cut_offsets[feature[node]] + split_bin[node]]
-        else:
-            out_feature[i] = 0
-            out_bin[i] = out_missing[i] = out_categorical[i] = 0
-            for w in range(SET_WORDS):
-                out_sets[i, w] = 0
-            out_threshold[i] = 0.0
-        out_value[i] = out_cover[i] = 0.0
         i += 1
     if n_queued != n_nodes:
         raise ValueError("the heap's splits are not one tree from the root")
-    # as many leaves as the tree has, each at a leaf's position, none twice: every leaf
+    return 0
+
+
+cdef int _place_leaves(tuple leaves, const int64_t[::1] position, dict arrays) except -1:
+    """Each leaf's value and cover at its place (as many leaves as the tree has, each at a
+    leaf's place, none twice: every leaf), then every split's cover, the sum of its
+    children's, from the last node back to the first."""
+    cdef const int64_t[::1] nodes = leaves[0]
+    cdef const double[::1] values = leaves[1]
+    cdef const double[::1] covers = leaves[2]
+    cdef int32_t[::1] left = arrays["left"]
+    cdef int32_t[::1] right = arrays["right"]
+    cdef double[::1] out_value = arrays["value"]
+    cdef double[::1] out_cover = arrays["cover"]
+    cdef Py_ssize_t n_nodes = left.shape[0], i, j
+    cdef int64_t node
     seen_a = np.zeros(n_nodes, dtype=np.uint8)
     cdef uint8_t[::1] seen = seen_a
-    if leaf_nodes.shape[0] != (n_nodes + 1) // 2:
+    if nodes.shape[0] != (n_nodes + 1) // 2:
         raise ValueError("a tree's leaves must be the leaves of its splits")
-    for j in range(leaf_nodes.shape[0]):
-        node = leaf_nodes[j]
+    out_value[:] = 0.0
+    out_cover[:] = 0.0
+    for j in range(nodes.shape[0]):
+        node = nodes[j]
         if node < 0 or node >= position.shape[0] or position[node] < 0:
             raise ValueError("a tree's leaves must be the leaves of its splits")
         i = position[node]
-        if out_left[i] >= 0 or seen[i]:
+        if left[i] >= 0 or seen[i]:
             raise ValueError("a tree's leaves must be the leaves of its splits")
         seen[i] = 1
-        out_value[i] = leaf_values[j]
-        out_cover[i] = leaf_covers[j]
+        out_value[i] = values[j]
+        out_cover[i] = covers[j]
     for i in range(n_nodes - 1, -1, -1):
-        if out_left[i] >= 0:
-            out_cover[i] = out_cover[out_left[i]] + out_cover[out_right[i]]
+        if left[i] >= 0:
+            out_cover[i] = out_cover[left[i]] + out_cover[right[i]]
+    return 0
