@@ -113,6 +113,34 @@ def test_the_budget_scale_is_rounded_down_onto_its_grid():
     assert snap_to_scale_grid(scale) == scale
 
 
+@pytest.mark.parametrize("power, offset", [(0.5, 0.002), (1.0, 0.02), (2.0, 0.0004),
+                                           (1.0, -0.003)])
+def test_the_refinement_lands_on_the_grid_just_below_the_root(power, offset):
+    """Issue 40: from the coarse answer (``offset``: how far the fine excess lies below
+    it, in log ε; negative: above), Newton steps on the scale grid reach a scale whose
+    excess is just below 0, in a few calls of the (slow) reporting accountant: close
+    enough that a fit asked for ε = 1 states 1.0 (five digits, rounded up)."""
+    import math
+
+    from dpxgb_dask.boosting.calibration import (_SPENT_SHORT, _refine_on_grid,
+                                                 snap_to_scale_grid)
+
+    rtol, root = 1e-3, 0.0123
+    calls = []
+
+    def excess(s):  # log(ε/target) of a power law ε ∝ s**power, slightly curved
+        calls.append(s)
+        x = math.log(s / root)
+        return power * x + 0.05 * x * x
+
+    start = root * math.exp(-offset / power)  # the coarse search's answer
+    coarse_slope = power * 1.02  # (the coarse accountant's, a little off)
+    s, f = _refine_on_grid(excess, start, coarse_slope, rtol)
+    assert snap_to_scale_grid(s) == s and f == excess(s)
+    assert -_SPENT_SHORT * rtol <= f <= 0.0 and math.exp(f) > 0.99999
+    assert len(calls) <= (3 if offset > 0 else 6) + 1  # (+1: the check above)
+
+
 def test_a_calibration_asked_for_twice_at_once_is_computed_once(monkeypatch):
     """Issue 40: a fit's client plans while its rows load, and a LocalCluster's scheduler
     (in the same process) asks for the same plan: one calibration, not two at once."""
