@@ -239,7 +239,7 @@ def _refine_on_grid(f, start, slope, rtol):
             x = min(x, math.log(s_hi) - _AIM_SHORT * rtol)
         s = snap_to_scale_grid(math.exp(x))
         if s <= s_lo:
-            break  # (the grid's step is finer than rtol: only a slope of nonsense gets here)
+            break  # (a step finer than the grid's: s_lo is one grid step from the aim)
         fx = f(s)
         secant = (fx - f_lo) / math.log(s / s_lo)
         if math.isfinite(secant) and secant > 0:
