@@ -136,6 +136,10 @@ cdef int _walk(tuple heap, const double[::1] cut_values, const int64_t[::1] cut_
                     out_sets[i, w] = sets[node, w]
                 out_threshold[i] = <double>code
             else:
+                if not 0 <= feature[node] < cut_offsets.shape[0] or \
+                        cut_offsets[feature[node]] + split_bin[node] >= cut_values.shape[0]:
+                    raise ValueError("a numerical split must name a feature and one of its "
+                                     "cut points")
                 out_threshold[i] = cut_values[cut_offsets[feature[node]] + split_bin[node]]
         i += 1
     if n_queued != n_nodes:

@@ -64,3 +64,12 @@ def test_splits_that_are_not_one_tree_from_the_root():
     tree.add_leaves([1, 2], [0.5, -0.5], [1.0, 2.0])
     with pytest.raises(ValueError, match="not one tree from the root"):
         tree.to_arrays()
+
+
+def test_a_split_beyond_the_cut_points_is_refused():
+    heap = (np.array([1], np.uint8), np.array([0], np.int32), np.array([3], np.uint8),
+            np.zeros(1, np.uint8), np.zeros((1, 4), np.uint64))
+    tree = HeapTree([np.arange(3.0)], heap)  # bins 0-2 have cut points, bin 3 none
+    tree.add_leaves([1, 2], [0.5, -0.5], [1.0, 2.0])
+    with pytest.raises(ValueError, match="one of its cut points"):
+        tree.to_arrays()
