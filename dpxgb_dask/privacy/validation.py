@@ -91,6 +91,8 @@ warnings.simplefilter("always", PrivacyLeakWarning)
 
 
 def _as_real(value, name):
+    if type(value) is float:  # (the common case, without the ABC check of numbers.Real)
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
     return float(value)
