@@ -5,7 +5,10 @@ interval covers [0, 1]) and whose label is known; with ``drop_outside`` also tho
 gradient is within its bound. Their gradient ``g`` is rounded to the grid and clipped to
 ``[-g_max, g_max]``, their hessian to ``[0, h_max]`` (``g_max`` and ``h_max`` already on
 the grid), as ``numpy.round`` (half to even) then ``numpy.clip`` would; rows outside the
-tree get position ``-1`` and zero gradient and hessian.
+tree get zero gradient and hessian. A row's position is its node: the root ``0``, or with
+``routed`` the leaf it was routed to before (the tree's structure came ahead of its rows'
+selection); a row outside the tree gets the complement ``~p = -p - 1`` of that node (the
+root's: ``-1``).
 
 :func:`select_tree_rows_at_margins` computes the gradient and hessian of each row from its
 margin in the same pass (squared error or logistic loss), where :func:`select_tree_rows`
@@ -40,7 +43,8 @@ def select_tree_rows(
     double grid,                           # IN a power of two
     bint drop_outside,                     # IN leave out rows with |g| > g_bound
     double g_bound,                        # IN the gradient bound (before rounding)
-    INDEX_DTYPE_C[::1] positions,          # OUT (n_rows,) 0 in the tree, -1 outside
+    bint routed,                           # IN positions hold each row's leaf already
+    INDEX_DTYPE_C[::1] positions,          # IN/OUT (n_rows,) node p in the tree, ~p outside
     G_H_DTYPE_C[::1] gradients,            # OUT (n_rows,)
     G_H_DTYPE_C[::1] hessians,             # OUT (n_rows,)
     int n_threads,
@@ -56,7 +60,12 @@ def select_tree_rows(
     g_max, h_max, grid : float
     drop_outside : bool
     g_bound : float
+    routed : bool
+        ``positions`` holds each row's leaf on entry (the tree was routed ahead), kept for
+        the rows in the tree; otherwise every row starts at the root ``0`` (``positions``
+        is not read).
     positions : ndarray of int32, shape (n_rows,)
+        Each row's node p if it is in the tree, ``~p`` otherwise.
     gradients, hessians : ndarray of float32, shape (n_rows,)
     n_threads : int
     """
@@ -71,7 +80,7 @@ def select_tree_rows(
     for i in prange(n, schedule="static", nogil=True, num_threads=n_threads):
         _select_row(gradients_in[i], hessians_in[i], labels[i],
                     0.0 if every_row else uniforms[i], every_row, low, high, drop_outside,
-                    g_bound, inverse_grid, grid, g_max, h_max,
+                    g_bound, inverse_grid, grid, g_max, h_max, routed,
                     &positions[i], &gradients[i], &hessians[i])
 
 
@@ -88,7 +97,8 @@ def select_tree_rows_at_margins(
     double grid,                           # IN a power of two
     bint drop_outside,                     # IN leave out rows with |g| > g_bound
     double g_bound,                        # IN the gradient bound (before rounding)
-    INDEX_DTYPE_C[::1] positions,          # OUT (n_rows,) 0 in the tree, -1 outside
+    bint routed,                           # IN positions hold each row's leaf already
+    INDEX_DTYPE_C[::1] positions,          # IN/OUT (n_rows,) node p in the tree, ~p outside
     G_H_DTYPE_C[::1] gradients,            # OUT (n_rows,)
     G_H_DTYPE_C[::1] hessians,             # OUT (n_rows,)
     int n_threads,
@@ -105,8 +115,8 @@ def select_tree_rows_at_margins(
         ``numpy.exp(-margins)``; read for the logistic loss only.
     labels : ndarray of float64, shape (n_rows,)
     logistic : bool
-    uniforms, low, high, g_max, h_max, grid, drop_outside, g_bound, positions, gradients, \
-hessians, n_threads
+    uniforms, low, high, g_max, h_max, grid, drop_outside, g_bound, routed, positions, \
+gradients, hessians, n_threads
         As :func:`select_tree_rows`'s.
     """
     cdef Py_ssize_t n = labels.shape[0], i
@@ -127,19 +137,21 @@ hessians, n_threads
             g = margins[i] - labels[i]
             h = 1.0
         _select_row(g, h, labels[i], 0.0 if every_row else uniforms[i], every_row, low, high,
-                    drop_outside, g_bound, inverse_grid, grid, g_max, h_max,
+                    drop_outside, g_bound, inverse_grid, grid, g_max, h_max, routed,
                     &positions[i], &gradients[i], &hessians[i])
 
 
 cdef inline void _select_row(
     double g, double h, double label, double uniform, bint every_row, double low,
     double high, bint drop_outside, double g_bound, double inverse_grid, double grid,
-    double g_max, double h_max, INDEX_DTYPE_C* position, G_H_DTYPE_C* gradient,
-    G_H_DTYPE_C* hessian,
+    double g_max, double h_max, bint routed, INDEX_DTYPE_C* position,
+    G_H_DTYPE_C* gradient, G_H_DTYPE_C* hessian,
 ) noexcept nogil:
     """One row of a tree's selection, from its gradient ``g``, hessian ``h``, label and
-    uniform number (read only when not ``every_row``)."""
+    uniform number (read only when not ``every_row``), at its leaf ``position[0]`` when
+    ``routed`` (else at the root)."""
     cdef bint in_tree = not isnan(label)
+    cdef INDEX_DTYPE_C node = position[0] if routed else 0
     if not every_row:
         in_tree = in_tree and uniform >= low and uniform < high
     if drop_outside:
@@ -147,7 +159,7 @@ cdef inline void _select_row(
     if in_tree:
         g = _round_half_even(g * inverse_grid) * grid
         h = _round_half_even(h * inverse_grid) * grid
-        position[0] = 0
+        position[0] = node
         # written as min/max of two values (minsd/maxsd), not as branches: a third of
         # the rows or more clip, at random; NaN and -0.0 pass as through numpy.clip
         g = g_max if g > g_max else g
@@ -157,7 +169,7 @@ cdef inline void _select_row(
         gradient[0] = <G_H_DTYPE_C>g
         hessian[0] = <G_H_DTYPE_C>h
     else:
-        position[0] = -1
+        position[0] = -node - 1
         gradient[0] = 0.0
         hessian[0] = 0.0
 

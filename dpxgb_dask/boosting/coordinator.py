@@ -278,7 +278,7 @@ class Coordinator:
         n_cuts = np.array([len(c) for c in cuts])
         self.splitter.new_candidates(n_cuts)
         tree_end = None  # the previous tree, applied to the margins in the next round
-        drawn = None     # the next random tree's structure, drawn while a round was out
+        drawn = None     # the next random tree's structure, sent ahead with the last round
         finish = None    # the previous tree's bookkeeping, done while the next round is out
         # A continued fit numbers its trees after the model's: every stream key, sample and
         # ledger event of tree t is then distinct from the first part's.
@@ -436,9 +436,12 @@ class Coordinator:
         bookkeeping (:meth:`_finish_tree`), or None.
 
         With random splits the whole structure is drawn before any row is read (``drawn``:
-        drawn already while the previous tree's round was out), and while this tree's round
-        is out the previous tree is finished, this tree's leaf noise drawn, and with
-        ``draw_next`` tree ``t + 1`` drawn.
+        drawn already, and sent ahead with the previous tree's round, so that the workers
+        routed their rows to its leaves after answering that round). With ``draw_next``
+        tree ``t + 1`` is drawn before this tree's round goes out (from the releases of
+        the trees before ``t``, as it would be while the round is out), and sent ahead
+        with it (``Round.next_tree_splits``). While the round is out the previous tree is
+        finished and this tree's leaf noise drawn.
 
         Returns
         -------
@@ -453,19 +456,22 @@ class Coordinator:
         """
         next_drawn = last_splits = noise = None
         if not self.splitter.data_dependent:
-            tree, tree_splits, leaves, leaf_ranges = drawn if drawn is not None else \
-                self._random_tree(t, cuts, n_cuts)
+            if drawn is None:  # (the first tree, or the first on new cuts)
+                tree, route_now, leaves, leaf_ranges = self._random_tree(t, cuts, n_cuts)
+            else:  # sent ahead: the rows sit at its leaves already
+                (tree, _, leaves, leaf_ranges), route_now = drawn, None
+            next_drawn = self._random_tree(t + 1, cuts, n_cuts) if draw_next else None
+            ahead = None if next_drawn is None else next_drawn[1]
 
             async def while_out():
                 _done(finish)
-                drawn_noise = self.leaf_method.draw_noise(t, leaves.size) \
+                return self.leaf_method.draw_noise(t, leaves.size) \
                     if self.site.draws_leaf_noise else None
-                return (self._random_tree(t + 1, cuts, n_cuts) if draw_next else None,
-                        drawn_noise)
 
             first = dict(first, silo_release=self.site.leaf(t))
-            (next_drawn, noise), sums = await self._round_while(
-                while_out, **first, tree_splits=tree_splits, leaf_nodes=leaves)
+            noise, sums = await self._round_while(
+                while_out, **first, tree_splits=route_now, leaf_nodes=leaves,
+                next_tree_splits=ahead)
         else:
             _done(finish)
             tree, leaves, sums, last_splits = await self._grow_levels(t, cuts, n_cuts, first)

@@ -103,7 +103,7 @@ class FeatureSchedule:
         effect (:meth:`_pass_shows_main_effects`).
 
         The rounds asked for before the pass's last release (the coordinator draws a tree
-        while the one before it is out) stay main-effect rounds. A function of DP releases
+        before the one before it is released) stay main-effect rounds. A function of DP releases
         and of the order the coordinator draws in (public): post-processing, no budget.
         """
         if not self._pass_decided and not np.isnan(self.pass_evidence).any():

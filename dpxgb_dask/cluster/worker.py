@@ -21,7 +21,9 @@ dataclass of :mod:`~dpxgb_dask.cluster.actions`, which the worker runs by its ty
 ``PrepareRows``          bin the rows and set the initial margins
 ``RunRound``             one :class:`~dpxgb_dask.partition.messages.Round` on every local
                          partition, passed on to this worker's children in the reduction
-                         tree and its sum added to theirs (:mod:`~dpxgb_dask.cluster.reduction`)
+                         tree and its sum added to theirs (:mod:`~dpxgb_dask.cluster.reduction`);
+                         a round that sends the next random tree ahead has its rows routed
+                         to that tree's leaves after the answer (:func:`route_ahead`)
 ``SiloKey``              a cross-silo fit with secure aggregation: this silo's fresh public
                          key, signed by its operator's identity if it has one
 ``SiloPeers``            every silo's address and public key: derive this silo's pairwise
@@ -136,6 +138,10 @@ class _FitOnWorker:
         self.touched = time.monotonic()
         self.lock = threading.Lock()
         self.silo = SiloSide()
+        #: seconds of routing ahead (:func:`route_ahead`) not yet told in a reply; appended
+        #: by the routing thread, taken by the handler (each step atomic: no lock, which
+        #: the event loop would wait on while a thread routes)
+        self.ahead_seconds = []
 
 
 #: worker address -> {fit id -> _FitOnWorker}. Keyed by worker so that several workers
@@ -360,6 +366,41 @@ def _execute(fit, action):
     raise MessageError(f"unknown action {type(action).__name__}")
 
 
+def route_ahead(worker_address, fit_id):
+    """Route the rows of a fit's partitions here to the leaves of the tree its last round
+    sent ahead (``PartitionState.route_ahead``), after that round was answered: on the
+    event loop for a small fit, in a thread otherwise (its next round waits on the fit's
+    lock). A failure leaves the routing to the next round, which repeats it and answers
+    the error."""
+    fit = _fits_of(worker_address).get(fit_id)
+    if fit is None:  # (dropped meanwhile)
+        return
+    start = time.perf_counter()
+    with fit.lock:
+        try:
+            for state in fit.states.values():
+                state.route_ahead()
+        except Exception:  # (not swallowed: the next round raises it again, with a reply)
+            return
+    fit.ahead_seconds.append(time.perf_counter() - start)
+
+
+def _after_reply(worker_address, fit_id, inline):
+    """Schedule :func:`route_ahead` to run once this call's reply is out: a callback of
+    the event loop after the handler's (which writes the reply first), or a thread."""
+    loop = asyncio.get_running_loop()
+    if inline:
+        loop.call_soon(route_ahead, worker_address, fit_id)
+    else:
+        loop.run_in_executor(None, route_ahead, worker_address, fit_id)
+
+
+def _told_ahead_seconds(fit):
+    """The routing-ahead seconds of ``fit`` not yet told, now told (for the next reply)."""
+    done, fit.ahead_seconds = fit.ahead_seconds, []
+    return sum(done)
+
+
 async def sweep_forever(worker_address):
     """Drop the fits of a worker whose lease expired, every ``SWEEP_SECONDS``."""
     while True:
@@ -408,7 +449,8 @@ async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=N
             _fit(address, fit, capability_digest(capability))  # checked before it travels on
             subtree = SubtreeRound(worker, fit, capability, action.reduction, payload)
             await subtree.start()
-        if _runs_inline(address, fit, action):
+        inline = _runs_inline(address, fit, action)
+        if inline:
             result = execute(address, fit, capability, action, loaded)
         else:
             result = await asyncio.to_thread(execute, address, fit, capability, action,
@@ -417,9 +459,13 @@ async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=N
         if subtree is not None:
             result, below = await subtree.total(result, add_results)
             seconds += below
+        if isinstance(action, RunRound) and action.step.next_tree_splits is not None:
+            _after_reply(address, fit, inline)
         held = _fits_of(address).get(fit)
         if held is not None and held.silo.own_rows:  # (its compute time grows with its rows)
             return reply(result)
+        if held is not None:
+            seconds += _told_ahead_seconds(held)
         return reply(result, seconds=seconds)
     except Exception as exc:  # returned, not raised: the comm would lose its type
         if subtree is not None:

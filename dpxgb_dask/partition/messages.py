@@ -151,6 +151,13 @@ class Round:
     silo_release : SiloRelease, optional
         A cross-silo fit: each silo releases its sum of the round's answer so
         (:func:`~dpxgb_dask.partition.silo_release.release_at_silo`) before it leaves the silo.
+    next_tree_splits : tuple of ndarray, optional
+        The decisions of the next data-independent tree, as ``tree_splits``: after its
+        answer, the partition routes every row to that tree's leaves
+        (:meth:`~dpxgb_dask.partition.state.PartitionState.route_ahead`), and the round
+        that starts the tree (with no ``tree_splits``) selects its rows at those leaves.
+        The worker routes them after it has answered, while the coordinator releases this
+        round's sums: the next round waits only for the rest of its work.
     """
 
     seq: int
@@ -163,6 +170,7 @@ class Round:
     leaf_nodes: np.ndarray = None
     fine_histogram: tuple = None
     silo_release: object = None
+    next_tree_splits: tuple = None
 
     @property
     def returns_sums(self):

@@ -215,6 +215,10 @@ class PartitionState:
         self._class_gradients = None  # multiclass: (in bounds, g, h) at the margins
         #: the current tree's TreeStart: the bounds its gradients were clipped to
         self.tree_spec = None
+        #: the next tree's splits sent ahead (Round.next_tree_splits), and once routed
+        #: (route_ahead) each row's leaf of it; the buffer is reused tree after tree
+        self._ahead = self._ahead_leaves = None
+        self._ahead_routed = False
         self.row_filter = self.filter_spent = None
         self._seq = -1
         self._result = None
@@ -259,6 +263,7 @@ class PartitionState:
         self._class_gradients = None
         self.row_filter = spec.row_filter
         self.filter_spent = None if spec.row_filter is None else np.zeros(self.n_rows)
+        self._ahead, self._ahead_routed = None, False
         self._seq = -1
 
     def replay(self, prepare, rounds):
@@ -289,10 +294,13 @@ class PartitionState:
             return self._result
         if step.seq < self._seq:
             raise ValueError(f"round {step.seq} is older than the last round {self._seq}")
+        leaves = self._leaves_routed_ahead(step)
         if step.end_tree is not None:
             self._end_tree(step.end_tree)
+        if leaves is not None:  # (the finished tree's positions: the next buffer)
+            self.positions, self._ahead_leaves = leaves, self.positions
         if step.start_tree is not None:
-            self._start_tree(step.start_tree)
+            self._start_tree(step.start_tree, routed=leaves is not None)
             self.tree_spec = step.start_tree
         if step.rebin_cuts is not None:
             self.X_binned = bin_rows(self.raw.X, self.feature_bounds, step.rebin_cuts,
@@ -316,25 +324,57 @@ class PartitionState:
             result = node_sums(self, step.leaf_nodes)
         elif step.fine_histogram is not None:
             result = tree_fine_histogram(self, *step.fine_histogram)
+        if step.next_tree_splits is not None:
+            self._ahead, self._ahead_routed = step.next_tree_splits, False
         self._seq, self._result = step.seq, result
         return result
+
+    def route_ahead(self):
+        """Route every row to the leaves of the tree the last round sent ahead
+        (``Round.next_tree_splits``), once: the worker calls it after answering that
+        round; the next round does, if the worker has not."""
+        if self._ahead is None or self._ahead_routed:
+            return
+        if self._ahead_leaves is None or self._ahead_leaves is self.positions:
+            self._ahead_leaves = np.empty(self.n_rows, dtype=np.int32)
+        self._ahead_leaves.fill(0)  # every row from the root
+        is_split, feature, split_bin, missing_left, category_set = self._ahead
+        route_to_leaves(self.X_binned, self._ahead_leaves, is_split, feature, split_bin,
+                        missing_left, category_set, self.missing_bin, self.n_threads)
+        self._ahead_routed = True
+
+    def _leaves_routed_ahead(self, step):
+        """Each row's leaf of the tree ``step`` starts, when the round before sent it ahead
+        (routed now if not yet), else None. Such a round starts that tree and no other:
+        no ``tree_splits``, no re-binning."""
+        if self._ahead is None:
+            return None
+        if step.start_tree is None or step.tree_splits is not None \
+                or step.rebin_cuts is not None:
+            raise ValueError("the round after one that sent the next tree ahead "
+                             "(next_tree_splits) starts that tree: it needs start_tree, and "
+                             "no tree_splits or rebin_cuts")
+        self.route_ahead()
+        self._ahead = None
+        return self._ahead_leaves
 
     def _apply(self, splits):
         is_split, feature, split_bin, missing_left, category_set = splits
         apply_splits(self.X_binned, self.positions, is_split, feature, split_bin,
                      missing_left, category_set, self.missing_bin, self.n_threads)
 
-    def _start_tree(self, spec):
+    def _start_tree(self, spec, routed=False):
         """Select the tree's rows and compute their clipped, quantised gradients.
 
         Gradients are taken at ``margins`` (the start of the batch); rows outside the tree
-        get position ``~0 = -1`` and zero gradient and hessian. With an individual Rényi
+        get position ``~p`` (``~0 = -1`` at the root; ``routed``: the positions hold the
+        rows' leaves already) and zero gradient and hessian. With an individual Rényi
         filter, a labelled row pays its divergence in the tree (from its own clipped
         gradient and hessian) if it can afford it, whether or not the Poisson sample then
         picks it (the divergence is the sampled mechanism's), and stays out otherwise.
         """
         if spec.output_class is None and spec.filter_terms is None:
-            self._select_rows(spec)
+            self._select_rows(spec, routed)
             return
         for rows in _row_chunks(self.n_rows):
             if spec.output_class is None:
@@ -362,19 +402,20 @@ class PartitionState:
                     eligible = labelled & affordable
                 denominator = np.ones_like(h) if self.row_filter.counts else h
                 in_tree &= self._pay_filter(rows, eligible, g, denominator, spec)
-            self.positions[rows] = np.where(in_tree, 0, -1)
+            node = self.positions[rows] if routed else 0
+            self.positions[rows] = np.where(in_tree, node, ~node)
             self.gradients[rows] = np.where(in_tree, g, 0.0)
             self.hessians[rows] = np.where(in_tree, h, 0.0)
         self._histograms = self._histogram_nodes = None
 
-    def _select_rows(self, spec):
+    def _select_rows(self, spec, routed):
         """:meth:`_start_tree` of one output without a Rényi filter: the objective's
         gradients, the rows' selection and quantisation in one compiled pass
         (``_core/rows.pyx``; without weights, the gradients too)."""
         lo, hi = spec.sample_interval
         limits = (lo, hi, grid_limits(spec.gradient_bound)[1],
                   grid_limits(spec.hessian_bound, lower=0.0)[1], VALUE_GRID,
-                  spec.gradient_rule == "filter", spec.gradient_bound)
+                  spec.gradient_rule == "filter", spec.gradient_bound, routed)
         logistic = not self.objective.is_regression
         exp_neg, none = np.empty(min(ROW_CHUNK, self.n_rows) if logistic else 0), np.empty(0)
         for rows in _row_chunks(self.n_rows):

@@ -87,7 +87,8 @@ def test_numpy_pandas_and_dask_inputs_give_the_same_model(client, seed, classifi
 def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, seed,
                                                                      classification_data):
     # small fits' rounds run on the workers' event loops; large ones (here: every one) in
-    # a thread. Nested functions: pickled by value, the workers cannot import tests.
+    # a thread, and so does the routing of the next random tree after each round's answer.
+    # Nested functions: pickled by value, the workers cannot import tests.
     def spy(inline_cells):
         """Record where each call runs; return the calls recorded since the last spy."""
         import asyncio
@@ -96,19 +97,28 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
 
         calls = getattr(worker.execute, "calls", None)
         original = getattr(worker.execute, "original", worker.execute)
+        original_ahead = getattr(worker.route_ahead, "original", worker.route_ahead)
         worker.INLINE_CELLS = inline_cells
         seen = []
 
-        def execute(*args):
+        def place():
             try:
                 asyncio.get_running_loop()
-                seen.append((type(args[3]).__name__, "loop"))
+                return "loop"
             except RuntimeError:
-                seen.append((type(args[3]).__name__, "thread"))
+                return "thread"
+
+        def execute(*args):
+            seen.append((type(args[3]).__name__, place()))
             return original(*args)
 
+        def route_ahead(*args):
+            seen.append(("route_ahead", place()))
+            return original_ahead(*args)
+
         execute.calls, execute.original = seen, original
-        worker.execute = execute
+        route_ahead.original = original_ahead
+        worker.execute, worker.route_ahead = execute, route_ahead
         return calls
 
     def where(calls_per_worker, action):
@@ -122,15 +132,21 @@ def test_calls_in_a_thread_give_the_model_of_calls_on_the_event_loop(client, see
         inline = train(params, X, y, client=client)
         calls = client.run(spy, 0)
         assert where(calls, "RunRound") == {"loop"} and where(calls, "LoadRows") == {"thread"}
+        assert where(calls, "route_ahead") == {"loop"}
         threaded = train(params, X, y, client=client)
         calls = client.run(spy, 1 << 22)
         assert where(calls, "RunRound") == {"thread"} and \
             where(calls, "PrepareRows") == {"thread"}
+        assert where(calls, "route_ahead") == {"thread"}
+        # (trees 2 to 4 were sent ahead, each routed on every worker holding rows)
+        assert sum(a == "route_ahead" for c in calls.values() for a, _ in c) == \
+            3 * len(calls)
     finally:
         def unspy():
             from dpxgb_dask.cluster import worker
 
             worker.execute = getattr(worker.execute, "original", worker.execute)
+            worker.route_ahead = getattr(worker.route_ahead, "original", worker.route_ahead)
             worker.INLINE_CELLS = 1 << 22
 
         client.run(unspy)

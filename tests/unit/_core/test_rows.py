@@ -24,17 +24,23 @@ def _inputs(rng, n):
 @pytest.mark.parametrize("sampled", [False, True])
 @pytest.mark.parametrize("drop_outside", [False, True])
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_select_tree_rows_matches_naive_twin(n, sampled, drop_outside, n_threads):
+@pytest.mark.parametrize("routed", [False, True])
+def test_select_tree_rows_matches_naive_twin(n, sampled, drop_outside, n_threads, routed):
     rng = np.random.default_rng(n + 2 * sampled + drop_outside)
     g, h, y, u = _inputs(rng, n)
     uniforms = u if sampled else np.empty(0)
     low, high = (0.2, 0.7) if sampled else (0.0, 2.0)
     g_max, h_max = np.floor(0.9 / GRID) * GRID, np.floor(0.25 / GRID) * GRID
+    leaves = rng.integers(63, 127, size=n).astype(np.int32)
     expected = naive.select_tree_rows(g, h, y, uniforms, low, high, g_max, h_max, GRID,
-                                      drop_outside, 0.9)
-    got = (np.empty(n, np.int32), np.empty(n, np.float32), np.empty(n, np.float32))
+                                      drop_outside, 0.9, leaves=leaves if routed else None)
+    # (without routing the kernel must not read the positions it is given)
+    got = (leaves.copy() if routed else np.full(n, 99, np.int32),
+           np.empty(n, np.float32), np.empty(n, np.float32))
     select_tree_rows(g, h, y, uniforms, low, high, g_max, h_max, GRID, drop_outside, 0.9,
-                     *got, n_threads)
+                     routed, *got, n_threads)
+    if routed and n > 10:  # a leaf kept in the tree, its complement outside
+        assert set(np.unique(got[0])) & set(leaves) and (got[0] < 0).any()
     for a, b in zip(got, expected):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(np.signbit(a), np.signbit(b))  # -0.0 as numpy gives it
@@ -47,10 +53,11 @@ def test_select_tree_rows_checks_lengths():
     a = np.zeros(3)
     out = (np.empty(3, np.int32), np.empty(3, np.float32), np.empty(3, np.float32))
     with pytest.raises(ValueError, match="uniforms"):
-        select_tree_rows(a, a, a, np.zeros(2), 0.0, 1.0, 1.0, 1.0, GRID, False, 1.0, *out, 1)
+        select_tree_rows(a, a, a, np.zeros(2), 0.0, 1.0, 1.0, 1.0, GRID, False, 1.0, False,
+                         *out, 1)
     with pytest.raises(ValueError, match="same length"):
         select_tree_rows(a, np.zeros(2), a, np.empty(0), 0.0, 1.0, 1.0, 1.0, GRID, False, 1.0,
-                         *out, 1)
+                         False, *out, 1)
 
 
 @pytest.mark.parametrize("n", [0, 1, 3000])

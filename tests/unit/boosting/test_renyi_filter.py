@@ -76,12 +76,14 @@ def _fit_watching_the_filter(params, X, y, monkeypatch, n_partitions=2):
                      np.array(g), np.array(denominator)))
         return admitted
 
-    def watched_start(self, spec):
+    def watched_start(self, spec, routed=False):
         first = len(seen)
-        original_start(self, spec)
+        original_start(self, spec, routed=routed)
         # the rows enter the sums with exactly the values they were charged for
         for _, rows, _, admitted, _, g, u in seen[first:]:
-            in_tree = self.positions[rows] == 0  # admitted, and in the Poisson sample
+            # admitted, and in the Poisson sample (at the root, or at the leaf the tree
+            # sent ahead routed the row to; ~node outside)
+            in_tree = self.positions[rows] >= 0
             assert not (in_tree & ~admitted).any()
             stored = self.gradients[rows]
             assert np.array_equal(stored[in_tree], g[in_tree].astype(np.float32))

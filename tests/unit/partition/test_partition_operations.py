@@ -12,14 +12,18 @@ from dpxgb_dask.objective import Objective
 
 def _binned_part(rng, n_rows=500, n_features=4, n_bins=33, row_offset=0,
                  objective=Objective("binary:logistic")):
-    """A prepared PartitionState (binned rows, margins 0)."""
+    """A prepared PartitionState (binned rows, margins 0; K columns of them and labels in
+    0..K-1 for ``multi:softprob``)."""
     X = rng.normal(size=(n_rows, n_features))
     X[rng.random(X.shape) < 0.05] = np.nan
-    y = (rng.random(n_rows) < 0.4).astype(float)
+    K = objective.n_classes if objective.is_multiclass else None
+    y = (rng.random(n_rows) < 0.4).astype(float) if K is None else \
+        rng.integers(K, size=n_rows).astype(float)
     state = partition.load_partition(X, Targets(y), objective, index=0)
     bounds = np.tile([-3.0, 3.0], (n_features, 1))
     cuts = [np.linspace(-2.5, 2.5, n_bins - 2) for _ in range(n_features)]
-    state.prepare(messages.Prepare(bounds, cuts, n_bins - 1, 0.0, {0: row_offset}))
+    state.prepare(messages.Prepare(bounds, cuts, n_bins - 1, 0.0 if K is None else np.zeros(K),
+                                   {0: row_offset}))
     return state
 
 
@@ -292,11 +296,13 @@ def test_float32_partitions_are_kept_without_a_copy_and_bin_like_float64():
 @pytest.mark.parametrize("objective", ["binary:logistic", "reg:squarederror"])
 @pytest.mark.parametrize("sampled", [False, True])
 @pytest.mark.parametrize("drop_outside", [False, True])
+@pytest.mark.parametrize("routed", [False, True])
 def test_rows_selected_at_their_margins_match_the_objectives_gradients(objective, sampled,
-                                                                       drop_outside):
+                                                                       drop_outside, routed):
     """The compiled pass that computes each row's gradient from its margin
     (``select_tree_rows_at_margins``) against its twin: ``Objective.gradients``, the one
-    home of the formulas, then the naive selection."""
+    home of the formulas, then the naive selection (at the root, or at leaves the rows
+    were routed to ahead)."""
     from dpxgb_dask._core.naive import rows as naive_rows
     from dpxgb_dask._core.rows import select_tree_rows_at_margins
     from dpxgb_dask.objective import Objective
@@ -315,14 +321,76 @@ def test_rows_selected_at_their_margins_match_the_objectives_gradients(objective
     g_max, h_max = np.floor(0.9 / grid) * grid, np.floor(0.25 / grid) * grid
     with np.errstate(over="ignore"):  # (exp(800) = inf: p = 0)
         g, h = Objective(objective).gradients(y, margins)
+    leaves = rng.integers(7, 15, size=n).astype(np.int32)
     expected = naive_rows.select_tree_rows(g, h, y, u, low, high, g_max, h_max, grid,
-                                           drop_outside, 0.9)
-    got = (np.empty(n, np.int32), np.empty(n, np.float32), np.empty(n, np.float32))
+                                           drop_outside, 0.9, leaves=leaves if routed else None)
+    got = (leaves.copy() if routed else np.empty(n, np.int32), np.empty(n, np.float32),
+           np.empty(n, np.float32))
     logistic = objective == "binary:logistic"
     with np.errstate(over="ignore"):
         exp_neg = np.exp(-margins) if logistic else np.empty(0)
     select_tree_rows_at_margins(margins, exp_neg, y, logistic, u, low, high, g_max, h_max,
-                                grid, drop_outside, 0.9, *got, 2)
+                                grid, drop_outside, 0.9, routed, *got, 2)
     for a, b in zip(got, expected):
         np.testing.assert_array_equal(a, b)
-    assert got[0].min() == -1 and got[0].max() == 0
+    if routed:
+        assert got[0].min() == -15 and got[0].max() == 14
+    else:
+        assert got[0].min() == -1 and got[0].max() == 0
+
+
+def _complete_tree(rng, depth, n_features, n_cuts):
+    """Heap arrays of a tree of ``depth`` whose every node above the leaves splits
+    numerically, and its leaves' heap ids."""
+    n_splits = 2**depth - 1
+    heap = _heap(np.ones(n_splits), rng.integers(n_features, size=n_splits),
+                 rng.integers(n_cuts, size=n_splits), rng.integers(2, size=n_splits))
+    return heap, np.arange(n_splits, 2 * n_splits + 1)
+
+
+@pytest.mark.parametrize("routing", ["after the answer", "by the next round"])
+@pytest.mark.parametrize("objective", [Objective("binary:logistic"),
+                                       Objective("multi:softprob", n_classes=3)])
+def test_a_tree_sent_ahead_sums_and_ends_as_one_routed_in_its_own_round(routing, objective):
+    """``Round.next_tree_splits``: the next tree's rows are routed to its leaves after the
+    round (by the worker, ``route_ahead``, or else by the round that starts the tree), and
+    the round starting it gives the same sums, positions and margins as a round that
+    routes the tree itself (rows outside the sample included: their complement ~leaf)."""
+    rng = np.random.default_rng(6)
+    trees = [_complete_tree(rng, 3, 4, 31) for _ in range(4)]
+    multiclass = objective.is_multiclass
+    own, ahead = (_binned_part(np.random.default_rng(7), n_rows=2000, objective=objective)
+                  for _ in range(2))
+    values = None
+    for t, (heap, leaves) in enumerate(trees):
+        start = messages.TreeStart(100 + t, (0.1, 0.7), 1.0, "clip", 0.25,
+                                   output_class=t % 3 if multiclass else None,
+                                   vector_bounds=(1.0, 0.25, 1.0) if multiclass else None)
+        end = None if values is None else messages.TreeEnd(
+            None, values, output_class=(t - 1) % 3 if multiclass else None)
+        following = trees[t + 1][0] if t + 1 < len(trees) else None
+        expected = own.run(messages.Round(seq=t + 1, end_tree=end, start_tree=start,
+                                          tree_splits=heap, leaf_nodes=leaves))
+        got = ahead.run(messages.Round(seq=t + 1, end_tree=end, start_tree=start,
+                                       tree_splits=heap if t == 0 else None,
+                                       leaf_nodes=leaves, next_tree_splits=following))
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(ahead.positions, own.positions)
+        assert (own.positions < 0).any() and (own.positions >= 7).any()
+        if routing == "after the answer":
+            ahead.route_ahead()
+        values = np.zeros(15)
+        values[leaves] = rng.normal(size=leaves.size)
+    np.testing.assert_array_equal(ahead.margins, own.margins)
+
+
+def test_the_round_after_a_tree_sent_ahead_must_start_that_tree():
+    rng = np.random.default_rng(8)
+    state = _binned_part(rng)
+    (heap, leaves), (following, _) = _complete_tree(rng, 2, 4, 31), _complete_tree(rng, 2, 4, 31)
+    start = messages.TreeStart(0, (0.0, 2.0), 1.0, "clip", 0.25)
+    state.run(messages.Round(seq=1, start_tree=start, tree_splits=heap, leaf_nodes=leaves,
+                             next_tree_splits=following))
+    for wrong in (dict(), dict(start_tree=start, tree_splits=heap)):
+        with pytest.raises(ValueError, match="next_tree_splits"):
+            state.run(messages.Round(seq=2, **wrong, leaf_nodes=leaves))
