@@ -12,6 +12,7 @@ bit ``b`` of its 4 words of 64 bits, ``dpxgb_dask._core.category_sets``).
 """
 cimport cython
 from cython.parallel import prange
+from libc.stdlib cimport calloc, free
 
 import numpy as np
 
@@ -78,6 +79,16 @@ def route_to_leaves(
            category_set, missing_bin, n_threads, True)
 
 
+cdef struct NodeRule:
+    # one split node's decision, packed: a row reads one small struct per level instead of
+    # four arrays (with the feature's column offset precomputed)
+    Py_ssize_t column               # split feature * X_binned's column stride (bytes)
+    INDEX_DTYPE_C right             # the right child 2p + 2, or the node p without a split
+    unsigned char kind              # is_split: 0, 1 (<=) or 2 (in set)
+    X_BINNED_DTYPE_C split_bin
+    unsigned char missing_left
+
+
 cdef _route(
     const X_BINNED_DTYPE_C[::1, :] X_binned,   # IN (n_samples, n_features), Fortran order
     INDEX_DTYPE_C[::1] positions,              # IN/OUT (n_samples,)
@@ -107,12 +118,50 @@ cdef _route(
         if is_split[node] and not (0 <= split_feature[node] < n_features):
             raise ValueError(f"split_feature[{node}] = {split_feature[node]} is outside "
                              f"[0, {n_features})")
+    if n_samples == 0 or n_node_ids == 0:
+        return
+    # One step per level down to the deepest split's (a row never starts above the
+    # root), or the one step of a level. The rules cover the children of every split too
+    # (no split there): a row from the root then never leaves them.
+    cdef int n_steps = 1, depth
+    cdef Py_ssize_t n_rules = n_node_ids
+    cdef bint numerical = True
+    for node in range(n_node_ids):
+        if is_split[node]:
+            n_rules = max(n_rules, 2 * node + 3)
+            numerical = numerical and is_split[node] == 1
+            if to_leaves:
+                depth = 0
+                while (1 << (depth + 1)) <= node + 1:
+                    depth += 1
+                n_steps = max(n_steps, depth + 1)
+    cdef NodeRule* rules = <NodeRule*> calloc(n_rules, sizeof(NodeRule))
+    if rules == NULL:
+        raise MemoryError("no memory for the tree's node rules")
+    cdef Py_ssize_t column_stride = X_binned.strides[1]
+    for node in range(n_rules):
+        rules[node].right = node  # (no split: the node stays; calloc zeroed the rest)
+    for node in range(n_node_ids):
+        rules[node].kind = is_split[node]
+        rules[node].right = 2 * node + 2 if is_split[node] else node
+        rules[node].column = split_feature[node] * column_stride if is_split[node] else 0
+        rules[node].split_bin = split_bin[node]
+        rules[node].missing_left = missing_left[node]
+    # numerical and complete (every node above the deepest split's level splits): a row
+    # from the root meets a split at each step
+    cdef bint complete = numerical and n_node_ids >= (1 << n_steps) - 1
+    for node in range((1 << n_steps) - 1 if complete else 0):
+        complete = complete and is_split[node] != 0
+    cdef const X_BINNED_DTYPE_C* rows = &X_binned[0, 0]
     cdef Py_ssize_t n_blocks = (n_samples + ROUTE_BLOCK - 1) // ROUTE_BLOCK
     cdef Py_ssize_t block
-    for block in prange(n_blocks, schedule="static", nogil=True, num_threads=n_threads):
-        _route_block(X_binned, positions, is_split, split_feature, split_bin, missing_left,
-                     category_set, missing_bin, to_leaves, block * ROUTE_BLOCK,
-                     min(n_samples, (block + 1) * ROUTE_BLOCK))
+    try:
+        for block in prange(n_blocks, schedule="static", nogil=True, num_threads=n_threads):
+            _route_block(rows, positions, rules, n_node_ids, category_set, missing_bin,
+                         n_steps, numerical + complete, block * ROUTE_BLOCK,
+                         min(n_samples, (block + 1) * ROUTE_BLOCK))
+    finally:
+        free(rules)
 
 
 cdef enum:
@@ -126,53 +175,94 @@ cdef enum:
 
 
 cdef void _route_block(
-    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    const X_BINNED_DTYPE_C* rows,       # X_binned's data: row i of feature f at i + f*stride
     INDEX_DTYPE_C[::1] positions,
-    const unsigned char[::1] is_split,
-    const INDEX_DTYPE_C[::1] split_feature,
-    const X_BINNED_DTYPE_C[::1] split_bin,
-    const unsigned char[::1] missing_left,
+    const NodeRule* rules,              # (n_node_ids,) and beyond: the splits' children
+    Py_ssize_t n_node_ids,
     const CATEGORY_WORD_C[:, ::1] category_set,
     X_BINNED_DTYPE_C missing_bin,
-    bint to_leaves,
+    int n_steps,
+    int shape,                          # 0 any tree, 1 numerical splits, 2 also complete
     Py_ssize_t start,
     Py_ssize_t stop,
 ) noexcept nogil:
     """Route rows ``start:stop`` (at most ``ROUTE_BLOCK``) level by level: every row of the
-    block takes one step, then the next step, until no row of the block moves."""
+    block takes one step (a row at a node that does not split stays), ``n_steps`` times.
+    When every row of the block starts at the root of a tree of numerical splits, the
+    steps take no branch (a loop of their own; a complete tree's, not even a node's
+    kind)."""
     cdef INDEX_DTYPE_C nodes[ROUTE_BLOCK]
-    cdef Py_ssize_t n_node_ids = is_split.shape[0]
     cdef Py_ssize_t j, n = stop - start
     cdef INDEX_DTYPE_C node
-    cdef X_BINNED_DTYPE_C b
-    cdef int go_left
-    cdef bint moved = True
+    cdef int step
+    cdef bint from_root = shape > 0
     for j in range(n):
         node = positions[start + j]
         nodes[j] = -node - 1 if node < 0 else node
-    while moved:
-        moved = False
+        from_root = from_root and nodes[j] == 0
+    for step in range(n_steps):
+        if from_root and shape == 2:
+            for j in range(n):
+                nodes[j] = _complete_step(rows, start + j, &rules[nodes[j]], nodes[j],
+                                          missing_bin)
+            continue
+        if from_root:
+            for j in range(n):
+                nodes[j] = _numerical_step(rows, start + j, &rules[nodes[j]], missing_bin)
+            continue
         for j in range(n):
             node = nodes[j]
-            if node >= n_node_ids or not is_split[node]:
-                continue
-            b = X_binned[start + j, split_feature[node]]
-            if is_split[node] == 2:
-                go_left = in_category_set(category_set, node, b)
-            else:
-                go_left = b <= split_bin[node]
-            if b == missing_bin:
-                go_left = missing_left[node] != 0
-            # heap children: 2p + 1 (left), 2p + 2 (right), without a branch on the side
-            nodes[j] = 2 * node + 2 - go_left
-            moved = True
-        if not to_leaves:
-            break
+            if node < n_node_ids and rules[node].kind != 0:
+                nodes[j] = _step(rows, start + j, &rules[node], node, category_set,
+                                 missing_bin)
     for j in range(n):
         if positions[start + j] < 0:
             positions[start + j] = -nodes[j] - 1
         else:
             positions[start + j] = nodes[j]
+
+
+cdef inline INDEX_DTYPE_C _step(
+    const X_BINNED_DTYPE_C* rows, Py_ssize_t row, const NodeRule* rule, INDEX_DTYPE_C node,
+    const CATEGORY_WORD_C[:, ::1] category_set, X_BINNED_DTYPE_C missing_bin,
+) noexcept nogil:
+    """The child of split node ``node`` (``rule``) that row ``row`` goes to."""
+    cdef X_BINNED_DTYPE_C b = rows[row + rule.column]
+    cdef int go_left
+    if rule.kind == 2:
+        go_left = in_category_set(category_set, node, b)
+    else:
+        go_left = b <= rule.split_bin
+    if b == missing_bin:
+        go_left = rule.missing_left != 0
+    # heap children: 2p + 1 (left), 2p + 2 (right), without a branch on the side
+    return 2 * node + 2 - go_left
+
+
+cdef inline INDEX_DTYPE_C _numerical_step(
+    const X_BINNED_DTYPE_C* rows, Py_ssize_t row, const NodeRule* rule,
+    X_BINNED_DTYPE_C missing_bin,
+) noexcept nogil:
+    """:func:`_step` at a numerical split, or no step at a node without one (kind 0: the
+    same arithmetic keeps the node, its ``right``, without a branch)."""
+    cdef X_BINNED_DTYPE_C b = rows[row + rule.column]
+    cdef int go_left = b <= rule.split_bin
+    if b == missing_bin:
+        go_left = rule.missing_left != 0
+    return rule.right - (go_left & rule.kind)
+
+
+cdef inline INDEX_DTYPE_C _complete_step(
+    const X_BINNED_DTYPE_C* rows, Py_ssize_t row, const NodeRule* rule, INDEX_DTYPE_C node,
+    X_BINNED_DTYPE_C missing_bin,
+) noexcept nogil:
+    """:func:`_step` at a numerical split (reading neither its kind nor its ``right``:
+    about a tenth faster than :func:`_numerical_step`)."""
+    cdef X_BINNED_DTYPE_C b = rows[row + rule.column]
+    cdef int go_left = b <= rule.split_bin
+    if b == missing_bin:
+        go_left = rule.missing_left != 0
+    return 2 * node + 2 - go_left
 
 
 def node_sums(

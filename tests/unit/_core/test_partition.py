@@ -147,6 +147,35 @@ def test_route_to_leaves_matches_repeated_apply_splits(n_samples):
     np.testing.assert_array_equal(positions, expected)
 
 
+# the kernel's ways through a block: a complete tree of numerical splits whose rows all
+# start at the root (or outside the tree, at ~0) takes steps without checks; a set split,
+# a row elsewhere or a missing split takes the checked steps (9000 rows: three blocks, and
+# a row elsewhere only in the last)
+@pytest.mark.parametrize("tree", ["complete", "complete, one set split",
+                                  "complete but one node", "complete, a row elsewhere"])
+def test_route_to_leaves_of_a_complete_tree_matches_repeated_apply_splits(tree):
+    rng = np.random.default_rng(11)
+    n_samples, n_features, depth = 9000, 4, 5
+    X_binned = np.asfortranarray(rng.integers(0, 41, size=(n_samples, n_features)).astype(np.uint8))
+    X_binned[rng.random(X_binned.shape) < 0.1] = MISSING_BIN
+    d = _decisions(rng, 2 ** (depth + 1) - 1, n_features)
+    d["is_split"][:] = 0
+    d["is_split"][: 2 ** depth - 1] = 1
+    if tree == "complete, one set split":
+        d["is_split"][5] = 2
+    if tree == "complete but one node":
+        d["is_split"][9] = 0
+    positions = np.where(rng.random(n_samples) < 0.3, -1, 0).astype(np.int32)
+    if tree == "complete, a row elsewhere":
+        positions[-1] = 4
+    expected = naive.route_to_leaves(X_binned, positions, missing_bin=MISSING_BIN, **d)
+    route_to_leaves(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
+                    d["missing_left"], d["category_set"], MISSING_BIN, 2)
+    np.testing.assert_array_equal(positions, expected)
+    reached = np.where(positions < 0, ~positions, positions)
+    assert reached.min() >= (2 ** depth - 1 if tree == "complete" else 9)
+
+
 @pytest.mark.parametrize("n_samples", [0, 1, 3000])
 def test_node_sums_match_naive_twin_exactly(n_samples):
     rng = np.random.default_rng(n_samples + 5)
