@@ -462,10 +462,10 @@ async def handle_call(worker, *, fit=None, capability=None, payload=None, rows=N
         if isinstance(action, RunRound) and action.step.next_tree_splits is not None:
             _after_reply(address, fit, inline)
         held = _fits_of(address).get(fit)
-        if held is not None and held.silo.own_rows:  # (its compute time grows with its rows)
-            return reply(result)
         if held is not None:
             seconds += _told_ahead_seconds(held)
+            if held.silo.own_rows:  # (its compute time grows with its rows)
+                return reply(result)
         return reply(result, seconds=seconds)
     except Exception as exc:  # returned, not raised: the comm would lose its type
         if subtree is not None:
