@@ -261,6 +261,43 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, seed, classification_da
     assert _wait_for(lambda: not _fits(client), 5.0) is not None
 
 
+def test_a_call_to_a_worker_that_left_the_cluster_ends_with_worker_lost(monkeypatch):
+    """A call in flight is checked every ``WORKER_CHECK_SECONDS``: a call to a worker that
+    left the cluster without closing its connection (a hung process) ends with a
+    ``WorkerLost`` naming it; a call to a worker still there goes on, and when its round
+    is cancelled it is cancelled, not lost."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from dpxgb_dask.cluster import backend as bk
+
+    monkeypatch.setattr(bk, "WORKER_CHECK_SECONDS", 0.01)
+
+    class HungWorker:
+        async def dpxgb_call(self, **kwargs):
+            await asyncio.sleep(3600)
+
+    async def scenario():
+        workers = {"tcp://a:1": None, "tcp://b:2": None}
+        scheduler = SimpleNamespace(workers=workers, rpc=lambda address: HungWorker())
+        backend = bk.DaskBackend(scheduler, "fit", b"c" * 32,
+                                 {"tcp://a:1": [0], "tcp://b:2": [1]})
+        lost = asyncio.ensure_future(backend._call("tcp://a:1", b"x"))
+        kept = asyncio.ensure_future(backend._call("tcp://b:2", b"x"))
+        await asyncio.sleep(0.05)
+        assert not lost.done() and not kept.done()
+        del workers["tcp://a:1"]
+        with pytest.raises(bk.WorkerLost, match=r"worker tcp://a:1 holding partitions \[0\]"):
+            await asyncio.wait_for(lost, 5)
+        await asyncio.sleep(0.05)
+        assert not kept.done()
+        kept.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await kept
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.slow
 def test_a_lost_scheduler_ends_the_fit_with_an_error_that_says_so(tmp_path, monkeypatch,
                                                                  classification_data):
