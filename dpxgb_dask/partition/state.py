@@ -335,7 +335,7 @@ class PartitionState:
         round; the next round does, if the worker has not."""
         if self._ahead is None or self._ahead_routed:
             return
-        if self._ahead_leaves is None or self._ahead_leaves is self.positions:
+        if self._ahead_leaves is None:  # (then the previous tree's positions: run)
             self._ahead_leaves = np.empty(self.n_rows, dtype=np.int32)
         self._ahead_leaves.fill(0)  # every row from the root
         is_split, feature, split_bin, missing_left, category_set = self._ahead
