@@ -152,13 +152,43 @@ cdef _route(
     cdef bint complete = numerical and n_node_ids >= (1 << n_steps) - 1
     for node in range((1 << n_steps) - 1 if complete else 0):
         complete = complete and is_split[node] != 0
+    # A tree whose splits all read one feature sends a row from the root to a leaf that
+    # depends on the row's bin alone: the leaf of each of the 256 bins, walked once with
+    # the checked step, is then one lookup per row (the default's first trees; a depth-6
+    # tree on 500k rows: 0.6 against 4.5 ms)
+    cdef INDEX_DTYPE_C leaf_of_bin[256]
+    cdef Py_ssize_t one_feature = -1
+    for node in range(n_node_ids):
+        if is_split[node] and to_leaves:
+            if one_feature == -1:
+                one_feature = split_feature[node]
+            elif one_feature != split_feature[node]:
+                one_feature = -2
+    cdef int code, step
+    cdef INDEX_DTYPE_C leaf
+    if one_feature >= 0:
+        for code in range(256):
+            leaf = 0
+            for step in range(n_steps):
+                if rules[leaf].kind != 0:
+                    leaf = _step_on(<X_BINNED_DTYPE_C>code, &rules[leaf], leaf, category_set,
+                                    missing_bin)
+            leaf_of_bin[code] = leaf
     cdef const X_BINNED_DTYPE_C* rows = &X_binned[0, 0]
     cdef Py_ssize_t n_blocks = (n_samples + ROUTE_BLOCK - 1) // ROUTE_BLOCK
     cdef Py_ssize_t block
+    cdef RouteShape shape
+    shape.rules = rules
+    shape.n_node_ids = n_node_ids
+    shape.missing_bin = missing_bin
+    shape.n_steps = n_steps
+    shape.kind = (ONE_FEATURE if one_feature >= 0 else COMPLETE if complete else
+                  NUMERICAL if numerical else ANY)
+    shape.leaf_of_bin = leaf_of_bin
+    shape.column = one_feature * column_stride if one_feature >= 0 else 0
     try:
         for block in prange(n_blocks, schedule="static", nogil=True, num_threads=n_threads):
-            _route_block(rows, positions, rules, n_node_ids, category_set, missing_bin,
-                         n_steps, numerical + complete, block * ROUTE_BLOCK,
+            _route_block(rows, positions, &shape, category_set, block * ROUTE_BLOCK,
                          min(n_samples, (block + 1) * ROUTE_BLOCK))
     finally:
         free(rules)
@@ -174,47 +204,68 @@ cdef enum:
     ROUTE_BLOCK = 4096
 
 
+cdef enum RouteKind:
+    # what every row of a block that starts at the root may take (other blocks take the
+    # checked step)
+    ANY = 0             # the checked step
+    NUMERICAL = 1       # numerical splits: steps without a branch
+    COMPLETE = 2        # numerical, and every node above the deepest split's level splits
+    ONE_FEATURE = 3     # every split reads one feature: one lookup of the leaf of its bin
+
+
+cdef struct RouteShape:
+    # one tree's routing, fixed for all blocks
+    const NodeRule* rules          # (n_node_ids,) and beyond: the splits' children
+    Py_ssize_t n_node_ids
+    X_BINNED_DTYPE_C missing_bin
+    int n_steps
+    RouteKind kind
+    const INDEX_DTYPE_C* leaf_of_bin   # (256,) ONE_FEATURE: the leaf each bin reaches
+    Py_ssize_t column                  # ONE_FEATURE: the feature's column offset
+
+
 cdef void _route_block(
     const X_BINNED_DTYPE_C* rows,       # X_binned's data: row i of feature f at i + f*stride
     INDEX_DTYPE_C[::1] positions,
-    const NodeRule* rules,              # (n_node_ids,) and beyond: the splits' children
-    Py_ssize_t n_node_ids,
+    const RouteShape* shape,
     const CATEGORY_WORD_C[:, ::1] category_set,
-    X_BINNED_DTYPE_C missing_bin,
-    int n_steps,
-    int shape,                          # 0 any tree, 1 numerical splits, 2 also complete
     Py_ssize_t start,
     Py_ssize_t stop,
 ) noexcept nogil:
     """Route rows ``start:stop`` (at most ``ROUTE_BLOCK``) level by level: every row of the
     block takes one step (a row at a node that does not split stays), ``n_steps`` times.
-    When every row of the block starts at the root of a tree of numerical splits, the
-    steps take no branch (a loop of their own; a complete tree's, not even a node's
-    kind)."""
+    When every row of the block starts at the root, a tree of numerical splits steps
+    without a branch (a loop of their own; a complete tree's, not even a node's kind), and
+    a tree on one feature takes no step: its rows look their leaf up."""
     cdef INDEX_DTYPE_C nodes[ROUTE_BLOCK]
     cdef Py_ssize_t j, n = stop - start
     cdef INDEX_DTYPE_C node
     cdef int step
-    cdef bint from_root = shape > 0
+    cdef const NodeRule* rules = shape.rules
+    cdef X_BINNED_DTYPE_C missing_bin = shape.missing_bin
+    cdef bint from_root = True
     for j in range(n):
         node = positions[start + j]
         nodes[j] = -node - 1 if node < 0 else node
         from_root = from_root and nodes[j] == 0
-    for step in range(n_steps):
-        if from_root and shape == 2:
+    cdef RouteKind kind = shape.kind if from_root else ANY
+    if kind == ONE_FEATURE:
+        for j in range(n):
+            nodes[j] = shape.leaf_of_bin[rows[start + j + shape.column]]
+    for step in range(shape.n_steps if kind != ONE_FEATURE else 0):
+        if kind == COMPLETE:
             for j in range(n):
                 nodes[j] = _complete_step(rows, start + j, &rules[nodes[j]], nodes[j],
                                           missing_bin)
-            continue
-        if from_root:
+        elif kind == NUMERICAL:
             for j in range(n):
                 nodes[j] = _numerical_step(rows, start + j, &rules[nodes[j]], missing_bin)
-            continue
-        for j in range(n):
-            node = nodes[j]
-            if node < n_node_ids and rules[node].kind != 0:
-                nodes[j] = _step(rows, start + j, &rules[node], node, category_set,
-                                 missing_bin)
+        else:
+            for j in range(n):
+                node = nodes[j]
+                if node < shape.n_node_ids and rules[node].kind != 0:
+                    nodes[j] = _step(rows, start + j, &rules[node], node, category_set,
+                                     missing_bin)
     for j in range(n):
         if positions[start + j] < 0:
             positions[start + j] = -nodes[j] - 1
@@ -227,7 +278,14 @@ cdef inline INDEX_DTYPE_C _step(
     const CATEGORY_WORD_C[:, ::1] category_set, X_BINNED_DTYPE_C missing_bin,
 ) noexcept nogil:
     """The child of split node ``node`` (``rule``) that row ``row`` goes to."""
-    cdef X_BINNED_DTYPE_C b = rows[row + rule.column]
+    return _step_on(rows[row + rule.column], rule, node, category_set, missing_bin)
+
+
+cdef inline INDEX_DTYPE_C _step_on(
+    X_BINNED_DTYPE_C b, const NodeRule* rule, INDEX_DTYPE_C node,
+    const CATEGORY_WORD_C[:, ::1] category_set, X_BINNED_DTYPE_C missing_bin,
+) noexcept nogil:
+    """The child of split node ``node`` (``rule``) that a row of bin ``b`` goes to."""
     cdef int go_left
     if rule.kind == 2:
         go_left = in_category_set(category_set, node, b)

@@ -176,6 +176,46 @@ def test_route_to_leaves_of_a_complete_tree_matches_repeated_apply_splits(tree):
     assert reached.min() >= (2 ** depth - 1 if tree == "complete" else 9)
 
 
+# a tree whose splits all read one feature: rows from the root look their leaf up by their
+# bin (every bin of 0..255 occurs, the missing one too); a row elsewhere sends its block to
+# the checked steps
+@pytest.mark.parametrize("tree", ["numerical", "some nodes unsplit", "set splits",
+                                  "one split", "a row elsewhere"])
+def test_route_to_leaves_of_a_one_feature_tree_matches_repeated_apply_splits(tree):
+    rng = np.random.default_rng(13)
+    n_samples, n_features, depth = 9000, 3, 6
+    X_binned = np.asfortranarray(rng.integers(0, 256, size=(n_samples, n_features),
+                                              dtype=np.uint8))
+    X_binned[:256, 2] = np.arange(256)
+    d = _decisions(rng, 2 ** (depth + 1) - 1, n_features)
+    d["split_feature"][:] = 2
+    # each split cuts its node's interval of bins (as a drawn one-feature tree does)
+    low, high = {0: 0}, {0: 254}
+    for node in range(2 ** depth - 1):
+        cut = int(rng.integers(low[node], max(low[node], high[node] - 1) + 1))
+        d["split_bin"][node] = cut
+        low[2 * node + 1], high[2 * node + 1] = low[node], cut
+        low[2 * node + 2], high[2 * node + 2] = min(cut + 1, 254), high[node]
+    d["is_split"][:] = 0
+    d["is_split"][: 2 ** depth - 1] = 1
+    if tree == "some nodes unsplit":
+        d["is_split"][1 + rng.choice(2 ** depth - 2, size=12, replace=False)] = 0
+    if tree == "set splits":
+        d["is_split"][rng.choice(2 ** depth - 1, size=20, replace=False)] = 2
+    if tree == "one split":
+        d["is_split"][1:] = 0
+    d["split_feature"][d["is_split"] == 0] = 0  # (read by no row)
+    positions = np.where(rng.random(n_samples) < 0.3, -1, 0).astype(np.int32)
+    if tree == "a row elsewhere":
+        positions[5000] = 2
+    expected = naive.route_to_leaves(X_binned, positions, missing_bin=MISSING_BIN, **d)
+    route_to_leaves(X_binned, positions, d["is_split"], d["split_feature"], d["split_bin"],
+                    d["missing_left"], d["category_set"], MISSING_BIN, 2)
+    np.testing.assert_array_equal(positions, expected)
+    reached = np.where(positions < 0, ~positions, positions)
+    assert len(np.unique(reached)) >= (2 if tree == "one split" else 10)
+
+
 @pytest.mark.parametrize("n_samples", [0, 1, 3000])
 def test_node_sums_match_naive_twin_exactly(n_samples):
     rng = np.random.default_rng(n_samples + 5)
