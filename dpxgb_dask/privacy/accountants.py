@@ -102,6 +102,7 @@ from __future__ import annotations
 import abc
 import collections
 import functools
+import json
 import math
 
 import dp_accounting
@@ -567,13 +568,26 @@ def privacy_report(ledger, delta):
     """
     delta = check_delta(delta)
     ledger = as_ledger(ledger)
-    return dict(_ledger_report(ledger.to_json(), delta))
+    return dict(_ledger_report(_accounted_json(ledger), delta))
+
+
+def _accounted_json(ledger):
+    """The JSON of ``ledger`` with what no accountant reads left out: each event's
+    ``n_parallel`` (by parallel composition a release costs one application of its
+    mechanism whatever the number of its disjoint pieces, ``ledger.py``) is written 1.
+    Two fits of the same parameters then have one key although their random trees have
+    different numbers of leaves."""
+    data = ledger.to_dict()
+    for event in data["events"]:
+        event["n_parallel"] = 1
+    return json.dumps(data, allow_nan=False)
 
 
 @functools.lru_cache(maxsize=64)
 def _ledger_report(ledger_json, delta):
-    """:func:`privacy_report` of a ledger by its public events (a fit's scheduler and its
-    client, and fits of the same parameters, account the same ledger once)."""
+    """:func:`privacy_report` of a ledger by its public events as the accountants read
+    them (:func:`_accounted_json`): a fit's scheduler and its client, and fits of the same
+    parameters, account the same ledger once."""
     ledger = Ledger.from_json(ledger_json)
     out = {"delta": delta, "n_events": len(ledger)}
     for name in ("basic", "rdp", "pld"):

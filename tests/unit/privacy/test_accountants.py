@@ -78,6 +78,28 @@ def test_parallel_composition_is_explicit_and_not_a_discount():
         assert acct.get_epsilon(a, 1e-6) == acct.get_epsilon(b, 1e-6)
 
 
+def test_report_of_ledgers_that_differ_in_n_parallel_only_is_accounted_once():
+    # two fits of one configuration whose random trees have different numbers of leaves
+    from dpxgb_dask.privacy.accountants import _ledger_report
+
+    def fit_ledger(leaves):
+        ledger = Ledger()
+        for t, n in enumerate(leaves):
+            ledger.record("leaf", "gaussian", 1.0, noise_multiplier=7.0, tree=t,
+                          sampling_rate=0.5, parallel_over="leaves", n_parallel=n)
+        return ledger
+
+    first, second = fit_ledger([64, 40, 3]), fit_ledger([17, 64, 1])
+    before = _ledger_report.cache_info()
+    report = privacy_report(first, 1e-6)
+    assert privacy_report(second, 1e-6) == report
+    after = _ledger_report.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+    assert report["n_events"] == 3
+    for name in ("basic", "rdp", "pld"):  # (what the key leaves out, no accountant reads)
+        assert get_accountant(name).get_epsilon(second, 1e-6) == report[name]
+
+
 def dpboost_ledger(n_ensembles, trees_per_ensemble, eps_tree):
     ledger = Ledger()
     for e in range(n_ensembles):
