@@ -155,11 +155,11 @@ cdef _route(
     # A tree whose splits all read one feature sends a row from the root to a leaf that
     # depends on the row's bin alone: the leaf of each of the 256 bins, walked once with
     # the checked step, is then one lookup per row (the default's first trees; a depth-6
-    # tree on 500k rows: 0.6 against 4.5 ms)
+    # tree on 500k rows: 0.5 ms against 3.8 to 4.5 walked)
     cdef INDEX_DTYPE_C leaf_of_bin[256]
     cdef Py_ssize_t one_feature = -1
-    for node in range(n_node_ids):
-        if is_split[node] and to_leaves:
+    for node in range(n_node_ids if to_leaves else 0):
+        if is_split[node]:
             if one_feature == -1:
                 one_feature = split_feature[node]
             elif one_feature != split_feature[node]:
