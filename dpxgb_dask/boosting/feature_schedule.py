@@ -102,9 +102,10 @@ class FeatureSchedule:
         the pass released its leaves: the stage ends there when the pass shows no main
         effect (:meth:`_pass_shows_main_effects`).
 
-        The rounds asked for before the pass's last release (the coordinator draws a tree
-        before the one before it is released) stay main-effect rounds. A function of DP releases
-        and of the order the coordinator draws in (public): post-processing, no budget.
+        The rounds asked for before the pass's last release (the coordinator draws tree
+        t + 1 before tree t's leaves are released) stay main-effect rounds. A function of DP
+        releases and of the order the coordinator draws in (public): post-processing, no
+        budget.
         """
         if not self._pass_decided and not np.isnan(self.pass_evidence).any():
             self._pass_decided = True
